@@ -1,0 +1,365 @@
+/**
+ * Binary bodies of the metadata operations (little-endian), the form a prepare carries in the log.
+ *
+ * Decoding is strict and total: any byte string either decodes to exactly one request whose
+ * re-encoding is the same bytes, or is refused with a reason. It never throws, because bodies come
+ * off the network and the disk. Strictness (canonical flags, zeroed absent fields, no trailing
+ * bytes, ascending permission ids) is what makes "same bytes" and "same request" one notion, so a
+ * replica cannot accept a body another one would read differently.
+ *
+ * Primitives:
+ *   name        u8 size + UTF-8 (0..=255 bytes; emptiness is a validation error, not a decode one)
+ *   identifier  u8 kind (1 = numeric: u8 size 4 + u32; 2 = name: u8 size 1..=255 + UTF-8)
+ *   hash        u16 size (<= PASSWORD_HASH_SIZE_MAX) + ASCII, for Argon2id PHC strings
+ *   permissions u8 present (0|1) [global u32, u16 count, count x (stream u32, bits u32, u16 count,
+ *               count x (topic u32, bits u32))], ids strictly ascending, only known bits
+ *
+ * Layouts:
+ *   128 CreateStream         name
+ *   129 UpdateStream         stream_id, name
+ *   130 DeleteStream         stream_id          131 PurgeStream  stream_id
+ *   132 CreateTopic          stream_id, partitions_count u32, compression u8, message_expiry_us u64,
+ *                            max_topic_size_bytes u64, replication_factor u8, name
+ *   133 UpdateTopic          stream_id, topic_id, present u8 (bit0 compression, bit1 expiry,
+ *                            bit2 max size, bit3 replication; absent fields are zero), compression u8,
+ *                            message_expiry_us u64, max_topic_size_bytes u64, replication_factor u8, name
+ *   134 DeleteTopic / 135 PurgeTopic                       stream_id, topic_id
+ *   136 CreatePartitions / 137 DeletePartitions            stream_id, topic_id, partitions_count u32
+ *   138 DeleteSegments       stream_id, topic_id, partition_id u32, segments_count u32
+ *   139 CreateConsumerGroup  stream_id, topic_id, name
+ *   140 DeleteConsumerGroup / 148 Join / 149 Leave         stream_id, topic_id, group_id
+ *   141 CreateUser           username name, status u8, password_hash hash, permissions
+ *   142 UpdateUser           user_id, present u8 (bit0 username, bit1 status), status u8, username name
+ *   143 DeleteUser           user_id
+ *   144 ChangePassword       user_id, current_password_hash hash, new_password_hash hash
+ *   145 UpdatePermissions    user_id, permissions
+ *   146 CreatePersonalAccessToken   name, expiry_us u64, token_hash [32]
+ *   147 DeletePersonalAccessToken   flags u8 (bit0 only_if_expired, bit1 owner present),
+ *                                   [owner_user_id u32], name
+ */
+import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
+import { assert } from '../stdx/assert.js';
+import { BodyReader, BodyWriter } from './body-io.js';
+import { Operation, type Identifier, type MetadataRequest } from './operations.js';
+import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
+import { PAT_TOKEN_HASH_SIZE, PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from './validation.js';
+
+export type DecodeResult = { readonly ok: true; readonly request: MetadataRequest } | { readonly ok: false; readonly reason: string };
+
+/** A metadata body never exceeds one frame's body. */
+export const OPERATION_BODY_SIZE_MAX = MESSAGE_BODY_SIZE_MAX;
+
+export const GLOBAL_PERMISSION_BITS = allBits(GlobalPermission);
+export const STREAM_PERMISSION_BITS = allBits(StreamPermission);
+export const TOPIC_PERMISSION_BITS = allBits(TopicPermission);
+
+function allBits(bits: Readonly<Record<string, number>>): number {
+  return Object.values(bits).reduce((all, bit) => all | bit, 0);
+}
+
+const UPDATE_TOPIC_PRESENT_BITS = 0b1111;
+const UPDATE_USER_PRESENT_BITS = 0b11;
+const DELETE_PAT_FLAG_BITS = 0b11;
+
+export function decodeRequest(operation: number, body: Uint8Array): DecodeResult {
+  if (body.byteLength > OPERATION_BODY_SIZE_MAX) return { ok: false, reason: 'body exceeds the frame body size' };
+  const reader = new BodyReader(body);
+  const request = readRequest(operation, reader);
+  if (request === null) return { ok: false, reason: `operation ${operation} is not a metadata operation` };
+  const reason = reader.finish();
+  if (reason !== null) return { ok: false, reason };
+  return { ok: true, request };
+}
+
+function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
+  switch (operation) {
+    case Operation.createStream:
+      return { operation, name: r.name('name') };
+    case Operation.updateStream:
+      return { operation, streamId: r.identifier('stream_id'), name: r.name('name') };
+    case Operation.deleteStream:
+    case Operation.purgeStream:
+      return { operation, streamId: r.identifier('stream_id') };
+    case Operation.createTopic:
+      return {
+        operation,
+        streamId: r.identifier('stream_id'),
+        partitionsCount: r.u32('partitions_count'),
+        compressionAlgorithm: r.u8('compression'),
+        messageExpiryUs: r.u64('message_expiry_us'),
+        maxTopicSizeBytes: r.u64('max_topic_size_bytes'),
+        replicationFactor: r.u8('replication_factor'),
+        name: r.name('name'),
+      };
+    case Operation.updateTopic: {
+      const streamId = r.identifier('stream_id');
+      const topicId = r.identifier('topic_id');
+      const present = r.flags('present', UPDATE_TOPIC_PRESENT_BITS);
+      const compression = r.u8('compression');
+      const expiry = r.u64('message_expiry_us');
+      const maxSize = r.u64('max_topic_size_bytes');
+      const replication = r.u8('replication_factor');
+      r.zeroUnless((present & 1) !== 0, compression, 'compression');
+      r.zeroUnless((present & 2) !== 0, expiry, 'message_expiry_us');
+      r.zeroUnless((present & 4) !== 0, maxSize, 'max_topic_size_bytes');
+      r.zeroUnless((present & 8) !== 0, replication, 'replication_factor');
+      return {
+        operation,
+        streamId,
+        topicId,
+        compressionAlgorithm: (present & 1) !== 0 ? compression : null,
+        messageExpiryUs: (present & 2) !== 0 ? expiry : null,
+        maxTopicSizeBytes: (present & 4) !== 0 ? maxSize : null,
+        replicationFactor: (present & 8) !== 0 ? replication : null,
+        name: r.name('name'),
+      };
+    }
+    case Operation.deleteTopic:
+    case Operation.purgeTopic:
+      return { operation, streamId: r.identifier('stream_id'), topicId: r.identifier('topic_id') };
+    case Operation.createPartitions:
+    case Operation.deletePartitions:
+      return {
+        operation,
+        streamId: r.identifier('stream_id'),
+        topicId: r.identifier('topic_id'),
+        partitionsCount: r.u32('partitions_count'),
+      };
+    case Operation.deleteSegments:
+      return {
+        operation,
+        streamId: r.identifier('stream_id'),
+        topicId: r.identifier('topic_id'),
+        partitionId: r.u32('partition_id'),
+        segmentsCount: r.u32('segments_count'),
+      };
+    case Operation.createConsumerGroup:
+      return { operation, streamId: r.identifier('stream_id'), topicId: r.identifier('topic_id'), name: r.name('name') };
+    case Operation.deleteConsumerGroup:
+    case Operation.joinConsumerGroup:
+    case Operation.leaveConsumerGroup:
+      return {
+        operation,
+        streamId: r.identifier('stream_id'),
+        topicId: r.identifier('topic_id'),
+        groupId: r.identifier('group_id'),
+      };
+    case Operation.createUser:
+      return {
+        operation,
+        username: r.name('username'),
+        status: r.u8('status'),
+        passwordHash: r.hash('password_hash'),
+        permissions: readPermissions(r),
+      };
+    case Operation.updateUser: {
+      const userId = r.identifier('user_id');
+      const present = r.flags('present', UPDATE_USER_PRESENT_BITS);
+      const status = r.u8('status');
+      const username = r.name('username');
+      r.zeroUnless((present & 2) !== 0, status, 'status');
+      r.zeroUnless((present & 1) !== 0, username.length, 'username');
+      return {
+        operation,
+        userId,
+        username: (present & 1) !== 0 ? username : null,
+        status: (present & 2) !== 0 ? status : null,
+      };
+    }
+    case Operation.deleteUser:
+      return { operation, userId: r.identifier('user_id') };
+    case Operation.changePassword:
+      return {
+        operation,
+        userId: r.identifier('user_id'),
+        currentPasswordHash: r.hash('current_password_hash'),
+        newPasswordHash: r.hash('new_password_hash'),
+      };
+    case Operation.updatePermissions:
+      return { operation, userId: r.identifier('user_id'), permissions: readPermissions(r) };
+    case Operation.createPersonalAccessToken:
+      return {
+        operation,
+        name: r.name('name'),
+        expiryUs: r.u64('expiry_us'),
+        tokenHash: r.bytes(PAT_TOKEN_HASH_SIZE, 'token_hash'),
+      };
+    case Operation.deletePersonalAccessToken: {
+      const flags = r.flags('flags', DELETE_PAT_FLAG_BITS);
+      const ownerUserId = (flags & 2) !== 0 ? r.u32('owner_user_id') : null;
+      return { operation, ownerUserId, onlyIfExpired: (flags & 1) !== 0, name: r.name('name') };
+    }
+    default:
+      return null;
+  }
+}
+
+function readPermissions(r: BodyReader): PermissionsSnapshot | null {
+  const present = r.flags('permissions', 1);
+  if (present === 0) return null;
+  const global = r.u32('permissions.global');
+  r.check((global & ~GLOBAL_PERMISSION_BITS) === 0, 'permissions.global has unknown bits');
+  const streamCount = r.u16('permissions.streams');
+  r.check(streamCount <= PERMISSION_STREAMS_MAX, 'permissions.streams exceeds PERMISSION_STREAMS_MAX');
+  const streams = [];
+  let previousStreamId = -1;
+  for (let index = 0; index < streamCount && r.ok; index++) {
+    const streamId = r.u32('permissions.stream_id');
+    const bits = r.u32('permissions.stream.bits');
+    r.check(streamId > previousStreamId, 'permissions stream ids are not strictly ascending');
+    r.check((bits & ~STREAM_PERMISSION_BITS) === 0, 'permissions.stream.bits has unknown bits');
+    previousStreamId = streamId;
+    const topicCount = r.u16('permissions.topics');
+    r.check(topicCount <= PERMISSION_TOPICS_MAX, 'permissions.topics exceeds PERMISSION_TOPICS_MAX');
+    const topics = [];
+    let previousTopicId = -1;
+    for (let topicIndex = 0; topicIndex < topicCount && r.ok; topicIndex++) {
+      const topicId = r.u32('permissions.topic_id');
+      const topicBits = r.u32('permissions.topic.bits');
+      r.check(topicId > previousTopicId, 'permissions topic ids are not strictly ascending');
+      r.check((topicBits & ~TOPIC_PERMISSION_BITS) === 0, 'permissions.topic.bits has unknown bits');
+      previousTopicId = topicId;
+      topics.push(Object.freeze({ topicId, bits: topicBits }));
+    }
+    streams.push(Object.freeze({ streamId, bits, topics: Object.freeze(topics) }));
+  }
+  return Object.freeze({ global, streams: Object.freeze(streams) });
+}
+
+/**
+ * Encodes a request. Callers validate untrusted text first (validation.ts rejects ill-formed
+ * UTF-16 and oversized names); a value that does not fit its field is a programming error here.
+ */
+export function encodeRequest(request: MetadataRequest): Uint8Array {
+  const w = new BodyWriter();
+  switch (request.operation) {
+    case Operation.createStream:
+      w.name(request.name);
+      break;
+    case Operation.updateStream:
+      w.identifier(request.streamId);
+      w.name(request.name);
+      break;
+    case Operation.deleteStream:
+    case Operation.purgeStream:
+      w.identifier(request.streamId);
+      break;
+    case Operation.createTopic:
+      w.identifier(request.streamId);
+      w.u32(request.partitionsCount);
+      w.u8(request.compressionAlgorithm);
+      w.u64(request.messageExpiryUs);
+      w.u64(request.maxTopicSizeBytes);
+      w.u8(request.replicationFactor);
+      w.name(request.name);
+      break;
+    case Operation.updateTopic: {
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      const present =
+        (request.compressionAlgorithm !== null ? 1 : 0) |
+        (request.messageExpiryUs !== null ? 2 : 0) |
+        (request.maxTopicSizeBytes !== null ? 4 : 0) |
+        (request.replicationFactor !== null ? 8 : 0);
+      w.u8(present);
+      w.u8(request.compressionAlgorithm ?? 0);
+      w.u64(request.messageExpiryUs ?? 0n);
+      w.u64(request.maxTopicSizeBytes ?? 0n);
+      w.u8(request.replicationFactor ?? 0);
+      w.name(request.name);
+      break;
+    }
+    case Operation.deleteTopic:
+    case Operation.purgeTopic:
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      break;
+    case Operation.createPartitions:
+    case Operation.deletePartitions:
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      w.u32(request.partitionsCount);
+      break;
+    case Operation.deleteSegments:
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      w.u32(request.partitionId);
+      w.u32(request.segmentsCount);
+      break;
+    case Operation.createConsumerGroup:
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      w.name(request.name);
+      break;
+    case Operation.deleteConsumerGroup:
+    case Operation.joinConsumerGroup:
+    case Operation.leaveConsumerGroup:
+      w.identifier(request.streamId);
+      w.identifier(request.topicId);
+      w.identifier(request.groupId);
+      break;
+    case Operation.createUser:
+      w.name(request.username);
+      w.u8(request.status);
+      w.hash(request.passwordHash);
+      writePermissions(w, request.permissions);
+      break;
+    case Operation.updateUser:
+      w.identifier(request.userId);
+      w.u8((request.username !== null ? 1 : 0) | (request.status !== null ? 2 : 0));
+      w.u8(request.status ?? 0);
+      w.name(request.username ?? '');
+      break;
+    case Operation.deleteUser:
+      w.identifier(request.userId);
+      break;
+    case Operation.changePassword:
+      w.identifier(request.userId);
+      w.hash(request.currentPasswordHash);
+      w.hash(request.newPasswordHash);
+      break;
+    case Operation.updatePermissions:
+      w.identifier(request.userId);
+      writePermissions(w, request.permissions);
+      break;
+    case Operation.createPersonalAccessToken:
+      assert(request.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE, 'token hash is SHA-256');
+      w.name(request.name);
+      w.u64(request.expiryUs);
+      w.bytes(request.tokenHash);
+      break;
+    case Operation.deletePersonalAccessToken:
+      w.u8((request.onlyIfExpired ? 1 : 0) | (request.ownerUserId !== null ? 2 : 0));
+      if (request.ownerUserId !== null) w.u32(request.ownerUserId);
+      w.name(request.name);
+      break;
+  }
+  const body = w.finish();
+  assert(body.byteLength <= OPERATION_BODY_SIZE_MAX, 'metadata body fits one frame');
+  return body;
+}
+
+function writePermissions(w: BodyWriter, permissions: PermissionsSnapshot | null): void {
+  if (permissions === null) {
+    w.u8(0);
+    return;
+  }
+  w.u8(1);
+  w.u32(permissions.global);
+  assert(permissions.streams.length <= PERMISSION_STREAMS_MAX, 'permission streams within bound');
+  w.u16(permissions.streams.length);
+  for (const stream of permissions.streams) {
+    w.u32(stream.streamId);
+    w.u32(stream.bits);
+    assert(stream.topics.length <= PERMISSION_TOPICS_MAX, 'permission topics within bound');
+    w.u16(stream.topics.length);
+    for (const topic of stream.topics) {
+      w.u32(topic.topicId);
+      w.u32(topic.bits);
+    }
+  }
+}
+
+export function identifiersEqual(left: Identifier, right: Identifier): boolean {
+  return left.kind === 'id' ? right.kind === 'id' && right.id === left.id : right.kind === 'name' && right.name === left.name;
+}

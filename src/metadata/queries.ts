@@ -1,0 +1,259 @@
+/**
+ * Read-side views for the HTTP layer (iggy-http-api-and-ops.md §1.3 shapes, camelCase here; the
+ * HTTP layer renders snake_case JSON). Views are fresh plain objects: a caller can keep one across
+ * later applies without seeing it change, and cannot reach into the state through it.
+ *
+ * Counters come from the stats registry and are read without creating entries (a resource the
+ * data plane never touched reads as zeros).
+ */
+import { memberOf } from './consumer-groups.js';
+import type { Identifier } from './operations.js';
+import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from './snapshot-model.js';
+import {
+  resolveGroup,
+  resolveStream,
+  resolveTopic,
+  resolveUser,
+  type GroupState,
+  type MetadataState,
+  type StreamState,
+  type TopicState,
+  type UserState,
+} from './state.js';
+import type { StatsRegistry } from './stats-registry.js';
+
+export interface StreamView {
+  readonly id: number;
+  readonly name: string;
+  readonly createdAtUs: number;
+  readonly topicsCount: number;
+  readonly sizeBytes: number;
+  readonly messagesCount: number;
+}
+export interface StreamDetailsView extends StreamView {
+  readonly topics: readonly TopicView[];
+}
+export interface TopicView {
+  readonly id: number;
+  readonly name: string;
+  readonly createdAtUs: number;
+  readonly messageExpiryUs: bigint;
+  readonly compressionAlgorithm: CompressionAlgorithm;
+  readonly maxTopicSizeBytes: bigint;
+  readonly replicationFactor: number;
+  readonly partitionsCount: number;
+  readonly sizeBytes: number;
+  readonly messagesCount: number;
+}
+export interface TopicDetailsView extends TopicView {
+  readonly partitions: readonly PartitionView[];
+}
+export interface PartitionView {
+  readonly id: number;
+  readonly createdAtUs: number;
+  readonly segmentsCount: number;
+  readonly currentOffset: number;
+  readonly sizeBytes: number;
+  readonly messagesCount: number;
+}
+export interface ConsumerGroupView {
+  readonly id: number;
+  readonly name: string;
+  readonly partitionsCount: number;
+  readonly membersCount: number;
+}
+export interface ConsumerGroupMemberView {
+  readonly id: number;
+  readonly clientId: bigint;
+  readonly partitionsCount: number;
+  readonly partitions: readonly number[];
+}
+export interface ConsumerGroupDetailsView extends ConsumerGroupView {
+  readonly generation: number;
+  readonly members: readonly ConsumerGroupMemberView[];
+}
+export interface UserView {
+  readonly id: number;
+  readonly username: string;
+  readonly status: UserStatus;
+  readonly createdAtUs: number;
+}
+export interface UserDetailsView extends UserView {
+  readonly permissions: PermissionsSnapshot | null;
+}
+export interface PersonalAccessTokenView {
+  readonly name: string;
+  readonly expiryAtUs: number | null;
+}
+/** The metadata part of Iggy's `Stats`. */
+export interface MetadataStatsView {
+  readonly streamsCount: number;
+  readonly topicsCount: number;
+  readonly partitionsCount: number;
+  readonly segmentsCount: number;
+  readonly messagesCount: number;
+  readonly messagesSizeBytes: number;
+  readonly consumerGroupsCount: number;
+}
+
+const ZERO = { sizeBytes: 0, messagesCount: 0, segmentsCount: 0, currentOffset: 0 } as const;
+
+export class MetadataQueries {
+  private readonly state: () => MetadataState;
+  private readonly stats: StatsRegistry;
+
+  /** `state` is a getter: restore swaps the state object, the queries must follow. */
+  constructor(state: () => MetadataState, stats: StatsRegistry) {
+    this.state = state;
+    this.stats = stats;
+  }
+
+  private streamView(stream: StreamState): StreamView {
+    const counters = this.stats.streamGet(stream) ?? ZERO;
+    return {
+      id: stream.id,
+      name: stream.name,
+      createdAtUs: stream.createdAtUs,
+      topicsCount: stream.topics.count,
+      sizeBytes: counters.sizeBytes,
+      messagesCount: counters.messagesCount,
+    };
+  }
+
+  private topicView(stream: StreamState, topic: TopicState): TopicView {
+    const counters = this.stats.topicGet(stream, topic) ?? ZERO;
+    return {
+      id: topic.id,
+      name: topic.name,
+      createdAtUs: topic.createdAtUs,
+      messageExpiryUs: topic.messageExpiryUs,
+      compressionAlgorithm: topic.compressionAlgorithm,
+      maxTopicSizeBytes: topic.maxTopicSizeBytes,
+      replicationFactor: topic.replicationFactor,
+      partitionsCount: topic.partitions.length,
+      sizeBytes: counters.sizeBytes,
+      messagesCount: counters.messagesCount,
+    };
+  }
+
+  streams(): StreamView[] {
+    return this.state().streams.toArray().map((stream) => this.streamView(stream));
+  }
+
+  stream(streamId: Identifier): StreamDetailsView | null {
+    const stream = resolveStream(this.state(), streamId);
+    if (stream === undefined) return null;
+    return { ...this.streamView(stream), topics: stream.topics.toArray().map((topic) => this.topicView(stream, topic)) };
+  }
+
+  topics(streamId: Identifier): TopicView[] | null {
+    const stream = resolveStream(this.state(), streamId);
+    if (stream === undefined) return null;
+    return stream.topics.toArray().map((topic) => this.topicView(stream, topic));
+  }
+
+  topic(streamId: Identifier, topicId: Identifier): TopicDetailsView | null {
+    const stream = resolveStream(this.state(), streamId);
+    const topic = stream === undefined ? undefined : resolveTopic(stream, topicId);
+    if (stream === undefined || topic === undefined) return null;
+    const partitions = topic.partitions.map((partition): PartitionView => {
+      const counters = this.stats.partitionGet(stream, topic, partition) ?? ZERO;
+      return {
+        id: partition.id,
+        createdAtUs: partition.createdAtUs,
+        segmentsCount: counters.segmentsCount,
+        currentOffset: counters.currentOffset,
+        sizeBytes: counters.sizeBytes,
+        messagesCount: counters.messagesCount,
+      };
+    });
+    return { ...this.topicView(stream, topic), partitions };
+  }
+
+  private groupTopic(streamId: Identifier, topicId: Identifier): TopicState | undefined {
+    const stream = resolveStream(this.state(), streamId);
+    return stream === undefined ? undefined : resolveTopic(stream, topicId);
+  }
+
+  consumerGroups(streamId: Identifier, topicId: Identifier): ConsumerGroupView[] | null {
+    const topic = this.groupTopic(streamId, topicId);
+    if (topic === undefined) return null;
+    return topic.groups.toArray().map((group) => groupView(topic, group));
+  }
+
+  consumerGroup(streamId: Identifier, topicId: Identifier, groupId: Identifier): ConsumerGroupDetailsView | null {
+    const topic = this.groupTopic(streamId, topicId);
+    const group = topic === undefined ? undefined : resolveGroup(topic, groupId);
+    if (topic === undefined || group === undefined) return null;
+    const members = group.members.toArray().map((member) => ({
+      id: member.id,
+      clientId: member.clientId,
+      partitionsCount: member.partitions.length,
+      partitions: member.partitions.slice(),
+    }));
+    return { ...groupView(topic, group), generation: group.generation, members };
+  }
+
+  /** The partitions assigned to `clientId` in a group, or null when it is not a member. */
+  assignedPartitions(streamId: Identifier, topicId: Identifier, groupId: Identifier, clientId: bigint): number[] | null {
+    const topic = this.groupTopic(streamId, topicId);
+    const group = topic === undefined ? undefined : resolveGroup(topic, groupId);
+    const member = group === undefined ? undefined : memberOf(group, clientId);
+    return member === undefined ? null : member.partitions.slice();
+  }
+
+  users(): UserView[] {
+    return this.state().users.toArray().map(userView);
+  }
+
+  user(userId: Identifier): UserDetailsView | null {
+    const user = resolveUser(this.state(), userId);
+    return user === undefined ? null : { ...userView(user), permissions: user.permissions };
+  }
+
+  personalAccessTokens(userId: number): PersonalAccessTokenView[] | null {
+    const user = this.state().users.get(userId);
+    if (user === undefined) return null;
+    return [...user.tokens.values()]
+      .map((token) => ({ name: token.name, expiryAtUs: token.expiryAtUs }))
+      .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
+  }
+
+  statsView(): MetadataStatsView {
+    let topicsCount = 0;
+    let partitionsCount = 0;
+    let consumerGroupsCount = 0;
+    let segmentsCount = 0;
+    let messagesCount = 0;
+    let messagesSizeBytes = 0;
+    const state = this.state();
+    for (const stream of state.streams.values()) {
+      const counters = this.stats.streamGet(stream) ?? ZERO;
+      segmentsCount += counters.segmentsCount;
+      messagesCount += counters.messagesCount;
+      messagesSizeBytes += counters.sizeBytes;
+      topicsCount += stream.topics.count;
+      for (const topic of stream.topics.values()) {
+        partitionsCount += topic.partitions.length;
+        consumerGroupsCount += topic.groups.count;
+      }
+    }
+    return {
+      streamsCount: state.streams.count,
+      topicsCount,
+      partitionsCount,
+      segmentsCount,
+      messagesCount,
+      messagesSizeBytes,
+      consumerGroupsCount,
+    };
+  }
+}
+
+function groupView(topic: TopicState, group: GroupState): ConsumerGroupView {
+  return { id: group.id, name: group.name, partitionsCount: topic.partitions.length, membersCount: group.members.count };
+}
+
+function userView(user: UserState): UserView {
+  return { id: user.id, username: user.username, status: user.status, createdAtUs: user.createdAtUs };
+}

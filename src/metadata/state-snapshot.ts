@@ -1,0 +1,201 @@
+/**
+ * Conversion between the in-memory state and the snapshot model (snapshot-model.ts).
+ *
+ * `snapshotOf` emits the canonical form: every collection ascending by id, tokens by name. Restore
+ * goes through `stateFromSnapshot`, which checks the invariants the state relies on (ids ordered
+ * and within the limits, names unique per scope, partitions dense, the root user present) and
+ * reports the first violation as a reason instead of building a state that would misbehave later.
+ * The decoder (snapshot-codec.ts) already refused anything non-canonical; these are the semantic
+ * rules it cannot know.
+ */
+import type { StateMachineSnapshot } from '../vsr/state-machine.js';
+import { IdSlab } from './id-slab.js';
+import type {
+  ConsumerGroupSnapshot,
+  PersonalAccessTokenSnapshot,
+  StreamSnapshot,
+  TopicSnapshot,
+  UserSnapshot,
+} from './snapshot-model.js';
+import {
+  MetadataState,
+  ROOT_USER_ID,
+  freezePermissions,
+  hexOf,
+  type GroupState,
+  type MemberState,
+  type StreamState,
+  type TokenState,
+  type TopicState,
+  type UserState,
+} from './state.js';
+import { PAT_TOKEN_HASH_SIZE, type MetadataLimits } from './validation.js';
+
+/** UTF-16 code unit order, as Array#sort: the snapshot's canonical token order. */
+function byName(left: TokenState, right: TokenState): number {
+  return left.name < right.name ? -1 : left.name > right.name ? 1 : 0;
+}
+
+export function snapshotOf(state: MetadataState): StateMachineSnapshot {
+  const users: UserSnapshot[] = [];
+  for (const user of state.users.values()) {
+    const tokens: PersonalAccessTokenSnapshot[] = [...user.tokens.values()].sort(byName).map((token) => ({
+      name: token.name,
+      tokenHash: token.tokenHash.slice(),
+      expiryAtUs: token.expiryAtUs,
+    }));
+    users.push({
+      id: user.id,
+      username: user.username,
+      passwordHash: user.passwordHash,
+      status: user.status,
+      createdAtUs: user.createdAtUs,
+      // Frozen and replaced wholesale on change, so sharing it is safe.
+      permissions: user.permissions,
+      tokens,
+    });
+  }
+  const streams: StreamSnapshot[] = [];
+  for (const stream of state.streams.values()) {
+    const topics: TopicSnapshot[] = [];
+    for (const topic of stream.topics.values()) {
+      const consumerGroups: ConsumerGroupSnapshot[] = [];
+      for (const group of topic.groups.values()) {
+        consumerGroups.push({
+          id: group.id,
+          name: group.name,
+          generation: group.generation,
+          // Member partition lists are frozen and replaced on every rebalance.
+          members: group.members.toArray().map((member) => ({ id: member.id, clientId: member.clientId, partitions: member.partitions })),
+        });
+      }
+      topics.push({
+        id: topic.id,
+        name: topic.name,
+        createdAtUs: topic.createdAtUs,
+        messageExpiryUs: topic.messageExpiryUs,
+        compressionAlgorithm: topic.compressionAlgorithm,
+        maxTopicSizeBytes: topic.maxTopicSizeBytes,
+        replicationFactor: topic.replicationFactor,
+        // Partition records are immutable; copying the array keeps later adds and deletes out.
+        partitions: topic.partitions.slice(),
+        consumerGroups,
+      });
+    }
+    streams.push({ id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics });
+  }
+  return { users, streams };
+}
+
+/** Thrown inside the builder only; `stateFromSnapshot` turns it into a reason. */
+class SnapshotInvariant extends Error {}
+
+function check(condition: boolean, reason: string): asserts condition {
+  if (!condition) throw new SnapshotInvariant(reason);
+}
+
+/** Ids strictly ascending and below the collection's limit. */
+function checkIds(items: readonly { readonly id: number }[], idLimit: number, what: string): void {
+  let previous = -1;
+  for (const item of items) {
+    check(Number.isInteger(item.id) && item.id > previous, `${what} ids are not strictly ascending`);
+    check(item.id < idLimit, `${what} id ${item.id} is not below the limit ${idLimit}`);
+    previous = item.id;
+  }
+}
+
+/** A fresh state from `snapshot`, or the first invariant it violates. Never throws. */
+export function stateFromSnapshot(snapshot: StateMachineSnapshot, limits: MetadataLimits): MetadataState | string {
+  try {
+    return build(snapshot, limits);
+  } catch (error) {
+    if (error instanceof SnapshotInvariant) return `snapshot ${error.message}`;
+    throw error;
+  }
+}
+
+function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): MetadataState {
+  const state = new MetadataState(limits);
+  checkIds(snapshot.users, limits.usersMax, 'user');
+  check(snapshot.users[0]?.id === ROOT_USER_ID, 'holds no root user (id 0)');
+  const users: [number, UserState][] = [];
+  for (const user of snapshot.users) {
+    check(!state.userIndex.has(user.username), `username ${user.username} is not unique`);
+    check(user.tokens.length <= limits.patsPerUserMax, `user ${user.id} has more tokens than the limit`);
+    const tokens = new Map<string, TokenState>();
+    for (const token of user.tokens) {
+      check(!tokens.has(token.name), `user ${user.id} token names are not unique`);
+      check(token.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE, `user ${user.id} token hash is not SHA-256 sized`);
+      const hex = hexOf(token.tokenHash);
+      check(!state.tokenIndex.has(hex), 'token hashes are not unique');
+      tokens.set(token.name, { name: token.name, tokenHash: token.tokenHash.slice(), expiryAtUs: token.expiryAtUs });
+      state.tokenIndex.set(hex, { userId: user.id, name: token.name });
+    }
+    state.userIndex.set(user.username, user.id);
+    users.push([
+      user.id,
+      {
+        id: user.id,
+        username: user.username,
+        passwordHash: user.passwordHash,
+        status: user.status,
+        createdAtUs: user.createdAtUs,
+        permissions: user.permissions === null ? null : freezePermissions(user.permissions),
+        tokens,
+      },
+    ]);
+  }
+  checkIds(snapshot.streams, limits.streamsMax, 'stream');
+  const streams: [number, StreamState][] = [];
+  for (const stream of snapshot.streams) {
+    check(!state.streamIndex.has(stream.name), `stream name ${stream.name} is not unique`);
+    checkIds(stream.topics, limits.topicsPerStreamMax, `stream ${stream.id} topic`);
+    const topicIndex = new Map<string, number>();
+    const topics: [number, TopicState][] = [];
+    for (const topic of stream.topics) {
+      check(!topicIndex.has(topic.name), `stream ${stream.id} topic names are not unique`);
+      topicIndex.set(topic.name, topic.id);
+      topics.push([topic.id, topicFromSnapshot(topic, limits)]);
+    }
+    state.streamIndex.set(stream.name, stream.id);
+    streams.push([
+      stream.id,
+      { id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics: IdSlab.from(limits.topicsPerStreamMax, topics), topicIndex },
+    ]);
+  }
+  state.install(users, streams);
+  return state;
+}
+
+function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicState {
+  check(topic.partitions.length <= limits.partitionsPerTopicMax, `topic ${topic.id} has more partitions than the limit`);
+  topic.partitions.forEach((partition, index) => check(partition.id === index, `topic ${topic.id} partition ids are not dense`));
+  checkIds(topic.consumerGroups, limits.consumerGroupsPerTopicMax, `topic ${topic.id} group`);
+  const groups: [number, GroupState][] = [];
+  const groupIndex = new Map<string, number>();
+  for (const group of topic.consumerGroups) {
+    check(!groupIndex.has(group.name), `topic ${topic.id} group names are not unique`);
+    groupIndex.set(group.name, group.id);
+    checkIds(group.members, limits.consumerGroupMembersMax, `group ${group.id} member`);
+    const members: [number, MemberState][] = group.members.map((member) => {
+      check(member.partitions.every((id) => id < topic.partitions.length), `group ${group.id} assigns a partition the topic lacks`);
+      return [member.id, { id: member.id, clientId: member.clientId, partitions: Object.freeze(member.partitions.slice()) }];
+    });
+    groups.push([
+      group.id,
+      { id: group.id, name: group.name, generation: group.generation, members: IdSlab.from(limits.consumerGroupMembersMax, members) },
+    ]);
+  }
+  return {
+    id: topic.id,
+    name: topic.name,
+    createdAtUs: topic.createdAtUs,
+    messageExpiryUs: topic.messageExpiryUs,
+    compressionAlgorithm: topic.compressionAlgorithm,
+    maxTopicSizeBytes: topic.maxTopicSizeBytes,
+    replicationFactor: topic.replicationFactor,
+    partitions: topic.partitions.map((partition) => Object.freeze({ id: partition.id, createdAtUs: partition.createdAtUs })),
+    groups: IdSlab.from(limits.consumerGroupsPerTopicMax, groups),
+    groupIndex,
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * Secrets, on the node that receives a request, before anything is proposed.
+ *
+ * The replicated log and every snapshot hold only derived values: Argon2id PHC strings for
+ * passwords and the SHA-256 of each personal access token. Plaintext passwords are hashed here;
+ * a raw token is generated here, its hash goes into the op body, and the token itself is handed
+ * back to the caller once (the HTTP layer splices it into the reply after commit). This module is
+ * the only non-deterministic part of the metadata path (random salts and tokens), which is why it
+ * lives in src/node and not in the pure src/metadata.
+ *
+ * Argon2id parameters are Iggy's (Rust `argon2` crate defaults, also OWASP's recommendation):
+ * m = 19 MiB, t = 2, p = 1, 32-byte output, 16-byte salt.
+ */
+import { hash, verify, type Algorithm, type Options } from '@node-rs/argon2';
+import { createHash, randomBytes } from 'node:crypto';
+import { ErrorCode } from '../metadata/errors.js';
+import { assert } from '../stdx/assert.js';
+import { encodeRequest } from '../metadata/operation-codec.js';
+import { Operation, type Identifier } from '../metadata/operations.js';
+import type { PermissionsSnapshot } from '../metadata/snapshot-model.js';
+import { UserStatus } from '../metadata/snapshot-model.js';
+import { PAT_TOKEN_HASH_SIZE, validatePassword, validatePatName, validateUserStatus, validateUsername } from '../metadata/validation.js';
+
+/** `Algorithm.Argon2id` (a const enum in the package's types, so spelled out here). */
+const ARGON2ID = 2 as Algorithm;
+export const ARGON2_OPTIONS: Readonly<Options> = Object.freeze({
+  algorithm: ARGON2ID,
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+  outputLen: 32,
+});
+export const ARGON2_SALT_SIZE = 16;
+
+/** Raw token entropy: 32 random bytes, rendered base64url (43 characters). */
+export const PAT_TOKEN_BYTES = 32;
+
+export async function hashPassword(password: string): Promise<string> {
+  return hash(password, ARGON2_OPTIONS);
+}
+
+/** False for a wrong password and for a hash that does not parse (never throws on bad input). */
+export async function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
+  try {
+    return await verify(passwordHash, password);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The salt of the root user's password hash: every replica derives the same one from the cluster
+ * id, so every replica's genesis state (and so its first checkpoint) is byte-identical without any
+ * replica having to tell the others its hash. It is per cluster, so two clusters with the default
+ * password still store different hashes.
+ */
+export function rootPasswordSalt(clusterId: bigint | string): Uint8Array {
+  const digest = createHash('sha256').update('vrmeta/root-password-salt/v1\0');
+  if (typeof clusterId === 'bigint') {
+    const bytes = Buffer.alloc(16);
+    bytes.writeBigUInt64LE(clusterId & 0xffff_ffff_ffff_ffffn, 0);
+    bytes.writeBigUInt64LE(clusterId >> 64n, 8);
+    digest.update('u128\0').update(bytes);
+  } else {
+    digest.update('name\0').update(clusterId, 'utf8');
+  }
+  return new Uint8Array(digest.digest().subarray(0, ARGON2_SALT_SIZE));
+}
+
+/** The genesis hash of the root password (DESIGN.md §2.3: `iggy` unless VRMETA_ROOT_PASSWORD). */
+export async function rootPasswordHash(clusterId: bigint | string, password: string): Promise<string> {
+  return hash(password, { ...ARGON2_OPTIONS, salt: rootPasswordSalt(clusterId) });
+}
+
+export function personalAccessTokenHash(token: string): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(token, 'utf8').digest());
+}
+
+export interface GeneratedToken {
+  /** Shown to the caller once; never stored or replicated. */
+  readonly token: string;
+  readonly tokenHash: Uint8Array;
+}
+
+export function generatePersonalAccessToken(): GeneratedToken {
+  const token = randomBytes(PAT_TOKEN_BYTES).toString('base64url');
+  const tokenHash = personalAccessTokenHash(token);
+  return { token, tokenHash };
+}
+
+export type BodyResult = { readonly ok: true; readonly body: Uint8Array } | { readonly ok: false; readonly errorCode: ErrorCode };
+
+export interface CreateUserInput {
+  readonly username: string;
+  readonly password: string;
+  readonly status?: UserStatus;
+  readonly permissions?: PermissionsSnapshot | null;
+}
+
+/** Validates the plaintext (InvalidUsername, InvalidPassword, InvalidUserStatus), then hashes. */
+export async function createUserBody(input: CreateUserInput): Promise<BodyResult> {
+  const status = input.status ?? UserStatus.active;
+  for (const code of [validateUsername(input.username), validatePassword(input.password), validateUserStatus(status)]) {
+    if (code !== ErrorCode.ok) return { ok: false, errorCode: code };
+  }
+  const passwordHash = await hashPassword(input.password);
+  const body = encodeRequest({
+    operation: Operation.createUser,
+    username: input.username,
+    passwordHash,
+    status,
+    permissions: input.permissions ?? null,
+  });
+  return { ok: true, body };
+}
+
+/** What ChangePassword needs from the local state: the target's stored hash. */
+export interface PasswordHashSource {
+  passwordHashOf(userId: Identifier): string | null;
+}
+
+/**
+ * Verifies `currentPassword` against the target's stored hash here (the plaintext never leaves
+ * this node), then builds a body naming that stored hash as current, so apply can refuse it if a
+ * racing change replaced the hash before this op commits.
+ */
+export async function changePasswordBody(
+  source: PasswordHashSource,
+  userId: Identifier,
+  currentPassword: string,
+  newPassword: string,
+): Promise<BodyResult> {
+  for (const code of [validatePassword(currentPassword), validatePassword(newPassword)]) {
+    if (code !== ErrorCode.ok) return { ok: false, errorCode: code };
+  }
+  const currentPasswordHash = source.passwordHashOf(userId);
+  if (currentPasswordHash === null) return { ok: false, errorCode: ErrorCode.resourceNotFound };
+  if (!(await verifyPassword(currentPasswordHash, currentPassword))) return { ok: false, errorCode: ErrorCode.invalidCredentials };
+  const newPasswordHash = await hashPassword(newPassword);
+  return { ok: true, body: encodeRequest({ operation: Operation.changePassword, userId, currentPasswordHash, newPasswordHash }) };
+}
+
+export type PatBodyResult =
+  | { readonly ok: true; readonly body: Uint8Array; readonly token: string }
+  | { readonly ok: false; readonly errorCode: ErrorCode };
+
+/** `expiryUs`: a duration in µs; 0 or u64::MAX = never expires. */
+export function createPersonalAccessTokenBody(name: string, expiryUs: bigint): PatBodyResult {
+  const invalid = validatePatName(name);
+  if (invalid !== ErrorCode.ok) return { ok: false, errorCode: invalid };
+  if (expiryUs < 0n || expiryUs > 0xffff_ffff_ffff_ffffn) return { ok: false, errorCode: ErrorCode.invalidPersonalAccessTokenExpiry };
+  const { token, tokenHash } = generatePersonalAccessToken();
+  assert(tokenHash.byteLength === PAT_TOKEN_HASH_SIZE, 'a SHA-256 digest has 32 bytes');
+  const body = encodeRequest({ operation: Operation.createPersonalAccessToken, name, expiryUs, tokenHash });
+  return { ok: true, body, token };
+}

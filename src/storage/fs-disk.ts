@@ -1,0 +1,232 @@
+/**
+ * The production `Disk`: one data directory through node:fs, synchronous (the storage runs
+ * between event-loop turns; an fsync is milliseconds and the replica must not act before it).
+ *
+ * - `fsync(name)` is fsyncSync on the file's descriptor, never a no-op fdatasync substitute:
+ *   truncation changes the size, which fdatasync may not flush on every filesystem.
+ * - `fsyncDirectory()` opens the directory read-only and fsyncs it, which is what makes a
+ *   create, rename or unlink survive a power loss on Linux.
+ * - File descriptors are cached per name (a WAL append is one write + one fsync; reopening per
+ *   call would double the syscalls) and closed by `close()`. A rename or remove drops the cached
+ *   descriptors of both names, so a name never maps to the inode it had before.
+ * - Every failure is a DiskError naming the operation, the full path and the platform error.
+ */
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { assert } from '../stdx/assert.js';
+import { assertFileName, DiskError, FsyncError, type Disk, type DiskOperation } from './disk.js';
+
+/** A data directory holds about seven files; more open descriptors than this means a leak. */
+const DESCRIPTORS_CACHED_MAX = 16;
+
+export class FsDisk implements Disk {
+  readonly location: string;
+  private readonly descriptors = new Map<string, number>();
+  private closed = false;
+
+  /** Opens (and with `create`, makes) the directory. */
+  constructor(directory: string, options: { create?: boolean } = {}) {
+    this.location = directory;
+    try {
+      if (options.create === true) mkdirSync(directory, { recursive: true });
+      if (!statSync(directory).isDirectory()) throw new Error('not a directory');
+    } catch (error) {
+      throw new DiskError('open', directory, error);
+    }
+  }
+
+  private path(name: string): string {
+    assert(!this.closed, 'FsDisk used after close');
+    assertFileName(name);
+    return join(this.location, name);
+  }
+
+  private fail(operation: DiskOperation, name: string, error: unknown): never {
+    throw new DiskError(operation, join(this.location, name), error);
+  }
+
+  /** The cached descriptor for `name`, opened read-write; `create` makes a missing file. */
+  private descriptor(name: string, operation: DiskOperation, create: boolean): number {
+    const cached = this.descriptors.get(name);
+    if (cached !== undefined) return cached;
+    const path = this.path(name);
+    let fd: number;
+    try {
+      // Not 'a+': O_APPEND makes Linux ignore the position of positional writes.
+      fd = openSync(path, create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR, 0o644);
+    } catch (error) {
+      this.fail(operation, name, error);
+    }
+    if (this.descriptors.size >= DESCRIPTORS_CACHED_MAX) {
+      const [oldestName, oldestFd] = this.descriptors.entries().next().value as [string, number];
+      this.descriptors.delete(oldestName);
+      closeSync(oldestFd);
+    }
+    this.descriptors.set(name, fd);
+    return fd;
+  }
+
+  private forget(name: string): void {
+    const fd = this.descriptors.get(name);
+    if (fd === undefined) return;
+    this.descriptors.delete(name);
+    try {
+      closeSync(fd);
+    } catch (error) {
+      this.fail('open', name, error);
+    }
+  }
+
+  exists(name: string): boolean {
+    return existsSync(this.path(name));
+  }
+
+  size(name: string): number {
+    try {
+      const fd = this.descriptors.get(name);
+      return fd === undefined ? statSync(this.path(name)).size : fstatSync(fd).size;
+    } catch (error) {
+      this.fail('size', name, error);
+    }
+  }
+
+  read(name: string, offset: number, target: Uint8Array): number {
+    assert(Number.isSafeInteger(offset) && offset >= 0, 'read offset');
+    const fd = this.descriptor(name, 'read', false);
+    let done = 0;
+    try {
+      while (done < target.byteLength) {
+        const count = readSync(fd, target, done, target.byteLength - done, offset + done);
+        if (count === 0) break;
+        done += count;
+      }
+    } catch (error) {
+      this.fail('read', name, error);
+    }
+    return done;
+  }
+
+  readAll(name: string): Uint8Array {
+    const bytes = new Uint8Array(this.size(name));
+    const count = this.read(name, 0, bytes);
+    // A concurrent writer is a bug: the data directory belongs to one replica process.
+    if (count !== bytes.byteLength) this.fail('read', name, new Error(`short read ${count}/${bytes.byteLength}`));
+    return bytes;
+  }
+
+  write(name: string, offset: number, bytes: Uint8Array): void {
+    assert(Number.isSafeInteger(offset) && offset >= 0, 'write offset');
+    const fd = this.descriptor(name, 'write', true);
+    let done = 0;
+    try {
+      while (done < bytes.byteLength) {
+        done += writeSync(fd, bytes, done, bytes.byteLength - done, offset + done);
+      }
+    } catch (error) {
+      this.fail('write', name, error);
+    }
+  }
+
+  truncate(name: string, sizeBytes: number): void {
+    assert(Number.isSafeInteger(sizeBytes) && sizeBytes >= 0, 'truncate size');
+    const fd = this.descriptor(name, 'truncate', false);
+    try {
+      ftruncateSync(fd, sizeBytes);
+    } catch (error) {
+      this.fail('truncate', name, error);
+    }
+  }
+
+  fsync(name: string): void {
+    const fd = this.descriptor(name, 'fsync', false);
+    try {
+      fsyncSync(fd);
+    } catch (error) {
+      // The descriptor stays open but its dirty pages may be gone; callers poison themselves.
+      throw new FsyncError(join(this.location, name), error);
+    }
+  }
+
+  rename(from: string, to: string): void {
+    const fromPath = this.path(from);
+    const toPath = this.path(to);
+    this.forget(from);
+    this.forget(to);
+    try {
+      renameSync(fromPath, toPath);
+    } catch (error) {
+      throw new DiskError('rename', `${fromPath} -> ${toPath}`, error);
+    }
+  }
+
+  remove(name: string): void {
+    const path = this.path(name);
+    this.forget(name);
+    try {
+      unlinkSync(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      this.fail('remove', name, error);
+    }
+  }
+
+  fsyncDirectory(): void {
+    assert(!this.closed, 'FsDisk used after close');
+    let fd: number | null = null;
+    try {
+      fd = openSync(this.location, 'r');
+      fsyncSync(fd);
+    } catch (error) {
+      throw new FsyncError(this.location, error);
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
+  }
+
+  list(): string[] {
+    assert(!this.closed, 'FsDisk used after close');
+    try {
+      return readdirSync(this.location, { withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => entry.name)
+        .sort();
+    } catch (error) {
+      throw new DiskError('list', this.location, error);
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    for (const name of [...this.descriptors.keys()]) this.forget(name);
+    this.closed = true;
+  }
+}
+
+/**
+ * Splits a command-line path into the directory a FsDisk opens and a file name inside it: a
+ * directory gives `name: null` (the caller picks the default file); anything else is a file path.
+ * `exists` is false when nothing is there.
+ */
+export function resolveDataPath(path: string): { directory: string; name: string | null; exists: boolean } {
+  try {
+    if (statSync(path).isDirectory()) return { directory: path, name: null, exists: true };
+    return { directory: dirname(path), name: basename(path), exists: true };
+  } catch {
+    return { directory: dirname(path), name: basename(path), exists: false };
+  }
+}

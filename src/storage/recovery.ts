@@ -1,0 +1,234 @@
+/**
+ * Boot recovery (iggy-metadata-plane.md §4.6 and §4.9): opens the data directory's durable
+ * structures in a fixed order and hands the replica everything it needs as data. Nothing here
+ * applies operations; the replica restores its state machine from `snapshot` and replays
+ * `prepares` up to `commitProvable`.
+ *
+ * Order, and why:
+ * 1. `snapshot.bin`: trailer, format version, decode. Its op is the floor of everything else.
+ * 2. The superblock (both slots verified), then its identity against the configuration: a data
+ *    directory from another cluster or another replica index must never be adopted.
+ * 3. Pairing: the superblock names the checkpoint its commit_max was durable against. A
+ *    checkpoint newer than the snapshot means a snapshot write was lost or reverted (refuse); the
+ *    same op with another checksum means the snapshot is not the one named (refuse); an older
+ *    checkpoint is a crash between the snapshot rename and the superblock write (accept: the
+ *    snapshot subsumes it).
+ * 4. The WAL, opened with the snapshot op as its checkpoint, then walked from snapshot op + 1 in
+ *    op order, stopping at the first gap or broken hash chain; everything from there is
+ *    truncated, so the replica's journal and the file agree.
+ * 5. The provable commit: the highest `commit` stamped in a replayed prepare (the primary's commit
+ *    point when it sent that prepare), floored at the snapshot op. Ops above it are prepared but
+ *    not provably committed: they stay in the WAL, unapplied, until the cluster re-commits them.
+ *    A single-replica cluster is its own quorum: every durable prepare is committed.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import { decodeSnapshot, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
+import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import { assert } from '../stdx/assert.js';
+import type { Logger } from '../vsr/io.js';
+import type { ReplicaBootState } from '../vsr/replica.js';
+import type { Disk } from './disk.js';
+import { hex } from './prepare-frame.js';
+import { RefusalReason, silentLogger, StorageRefusal } from './refusal.js';
+import { SNAPSHOT_FILE, SnapshotFile } from './snapshot-file.js';
+import { SUPERBLOCK_FILES, Superblock, type StoredVsrState } from './superblock.js';
+import { Wal, WAL_FILE, type WalEntry } from './wal.js';
+
+export interface RecoveryConfig {
+  readonly cluster: bigint;
+  readonly replica: number;
+  readonly replicaCount: number;
+  /** `journal_slots`. */
+  readonly journalSlots: number;
+  readonly logger?: Logger;
+}
+
+export interface RecoveredSnapshot {
+  /** The payload as stored; its XXH3-64 is `checksum`. */
+  readonly payload: Uint8Array;
+  /** The checkpoint checksum (checkpoint id). */
+  readonly checksum: bigint;
+  /** The checkpoint op: the last op whose effects the snapshot contains. */
+  readonly sequenceNumber: number;
+  readonly decoded: MetadataSnapshot;
+}
+
+export interface Recovered {
+  readonly snapshot: RecoveredSnapshot | null;
+  /** The newest durable VSR state, or null on a fresh replica. */
+  readonly vsrState: StoredVsrState | null;
+  /** The snapshot's op, or 0 when there is no snapshot. */
+  readonly checkpointOp: number;
+  /**
+   * The WAL entry AT the checkpoint op when the WAL still holds it: the chain anchor the first
+   * replayed prepare names as parent, and the commit-point header a DoViewChange may need.
+   */
+  readonly anchor: WalEntry | null;
+  /** Prepares to replay, ops checkpointOp + 1 .. headOp, consecutive and hash-chained. */
+  readonly prepares: readonly WalEntry[];
+  /** Apply `prepares` up to and including this op; never below `checkpointOp`. */
+  readonly commitProvable: number;
+  /** The last op held (the last of `prepares`, or `checkpointOp`). */
+  readonly headOp: number;
+  /** When the WAL was cut at a gap or broken chain: the first op removed. */
+  readonly walTruncatedFromOp: number | null;
+  /** The open handles the replica keeps writing through. */
+  readonly wal: Wal;
+  readonly superblock: Superblock;
+  readonly snapshotFile: SnapshotFile;
+}
+
+export function recover(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recovered {
+  try {
+    return recoverIn(disk, kernels, config);
+  } catch (error) {
+    // Name the full path: the operator reads this line and acts on it.
+    if (error instanceof StorageRefusal && error.directory === null) throw error.inDirectory(disk.location);
+    throw error;
+  }
+}
+
+function recoverIn(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recovered {
+  const logger = config.logger ?? silentLogger;
+
+  // 1. Snapshot.
+  const snapshotFile = new SnapshotFile(disk, kernels);
+  // A transfer interrupted by the crash restarts from its first chunk; its partial file is garbage.
+  snapshotFile.transferDiscard();
+  const read = snapshotFile.read();
+  let snapshot: RecoveredSnapshot | null = null;
+  if (read !== null) {
+    let decoded: MetadataSnapshot;
+    try {
+      decoded = decodeSnapshot(read.payload);
+    } catch (error) {
+      if (!(error instanceof SnapshotDecodeError)) throw error;
+      throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, error.message, error.offset);
+    }
+    snapshot = { payload: read.payload, checksum: read.checksum, sequenceNumber: decoded.sequenceNumber, decoded };
+  }
+  const checkpointOp = snapshot?.sequenceNumber ?? 0;
+
+  // 2. Superblock and identity.
+  const superblock = Superblock.open(disk, kernels, logger);
+  const vsrState = superblock.state;
+  if (vsrState !== null) {
+    if (
+      vsrState.cluster !== config.cluster ||
+      vsrState.replica !== config.replica ||
+      vsrState.replicaCount !== config.replicaCount
+    ) {
+      throw new StorageRefusal(
+        SUPERBLOCK_FILES[0],
+        RefusalReason.identityMismatch,
+        `superblock is cluster ${hex(vsrState.cluster)} replica ${vsrState.replica} of ${vsrState.replicaCount}; ` +
+          `configured cluster ${hex(config.cluster)} replica ${config.replica} of ${config.replicaCount}`,
+      );
+    }
+    // 3. Pairing.
+    if (vsrState.checkpointOp > checkpointOp) {
+      throw new StorageRefusal(
+        SNAPSHOT_FILE,
+        RefusalReason.checkpointAheadOfSnapshot,
+        `superblock checkpoint op ${vsrState.checkpointOp} is newer than the snapshot's op ${checkpointOp}` +
+          (snapshot === null ? ' (no snapshot)' : ''),
+      );
+    }
+    // With no snapshot both ops are 0 (genesis): there is no checksum to compare.
+    if (snapshot !== null && vsrState.checkpointOp === checkpointOp && vsrState.checkpointChecksum !== snapshot.checksum) {
+      throw new StorageRefusal(
+        SNAPSHOT_FILE,
+        RefusalReason.checkpointChecksumMismatch,
+        `checkpoint op ${checkpointOp}: superblock names ${hex(vsrState.checkpointChecksum)}, snapshot is ${hex(snapshot.checksum)}`,
+      );
+    }
+    if (!disk.exists(WAL_FILE)) {
+      // The WAL is created before the first superblock write, and only ever replaced by rename.
+      throw new StorageRefusal(WAL_FILE, RefusalReason.walMissing, 'the superblock exists, so the WAL was created and later lost');
+    }
+  }
+
+  // 4. WAL replay.
+  const wal = Wal.open(disk, kernels, {
+    slotCount: config.journalSlots,
+    checkpointOp,
+    cluster: config.cluster,
+    logger,
+  });
+  const prepares: WalEntry[] = [];
+  const anchor = wal.get(checkpointOp);
+  let previous = anchor;
+  let op = checkpointOp + 1;
+  for (;;) {
+    const entry = wal.get(op);
+    if (entry === null) break;
+    if (previous !== null && entry.parent !== previous.identity) {
+      logger.log('warn', 'recovery_broken_chain', { op, parent: hex(entry.parent), previous: hex(previous.identity) });
+      break;
+    }
+    prepares.push(entry);
+    assert(prepares.length <= config.journalSlots, 'replay is bounded by the journal slots');
+    previous = entry;
+    op += 1;
+  }
+  let walTruncatedFromOp: number | null = null;
+  if (wal.headOp >= op) {
+    logger.log('warn', 'recovery_wal_truncated', { fromOp: op, headOp: wal.headOp, reason: 'gap or broken chain' });
+    wal.truncateFrom(op);
+    walTruncatedFromOp = op;
+  }
+  const headOp = op - 1;
+
+  // 5. Provable commit.
+  let commitProvable = checkpointOp;
+  for (const entry of prepares) {
+    const stamped = config.replicaCount === 1 ? entry.op : entry.commit;
+    if (stamped > commitProvable) commitProvable = stamped;
+  }
+  commitProvable = Math.min(commitProvable, headOp);
+  if (vsrState !== null && vsrState.commitMax > commitProvable) {
+    logger.log('warn', 'recovery_commit_behind_superblock', {
+      commitMax: vsrState.commitMax,
+      commitProvable,
+      note: 'ops above the provable commit re-commit through the cluster',
+    });
+  }
+  logger.log('info', 'recovery_done', {
+    checkpointOp,
+    headOp,
+    commitProvable,
+    prepares: prepares.length,
+    view: vsrState?.view ?? null,
+  });
+  return {
+    snapshot,
+    vsrState,
+    checkpointOp,
+    anchor,
+    prepares,
+    commitProvable,
+    headOp,
+    walTruncatedFromOp,
+    wal,
+    superblock,
+    snapshotFile,
+  };
+}
+
+/**
+ * What the replica core boots from (`ReplicaBootState` of src/vsr/replica.ts): the prepares
+ * start at the checkpoint op when the WAL holds its entry (the chain anchor), else at the op
+ * after it.
+ */
+export function toReplicaBootState(recovered: Recovered): ReplicaBootState {
+  const frames = recovered.prepares.map((entry) => entry.frame);
+  return {
+    vsrState: recovered.vsrState,
+    snapshot:
+      recovered.snapshot === null
+        ? null
+        : { payload: recovered.snapshot.payload, checksum: recovered.snapshot.checksum, decoded: recovered.snapshot.decoded },
+    prepares: recovered.anchor === null ? frames : [recovered.anchor.frame, ...frames],
+    provableCommit: recovered.commitProvable,
+  };
+}

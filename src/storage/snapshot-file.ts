@@ -1,0 +1,237 @@
+/**
+ * `snapshot.bin`: the checkpoint's canonical msgpack payload followed by the 20-byte "ISNP"
+ * integrity trailer (iggy-metadata-plane.md §4.3), written durably (temp, fsync, rename,
+ * directory fsync; §4.4).
+ *
+ * The checkpoint checksum (the checkpoint id the superblock pairs with and replicas compare) is
+ * XXH3-64 of the payload bytes AS STORED, never of a re-encode: a re-encode by a different build
+ * could differ by a byte and turn a healthy pairing into a refused boot.
+ *
+ * Reading refuses a file without a trailer (vrmeta always writes one; the reference's legacy
+ * no-trailer fallback would accept a file cut exactly at the payload end), a trailer mismatch,
+ * and a format version this build does not read.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import { TRAILER_SIZE } from '../kernels/kernel.js';
+import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
+import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../metadata/snapshot-model.js';
+import { assert } from '../stdx/assert.js';
+import { DiskError, type Disk } from './disk.js';
+import { DurableWriteError, readUntilStable, temporaryName, writeDurably, type DurableWriteStage } from './durable-file.js';
+import { hex } from './prepare-frame.js';
+import { RefusalReason, StorageRefusal } from './refusal.js';
+
+export const SNAPSHOT_FILE = 'snapshot.bin';
+export const SNAPSHOT_TEMP_FILE = temporaryName(SNAPSHOT_FILE);
+/**
+ * Where an incoming state transfer accumulates, chunk by chunk. Separate from the checkpoint's
+ * temp file so a local checkpoint during a transfer cannot clobber it.
+ */
+export const SNAPSHOT_TRANSFER_FILE = `${SNAPSHOT_FILE}.transfer`;
+
+/**
+ * The largest snapshot the storage loads whole. The reference state (DESIGN.md §6) is ~9 MB and
+ * state transfer is specified up to 64 MiB; 1 GiB leaves room without letting a corrupt size
+ * make us allocate without bound.
+ */
+export const SNAPSHOT_FILE_SIZE_MAX = 1024 * 1024 * 1024;
+
+export interface SnapshotRead {
+  /** The payload as stored (an owned copy, not kernel memory). */
+  readonly payload: Uint8Array;
+  /** XXH3-64 of `payload`: the checkpoint checksum. */
+  readonly checksum: bigint;
+  readonly version: number;
+}
+
+/** Why an install was refused: the bytes received are not the accepted checkpoint. */
+export type TransferInstallResult =
+  | { readonly ok: true; readonly snapshot: MetadataSnapshot; readonly payload: Uint8Array }
+  | { readonly ok: false; readonly error: string };
+
+type Attempt =
+  | { readonly ok: true; readonly payload: Uint8Array; readonly checksum: bigint }
+  | { readonly ok: false; readonly reason: RefusalReason; readonly detail: string };
+
+export class SnapshotFile {
+  private readonly disk: Disk;
+  private readonly kernels: Kernels;
+  /** What `snapshot.bin` holds as far as this instance knows: its payload size and checksum. */
+  private current: { readonly payloadSizeBytes: number; readonly checksum: bigint } | null = null;
+
+  constructor(disk: Disk, kernels: Kernels) {
+    this.disk = disk;
+    this.kernels = kernels;
+  }
+
+  /** The checksum and payload size of the snapshot last read or written, if any. */
+  get known(): { readonly payloadSizeBytes: number; readonly checksum: bigint } | null {
+    return this.current;
+  }
+
+  /**
+   * Durably replaces `snapshot.bin` with `payload` + trailer and returns the checkpoint checksum.
+   * When this returns, a crash keeps this snapshot. After a DurableWriteError from the rename on,
+   * `snapshot.bin` may be either snapshot: chunk reads are refused until `read` or `write`
+   * succeeds again.
+   */
+  write(payload: Uint8Array): bigint {
+    assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
+    const trailer = new Uint8Array(TRAILER_SIZE);
+    this.kernels.trailerWrite(payload, trailer, 0);
+    const checksum = new DataView(trailer.buffer).getBigUint64(4, true);
+    try {
+      writeDurably(this.disk, SNAPSHOT_FILE, [payload, trailer]);
+    } catch (error) {
+      if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.current = null;
+      throw error;
+    }
+    this.current = { payloadSizeBytes: payload.byteLength, checksum };
+    return checksum;
+  }
+
+  /** Reads and verifies `snapshot.bin`; null when there is none. Throws StorageRefusal. */
+  read(): SnapshotRead | null {
+    if (!this.disk.exists(SNAPSHOT_FILE)) {
+      this.current = null;
+      return null;
+    }
+    const attempt = readUntilStable(
+      SNAPSHOT_FILE,
+      () => this.readOnce(),
+      (result) => result.ok,
+      (result) => (result.ok ? 'ok' : `${result.reason}:${result.detail}`),
+    );
+    if (!attempt.ok) throw new StorageRefusal(SNAPSHOT_FILE, attempt.reason, attempt.detail);
+    const version = peekSnapshotVersion(attempt.payload);
+    if (version === null) {
+      throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, 'no msgpack array with a version first');
+    }
+    if (version !== SNAPSHOT_FORMAT_VERSION) {
+      throw new StorageRefusal(
+        SNAPSHOT_FILE,
+        RefusalReason.snapshotVersion,
+        `format version ${version}, this build reads ${SNAPSHOT_FORMAT_VERSION}`,
+      );
+    }
+    this.current = { payloadSizeBytes: attempt.payload.byteLength, checksum: attempt.checksum };
+    return { payload: attempt.payload, checksum: attempt.checksum, version };
+  }
+
+  /**
+   * Reads payload bytes [offset, offset + target.byteLength) of the snapshot whose checkpoint
+   * checksum is `checksum` into `target`, for serving state-transfer chunks without loading the
+   * file again. Returns the byte count (short at the payload end, 0 at or past it), or null when
+   * `snapshot.bin` is no longer that snapshot (a newer checkpoint replaced it): chunks of two
+   * different snapshots must never be mixed into one transfer.
+   */
+  readPayloadChunk(checksum: bigint, offset: number, target: Uint8Array): number | null {
+    assert(Number.isSafeInteger(offset) && offset >= 0, 'chunk offset');
+    const current = this.current;
+    if (current === null || current.checksum !== checksum) return null;
+    const length = Math.max(0, Math.min(target.byteLength, current.payloadSizeBytes - offset));
+    if (length === 0) return 0;
+    const count = this.disk.read(SNAPSHOT_FILE, offset, target.subarray(0, length));
+    if (count !== length) throw new DiskError('read', SNAPSHOT_FILE, new Error(`short read ${count}/${length}`));
+    return count;
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // State transfer (receiving side): chunks stream to a temp file, so memory does not grow with
+  // the snapshot while it arrives; the install verifies everything before touching snapshot.bin.
+
+  /** Writes one received chunk at `offset` of the transfer file; offset 0 starts a new file. */
+  transferWrite(offset: number, bytes: Uint8Array): void {
+    assert(Number.isSafeInteger(offset) && offset >= 0, 'transfer offset');
+    // The core checks chunks against the manifest length; this bound keeps a bug from filling the disk.
+    assert(offset + bytes.byteLength <= SNAPSHOT_FILE_SIZE_MAX - TRAILER_SIZE, 'transfer size is bounded');
+    if (offset === 0 && this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.truncate(SNAPSHOT_TRANSFER_FILE, 0);
+    this.disk.write(SNAPSHOT_TRANSFER_FILE, offset, bytes);
+  }
+
+  /**
+   * Verifies the transfer file (length, XXH3-64 = the accepted checkpoint id, format version,
+   * decode, sequence number = the accepted op) and only then installs it as `snapshot.bin`:
+   * trailer appended, fsync, rename, directory fsync. Any mismatch returns an error and
+   * installs nothing; IO failures throw (DurableWriteError with the stage).
+   */
+  transferInstall(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult {
+    if (!this.disk.exists(SNAPSHOT_TRANSFER_FILE)) return { ok: false, error: 'no transfer in progress' };
+    const actualSize = this.disk.size(SNAPSHOT_TRANSFER_FILE);
+    if (actualSize !== sizeBytes) return { ok: false, error: `received ${actualSize} bytes, the manifest says ${sizeBytes}` };
+    if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX - TRAILER_SIZE) return { ok: false, error: `${sizeBytes} bytes exceed the snapshot bound` };
+    const payload = new Uint8Array(sizeBytes);
+    const count = this.disk.read(SNAPSHOT_TRANSFER_FILE, 0, payload);
+    if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_TRANSFER_FILE, new Error(`short read ${count}/${sizeBytes}`));
+    const actual = this.kernels.xxh3_64(payload);
+    if (actual !== checksum) return { ok: false, error: `payload hashes to ${hex(actual, 8)}, the checkpoint id is ${hex(checksum)}` };
+    const version = peekSnapshotVersion(payload);
+    if (version !== SNAPSHOT_FORMAT_VERSION) {
+      return { ok: false, error: `format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSION}` };
+    }
+    let snapshot: MetadataSnapshot;
+    try {
+      snapshot = decodeSnapshot(payload);
+    } catch (error) {
+      if (!(error instanceof SnapshotDecodeError)) throw error;
+      return { ok: false, error: error.message };
+    }
+    if (snapshot.sequenceNumber !== op) {
+      return { ok: false, error: `the snapshot is for op ${snapshot.sequenceNumber}, the accepted checkpoint is op ${op}` };
+    }
+    const trailer = new Uint8Array(TRAILER_SIZE);
+    this.kernels.trailerWrite(payload, trailer, 0);
+    let stage: DurableWriteStage = 'write';
+    try {
+      this.disk.write(SNAPSHOT_TRANSFER_FILE, sizeBytes, trailer);
+      stage = 'sync';
+      this.disk.fsync(SNAPSHOT_TRANSFER_FILE);
+      stage = 'rename';
+      this.current = null;
+      this.disk.rename(SNAPSHOT_TRANSFER_FILE, SNAPSHOT_FILE);
+      stage = 'dir_sync';
+      this.disk.fsyncDirectory();
+    } catch (error) {
+      if (error instanceof DiskError) throw new DurableWriteError(SNAPSHOT_FILE, stage, error);
+      throw error;
+    }
+    this.current = { payloadSizeBytes: sizeBytes, checksum: actual };
+    return { ok: true, snapshot, payload };
+  }
+
+  /** Drops an abandoned transfer's file. */
+  transferDiscard(): void {
+    if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.remove(SNAPSHOT_TRANSFER_FILE);
+  }
+
+  private readOnce(): Attempt {
+    const sizeBytes = this.disk.size(SNAPSHOT_FILE);
+    if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX) {
+      return { ok: false, reason: RefusalReason.snapshotTooLarge, detail: `${sizeBytes} bytes` };
+    }
+    if (sizeBytes < TRAILER_SIZE) {
+      return { ok: false, reason: RefusalReason.snapshotNoTrailer, detail: `${sizeBytes} bytes, shorter than a trailer` };
+    }
+    // Read into kernel memory so the trailer kernel hashes the payload in place.
+    const buffer = this.kernels.allocate(sizeBytes);
+    try {
+      const count = this.disk.read(SNAPSHOT_FILE, 0, buffer.bytes());
+      if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_FILE, new Error(`short read ${count}/${sizeBytes}`));
+      const split = this.kernels.trailerSplit(buffer.bytes());
+      switch (split.status) {
+        case 'no_trailer':
+          return { ok: false, reason: RefusalReason.snapshotNoTrailer, detail: 'the last 20 bytes do not start with "ISNP"' };
+        case 'checksum_mismatch':
+          return {
+            ok: false,
+            reason: RefusalReason.snapshotChecksum,
+            detail: `trailer says ${hex(split.expected)}, payload hashes to ${hex(split.actual, 8)}`,
+          };
+        case 'valid':
+          return { ok: true, payload: split.payload.slice(), checksum: split.checksum };
+      }
+    } finally {
+      buffer.release();
+    }
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Executes the replica core's storage requests (`StorageRequest` of src/vsr/io.ts) against the
+ * durable structures that `recover` opened. This is the synchronous heart of a driver: the node
+ * layer runs it and delivers `onStorageDone`; a disk-backed simulator store can call it directly.
+ *
+ * Results: an IO failure becomes `{ ok: false, error }` (the core retries superblock writes and
+ * treats WAL and snapshot failures as fatal, restarting through recovery). Assertion failures
+ * (a request that breaks a storage precondition is a bug in the core) and anything else
+ * propagate: they must crash the process, not be reported as an IO error.
+ */
+import { assert, unreachable } from '../stdx/assert.js';
+import type { StorageRequest, StorageResult } from '../vsr/io.js';
+import { DiskError } from './disk.js';
+import { DurableWriteError, StoragePoisoned } from './durable-file.js';
+import { readPrepareFields } from './prepare-frame.js';
+import { StorageRefusal } from './refusal.js';
+import { SNAPSHOT_FILE, type SnapshotFile } from './snapshot-file.js';
+import type { Superblock } from './superblock.js';
+import type { Wal } from './wal.js';
+
+export interface DurableHandles {
+  readonly wal: Wal;
+  readonly superblock: Superblock;
+  readonly snapshotFile: SnapshotFile;
+}
+
+export function executeStorageRequest(handles: DurableHandles, request: StorageRequest): StorageResult {
+  try {
+    switch (request.kind) {
+      case 'wal_append':
+        assert(readPrepareFields(request.frame).op === request.op, 'wal_append op matches its frame');
+        handles.wal.append(request.frame);
+        break;
+      case 'wal_truncate':
+        handles.wal.truncateFrom(request.fromOp);
+        break;
+      case 'wal_drain':
+        handles.wal.drain(request.keepFromOp);
+        break;
+      case 'superblock_write':
+        handles.superblock.write(request.state, { stateTransfer: request.stateTransfer });
+        break;
+      case 'snapshot_write':
+        handles.snapshotFile.write(request.payload);
+        break;
+      case 'snapshot_read': {
+        // Serving a state transfer: a snapshot that no longer verifies is reported with its
+        // real cause (the offer is refused), not thrown as a boot refusal.
+        const read = handles.snapshotFile.read();
+        if (read === null) return { ok: false, error: `no ${SNAPSHOT_FILE} for checkpoint op ${request.op}` };
+        return { ok: true, payload: read.payload };
+      }
+      case 'transfer_write':
+        handles.snapshotFile.transferWrite(request.offset, request.bytes);
+        break;
+      case 'transfer_install': {
+        const installed = handles.snapshotFile.transferInstall(request.op, request.len, request.checksum);
+        if (!installed.ok) return installed;
+        return { ok: true, snapshot: installed.snapshot };
+      }
+      case 'transfer_discard':
+        handles.snapshotFile.transferDiscard();
+        break;
+      default:
+        unreachable(request, 'storage request kind');
+    }
+    return { ok: true };
+  } catch (error) {
+    if (
+      error instanceof DiskError ||
+      error instanceof DurableWriteError ||
+      error instanceof StoragePoisoned ||
+      error instanceof StorageRefusal
+    ) {
+      return { ok: false, error: error.message };
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * Online checkers for the simulator (TigerBeetle's StateChecker and auditor, simplified):
+ *
+ * - Commit history: there is one canonical, hash-chained history of committed prepares. Every
+ *   replica's every applied op must match it (same identity, same reply bytes).
+ * - Replies: every reply a client accepts must be the canonical reply of its op, and must answer
+ *   the request the client sent.
+ * - Model: an independent reference model of the test state machine, applied in canonical order,
+ *   must produce the same result code and payload as the replicas did.
+ * - Exactly once: no (client, request) is committed twice.
+ * - Checkpoints: every replica's checkpoint id at op N is the same.
+ * - Durability: every reply a client received names an op that every converged replica applied.
+ */
+import { HEADER_SIZE } from '../constants.js';
+import { Operation, decodeHeader, type PrepareHeader } from '../vsr/header.js';
+import { parseResultBody } from '../vsr/reply.js';
+import { TEST_ERROR_INVALID, TEST_ERROR_NAME_EXISTS, TEST_ERROR_NOT_FOUND, TestOperation } from './test-state-machine.js';
+
+export class CheckFailure extends Error {
+  override readonly name = 'CheckFailure';
+}
+
+interface CanonicalEntry {
+  readonly checksum: bigint;
+  readonly parent: bigint;
+  readonly client: bigint;
+  readonly request: number;
+  readonly operation: number;
+  readonly reply: Uint8Array;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let index = 0; index < a.byteLength; index++) if (a[index] !== b[index]) return false;
+  return true;
+}
+
+/** An independent model of TestStateMachine: names and lowest-free ids. */
+class ReferenceModel {
+  private readonly streams = new Map<number, string>();
+
+  apply(operation: number, body: Uint8Array): { errorCode: number; payload: Uint8Array } {
+    if (operation === TestOperation.createStream) {
+      let name: string;
+      try {
+        name = new TextDecoder('utf-8', { fatal: true }).decode(body);
+      } catch {
+        return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      }
+      if (name.length === 0 || body.byteLength > 64) return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      if ([...this.streams.values()].includes(name)) return { errorCode: TEST_ERROR_NAME_EXISTS, payload: new Uint8Array(0) };
+      let id = 0;
+      while (this.streams.has(id)) id++;
+      this.streams.set(id, name);
+      return { errorCode: 0, payload: new Uint8Array([id & 0xff, (id >>> 8) & 0xff, (id >>> 16) & 0xff, id >>> 24]) };
+    }
+    if (operation === TestOperation.deleteStream) {
+      if (body.byteLength !== 4) return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      const id = body[0]! | (body[1]! << 8) | (body[2]! << 16) | (body[3]! * 0x100_0000);
+      if (!this.streams.delete(id)) return { errorCode: TEST_ERROR_NOT_FOUND, payload: new Uint8Array(0) };
+      return { errorCode: 0, payload: new Uint8Array(0) };
+    }
+    return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+  }
+}
+
+export class ClusterChecker {
+  private readonly history = new Map<number, CanonicalEntry>();
+  private readonly committedRequests = new Map<string, number>();
+  private readonly checkpointIds = new Map<number, bigint>();
+  private readonly model = new ReferenceModel();
+  private modelOp = 0;
+  private readonly modelBodies = new Map<number, Uint8Array>();
+  /** Highest op whose reply a client accepted. */
+  ackedOpMax = 0;
+  readonly acked = new Set<number>();
+  repliesChecked = 0;
+
+  /** A replica applied `header` (its reply is `reply`). */
+  onCommitted(replica: number, header: PrepareHeader, body: Uint8Array, reply: Uint8Array): void {
+    const known = this.history.get(header.op);
+    if (known !== undefined) {
+      if (known.checksum !== header.checksum) {
+        throw new CheckFailure(`replica ${replica} applied op ${header.op} ${hex(header.checksum)}, canonical is ${hex(known.checksum)}`);
+      }
+      if (!equalBytes(known.reply, reply)) throw new CheckFailure(`replica ${replica} reply bytes differ at op ${header.op}`);
+      return;
+    }
+    const previous = this.history.get(header.op - 1);
+    if (previous !== undefined && previous.checksum !== header.parent) {
+      throw new CheckFailure(`replica ${replica} op ${header.op} does not chain onto the canonical op ${header.op - 1}`);
+    }
+    const next = this.history.get(header.op + 1);
+    if (next !== undefined && next.parent !== header.checksum) {
+      throw new CheckFailure(`replica ${replica} op ${header.op} is not the parent of the canonical op ${header.op + 1}`);
+    }
+    this.history.set(header.op, {
+      checksum: header.checksum,
+      parent: header.parent,
+      client: header.client,
+      request: header.request,
+      operation: header.operation,
+      reply,
+    });
+    if (header.operation !== Operation.register && header.operation !== Operation.logout) {
+      const key = `${header.client}:${header.request}`;
+      const first = this.committedRequests.get(key);
+      if (first !== undefined) throw new CheckFailure(`request ${key} committed twice: ops ${first} and ${header.op}`);
+      this.committedRequests.set(key, header.op);
+    }
+    this.modelBodies.set(header.op, body.slice());
+    this.advanceModel();
+  }
+
+  /** Applies canonical ops to the reference model as soon as they are contiguous. */
+  private advanceModel(): void {
+    for (;;) {
+      const entry = this.history.get(this.modelOp + 1);
+      if (entry === undefined) {
+        // A snapshot boot or transfer can start the history above op 1; skip to the lowest known.
+        if (this.modelOp === 0 && this.history.size > 0 && !this.history.has(1)) return;
+        return;
+      }
+      this.modelOp += 1;
+      const body = this.modelBodies.get(this.modelOp)!;
+      this.modelBodies.delete(this.modelOp);
+      if (entry.operation === Operation.register || entry.operation === Operation.logout) continue;
+      const expected = this.model.apply(entry.operation, body);
+      const replyBody = entry.reply.subarray(HEADER_SIZE);
+      const parsed = parseResultBody(replyBody);
+      const actualCode = parsed.ok ? 0 : parsed.errorCode;
+      if (actualCode !== expected.errorCode) {
+        throw new CheckFailure(`op ${this.modelOp}: replicas answered ${actualCode}, the model ${expected.errorCode}`);
+      }
+      if (parsed.ok && !equalBytes(parsed.payload, expected.payload)) {
+        throw new CheckFailure(`op ${this.modelOp}: reply payload differs from the model`);
+      }
+    }
+  }
+
+  /** A client accepted `reply` for the request it had in flight. */
+  onClientReply(client: bigint, request: number, reply: Uint8Array): void {
+    const decoded = decodeHeader(reply);
+    if (!decoded.ok || decoded.header.command !== 8) throw new CheckFailure('client accepted a non-reply');
+    const header = decoded.header;
+    if (header.client !== client || header.request !== request) throw new CheckFailure('reply answers another request');
+    this.repliesChecked += 1;
+    if (header.status !== 0) return; // a deny (already applied): never entered the log now
+    const entry = this.history.get(header.op);
+    if (entry === undefined) throw new CheckFailure(`client got a reply for op ${header.op} that no replica committed`);
+    if (!equalBytes(entry.reply, reply)) throw new CheckFailure(`client reply for op ${header.op} differs from the canonical reply`);
+    this.acked.add(header.op);
+    this.ackedOpMax = Math.max(this.ackedOpMax, header.op);
+  }
+
+  onCheckpoint(replica: number, op: number, id: bigint): void {
+    const known = this.checkpointIds.get(op);
+    if (known === undefined) this.checkpointIds.set(op, id);
+    else if (known !== id) throw new CheckFailure(`replica ${replica} checkpoint id at op ${op} differs: ${hex(id)} vs ${hex(known)}`);
+  }
+
+  get historyLength(): number {
+    return this.history.size;
+  }
+
+  canonicalChecksum(op: number): bigint | undefined {
+    return this.history.get(op)?.checksum;
+  }
+}
+
+function hex(value: bigint): string {
+  return value.toString(16).padStart(16, '0');
+}

@@ -1,0 +1,198 @@
+/**
+ * Simulated storage for the cluster simulator: requests complete after a seeded latency, in
+ * submission order (the contract of `Storage`), and a crash discards every request that has not
+ * completed, exactly like unsynced writes lost by a power failure.
+ *
+ * `ReplicaStore` is what survives a crash. `MemoryReplicaStore` models the durable files at the
+ * granularity of whole requests (each completed request is atomic and durable); the storage layer's
+ * own tests cover torn and misdirected writes inside a request on the simulated disk.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import { decodeSnapshot } from '../metadata/snapshot-codec.js';
+import { assert } from '../stdx/assert.js';
+import type { Prng } from '../stdx/prng.js';
+import { decodeHeader } from '../vsr/header.js';
+import type { Storage, StorageRequest, StorageResult, VsrState } from '../vsr/io.js';
+import type { ReplicaBootState } from '../vsr/replica.js';
+
+export interface ReplicaStore {
+  /** Executes one request atomically; returns its result. */
+  execute(request: StorageRequest): StorageResult;
+  /** What a restarted replica boots from. */
+  boot(kernels: Kernels, replicaCount: number): ReplicaBootState;
+  /** True when nothing was ever written (an empty data directory). */
+  readonly empty: boolean;
+  /** Forget everything (a wiped data directory). */
+  wipe(): void;
+}
+
+interface StoredPrepare {
+  readonly op: number;
+  readonly frame: Uint8Array;
+}
+
+export class MemoryReplicaStore implements ReplicaStore {
+  private readonly kernels: Kernels;
+  private superblock: VsrState | null = null;
+  /** The snapshot file: payload plus the checksum its trailer records. */
+  private snapshot: { payload: Uint8Array; checksum: bigint } | null = null;
+  /** The state-transfer temp file. */
+  private transfer: Uint8Array = new Uint8Array(0);
+
+  constructor(kernels: Kernels) {
+    this.kernels = kernels;
+  }
+
+  /** Flips a byte of the snapshot at rest (the trailer still records the old checksum). */
+  corruptSnapshot(offset: number): boolean {
+    if (this.snapshot === null || this.snapshot.payload.byteLength === 0) return false;
+    this.snapshot.payload[offset % this.snapshot.payload.byteLength]! ^= 0x20;
+    return true;
+  }
+  /** The WAL in append order (duplicates possible; last wins at boot). */
+  private wal: StoredPrepare[] = [];
+
+  get empty(): boolean {
+    return this.superblock === null && this.snapshot === null && this.wal.length === 0;
+  }
+
+  wipe(): void {
+    this.superblock = null;
+    this.snapshot = null;
+    this.wal = [];
+    this.transfer = new Uint8Array(0);
+  }
+
+  execute(request: StorageRequest): StorageResult {
+    switch (request.kind) {
+      case 'wal_append':
+        this.wal.push({ op: request.op, frame: request.frame.slice() });
+        return { ok: true };
+      case 'wal_truncate':
+        this.wal = this.wal.filter((entry) => entry.op < request.fromOp);
+        return { ok: true };
+      case 'wal_drain':
+        this.wal = this.wal.filter((entry) => entry.op >= request.keepFromOp);
+        return { ok: true };
+      case 'superblock_write':
+        if (this.superblock !== null) {
+          assert(request.state.view >= this.superblock.view, 'superblock view never regresses');
+          assert(request.state.logView >= this.superblock.logView, 'log view never regresses');
+          assert(request.state.checkpointOp >= this.superblock.checkpointOp, 'checkpoint never regresses');
+        }
+        this.superblock = request.state;
+        return { ok: true };
+      case 'snapshot_write':
+        this.snapshot = { payload: request.payload.slice(), checksum: this.kernels.xxh3_64(request.payload) };
+        return { ok: true };
+      case 'snapshot_read': {
+        if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
+        if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
+          return { ok: false, error: 'snapshot.bin: trailer checksum mismatch (corruption at rest)' };
+        }
+        return { ok: true, payload: this.snapshot.payload.slice() };
+      }
+      case 'transfer_write': {
+        const end = request.offset + request.bytes.byteLength;
+        const grown = new Uint8Array(Math.max(end, request.offset === 0 ? 0 : this.transfer.byteLength));
+        if (request.offset > 0) grown.set(this.transfer.subarray(0, Math.min(this.transfer.byteLength, grown.byteLength)));
+        grown.set(request.bytes, request.offset);
+        this.transfer = grown;
+        return { ok: true };
+      }
+      case 'transfer_install': {
+        const payload = this.transfer;
+        this.transfer = new Uint8Array(0);
+        if (payload.byteLength !== request.len) return { ok: false, error: `transfer: length ${payload.byteLength} != ${request.len}` };
+        if (this.kernels.xxh3_64(payload) !== request.checksum) return { ok: false, error: 'transfer: checksum mismatch' };
+        let snapshot;
+        try {
+          snapshot = decodeSnapshot(payload);
+        } catch (error) {
+          return { ok: false, error: `transfer: ${(error as Error).message}` };
+        }
+        if (snapshot.sequenceNumber !== request.op) return { ok: false, error: 'transfer: sequence number mismatch' };
+        this.snapshot = { payload, checksum: request.checksum };
+        return { ok: true, snapshot };
+      }
+      case 'transfer_discard':
+        this.transfer = new Uint8Array(0);
+        return { ok: true };
+    }
+  }
+
+  boot(kernels: Kernels, replicaCount: number): ReplicaBootState {
+    let snapshot: ReplicaBootState['snapshot'] = null;
+    if (this.snapshot !== null) {
+      const decoded = decodeSnapshot(this.snapshot.payload);
+      snapshot = { payload: this.snapshot.payload, checksum: kernels.xxh3_64(this.snapshot.payload), decoded };
+    }
+    const floor = snapshot?.decoded.sequenceNumber ?? 0;
+    // Last wins per op, then the hash-chained run from the floor (recovery.ts does the same).
+    const byOp = new Map<number, Uint8Array>();
+    for (const entry of this.wal) byOp.set(entry.op, entry.frame);
+    const prepares: Uint8Array[] = [];
+    let provableCommit = floor;
+    let previous: { op: number; checksum: bigint } | null = null;
+    const ops = [...byOp.keys()].filter((op) => op >= floor).sort((a, b) => a - b);
+    for (const op of ops) {
+      const decoded = decodeHeader(byOp.get(op)!);
+      assert(decoded.ok && decoded.header.command === 6, 'the WAL holds prepares');
+      const header = decoded.header;
+      if (previous !== null && (op !== previous.op + 1 || header.parent !== previous.checksum)) break;
+      if (previous === null && op !== floor && op !== floor + 1) break;
+      prepares.push(byOp.get(op)!);
+      provableCommit = Math.max(provableCommit, Math.min(header.commit, op));
+      previous = { op, checksum: header.checksum };
+    }
+    if (replicaCount === 1 && previous !== null) provableCommit = previous.op;
+    return { vsrState: this.superblock, snapshot, prepares, provableCommit };
+  }
+}
+
+/** The simulated storage a replica submits to: latency from the PRNG, FIFO completion. */
+export class StorageSim implements Storage {
+  private readonly prng: Prng;
+  private readonly latencyMaxTicks: number;
+  private readonly pending: { id: number; request: StorageRequest; readyAt: number }[] = [];
+  private now = 0;
+  /** Probability that a superblock write fails (retried by the replica). */
+  superblockFailureProbability = 0;
+
+  constructor(prng: Prng, latencyMaxTicks: number) {
+    this.prng = prng;
+    this.latencyMaxTicks = latencyMaxTicks;
+  }
+
+  submit(id: number, request: StorageRequest): void {
+    const previous = this.pending[this.pending.length - 1]?.readyAt ?? this.now;
+    const readyAt = Math.max(previous, this.now + this.prng.int(this.latencyMaxTicks + 1));
+    this.pending.push({ id, request, readyAt });
+  }
+
+  /** Completes due requests against `store`, delivering each result through `done`. */
+  tick(store: ReplicaStore, done: (id: number, result: StorageResult) => void): void {
+    this.now += 1;
+    while (this.pending.length > 0 && this.pending[0]!.readyAt <= this.now) {
+      const { id, request } = this.pending.shift()!;
+      let result: StorageResult;
+      if (request.kind === 'superblock_write' && this.prng.chance(this.superblockFailureProbability)) {
+        result = { ok: false, error: 'simulated superblock write failure' };
+      } else {
+        result = store.execute(request);
+      }
+      done(id, result);
+    }
+  }
+
+  /** A crash: requests that did not complete never happened. */
+  crash(): number {
+    const lost = this.pending.length;
+    this.pending.length = 0;
+    return lost;
+  }
+
+  get inFlight(): number {
+    return this.pending.length;
+  }
+}

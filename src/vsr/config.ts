@@ -1,0 +1,137 @@
+/**
+ * Replica configuration, quorums and the checkpoint arithmetic, all checked up front so a bad
+ * combination fails at construction instead of wedging a running cluster.
+ */
+import { assert } from '../stdx/assert.js';
+import { CLIENTS_TABLE_MIN, CLIENTS_TABLE_SLOT_MAX } from './client-table.js';
+
+export const REPLICAS_MAX = 32;
+/** The DoViewChange bitsets are one u128 and a suffix holds at most 128 headers. */
+export const PIPELINE_PREPARE_QUEUE_MAX = 127;
+export const DVC_SUFFIX_HEADERS_MAX = 128;
+/** Prepares served per RequestPrepares round. */
+export const REPAIR_CHUNK_MAX = 128;
+/** The metadata group id (the reference's METADATA_GROUP). */
+export const METADATA_GROUP = 1n << 63n;
+
+/** Timeouts in ticks (a tick is 10 ms in production). Defaults from the reference (§2.3). */
+export interface TimeoutTicks {
+  readonly prepare: number;
+  readonly commitMessage: number;
+  readonly normalHeartbeat: number;
+  readonly startViewChangeMessage: number;
+  readonly doViewChangeMessage: number;
+  readonly viewChangeStatus: number;
+  readonly requestStartViewMessage: number;
+  readonly repair: number;
+}
+
+export const DEFAULT_TIMEOUT_TICKS: TimeoutTicks = {
+  prepare: 25,
+  commitMessage: 50,
+  normalHeartbeat: 500,
+  startViewChangeMessage: 50,
+  doViewChangeMessage: 50,
+  viewChangeStatus: 500,
+  requestStartViewMessage: 100,
+  repair: 100,
+};
+
+export interface ReplicaConfigInput {
+  readonly cluster: bigint;
+  readonly replica: number;
+  readonly replicaCount: number;
+  /** WAL capacity in entries between the checkpoint op and the head (`journal_slots`). */
+  readonly journalSlots?: number;
+  readonly prepareQueueDepth?: number;
+  readonly clientsTableMax?: number;
+  /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
+  readonly viewProbeAttemptsMax?: number;
+  readonly timeouts?: Partial<TimeoutTicks>;
+}
+
+export interface ReplicaConfig {
+  readonly cluster: bigint;
+  readonly replica: number;
+  readonly replicaCount: number;
+  readonly journalSlots: number;
+  readonly prepareQueueDepth: number;
+  /** Requests parked while the prepare queue is full. */
+  readonly requestQueueDepth: number;
+  readonly clientsTableMax: number;
+  readonly viewProbeAttemptsMax: number;
+  /**
+   * Ops between deterministic checkpoints: a checkpoint is taken when commit_min reaches a
+   * multiple of this, on every replica. Two pipelines of slack remain in the WAL: one so a
+   * primary keeps preparing while its checkpoint is written, one for backups that journal ahead
+   * of their commit point.
+   */
+  readonly checkpointInterval: number;
+  readonly quorumReplication: number;
+  readonly quorumViewChange: number;
+  readonly quorumNack: number;
+  readonly timeouts: TimeoutTicks;
+}
+
+/** TigerBeetle's flexible quorums: replication + view change > replica count. */
+export function quorums(replicaCount: number): { replication: number; viewChange: number; nack: number } {
+  assert(replicaCount >= 1 && replicaCount <= REPLICAS_MAX, 'replica count in range');
+  if (replicaCount === 2) return { replication: 2, viewChange: 2, nack: 1 };
+  const replication = Math.min(Math.ceil(replicaCount / 2), 3);
+  const viewChange = replicaCount - replication + 1;
+  return { replication, viewChange, nack: replicaCount - replication + 1 };
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly key: string;
+  constructor(key: string, reason: string) {
+    super(`${key}: ${reason}`);
+    this.key = key;
+  }
+}
+
+export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
+  const replicaCount = input.replicaCount;
+  if (!Number.isInteger(replicaCount) || replicaCount < 1 || replicaCount > REPLICAS_MAX) {
+    throw new ConfigError('replicas', `must be 1..${REPLICAS_MAX} replicas`);
+  }
+  if (!Number.isInteger(input.replica) || input.replica < 0 || input.replica >= replicaCount) {
+    throw new ConfigError('replica_id', `must be 0..${replicaCount - 1}`);
+  }
+  const prepareQueueDepth = input.prepareQueueDepth ?? 32;
+  if (!Number.isInteger(prepareQueueDepth) || prepareQueueDepth < 1 || prepareQueueDepth > PIPELINE_PREPARE_QUEUE_MAX) {
+    throw new ConfigError('prepare_queue_depth', `must be 1..${PIPELINE_PREPARE_QUEUE_MAX}`);
+  }
+  const journalSlots = input.journalSlots ?? 1024;
+  if (!Number.isInteger(journalSlots) || journalSlots < 4 * prepareQueueDepth || journalSlots > 1 << 20) {
+    throw new ConfigError('journal_slots', `must be ${4 * prepareQueueDepth}..${1 << 20} (4 x prepare_queue_depth)`);
+  }
+  const clientsTableMax = input.clientsTableMax ?? 8192;
+  if (!Number.isInteger(clientsTableMax) || clientsTableMax < CLIENTS_TABLE_MIN || clientsTableMax > CLIENTS_TABLE_SLOT_MAX) {
+    throw new ConfigError('clients_table_max', `must be ${CLIENTS_TABLE_MIN}..${CLIENTS_TABLE_SLOT_MAX}`);
+  }
+  const viewProbeAttemptsMax = input.viewProbeAttemptsMax ?? 5;
+  const timeouts = { ...DEFAULT_TIMEOUT_TICKS, ...input.timeouts };
+  for (const [key, value] of Object.entries(timeouts)) {
+    if (!Number.isInteger(value) || value < 1) throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
+  }
+  const q = quorums(replicaCount);
+  const checkpointInterval = journalSlots - 2 * prepareQueueDepth;
+  assert(checkpointInterval >= 2 * prepareQueueDepth, 'checkpoint interval leaves room for a pipeline');
+  return {
+    cluster: input.cluster,
+    replica: input.replica,
+    replicaCount,
+    journalSlots,
+    prepareQueueDepth,
+    requestQueueDepth: 2 * prepareQueueDepth,
+    clientsTableMax,
+    viewProbeAttemptsMax,
+    checkpointInterval,
+    quorumReplication: q.replication,
+    quorumViewChange: q.viewChange,
+    quorumNack: q.nack,
+    timeouts,
+  };
+}

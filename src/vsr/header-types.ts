@@ -1,0 +1,443 @@
+/**
+ * Typed views of the 256-byte wire header (iggy-metadata-plane.md §1): one interface per command,
+ * discriminated by `command`, plus the small wire enums carried inside headers.
+ *
+ * Number types follow one rule so callers never guess: u128 fields and the u64 `group` are
+ * `bigint`; u64 counters (op, commit, timestamp, request, session, offsets, epochs) are `number`
+ * and decode rejects values above Number.MAX_SAFE_INTEGER (2^53 µs of timestamp is 285 years,
+ * 2^53 ops is out of reach); u8/u32 are `number`; 32-byte nonces and MACs are `Uint8Array`.
+ *
+ * Reserved and pad bytes are not fields: decode rejects them when non-zero and encode writes zero,
+ * so a typed header always describes every byte of its frame's header.
+ */
+import { Command } from '../constants.js';
+
+export { Command };
+
+/** `Operation` (u8) of Request, Prepare and Reply (§1.5). */
+export const Operation = {
+  reserved: 0,
+  register: 1,
+  nonReplicated: 2,
+  logout: 3,
+  createTopicWithAssignments: 64,
+  createPartitionsWithAssignments: 65,
+  removeConsumerGroupMember: 66,
+  completeConsumerGroupRevocation: 67,
+  truncatePartition: 68,
+  createStream: 128,
+  updateStream: 129,
+  deleteStream: 130,
+  purgeStream: 131,
+  createTopic: 132,
+  updateTopic: 133,
+  deleteTopic: 134,
+  purgeTopic: 135,
+  createPartitions: 136,
+  deletePartitions: 137,
+  deleteSegments: 138,
+  createConsumerGroup: 139,
+  deleteConsumerGroup: 140,
+  createUser: 141,
+  updateUser: 142,
+  deleteUser: 143,
+  changePassword: 144,
+  updatePermissions: 145,
+  createPersonalAccessToken: 146,
+  deletePersonalAccessToken: 147,
+  joinConsumerGroup: 148,
+  leaveConsumerGroup: 149,
+  sendMessages: 160,
+  storeConsumerOffset: 161,
+  deleteConsumerOffset: 162,
+} as const;
+export type Operation = (typeof Operation)[keyof typeof Operation];
+
+/** Why a client was evicted (Eviction `reason`, u8). 0 is invalid on the wire. */
+export const EvictionReason = {
+  reserved: 0,
+  noSession: 1,
+  clientReleaseTooLow: 2,
+  clientReleaseTooHigh: 3,
+  invalidRequestOperation: 4,
+  invalidRequestBody: 5,
+  invalidRequestBodySize: 6,
+  sessionTooLow: 7,
+  sessionReleaseMismatch: 8,
+  invalidCredentials: 9,
+  invalidToken: 10,
+  userInactive: 11,
+  sessionError: 12,
+  staleClient: 13,
+  incompatibleProtocol: 14,
+  malformedLogin: 15,
+} as const;
+export type EvictionReason = (typeof EvictionReason)[keyof typeof EvictionReason];
+export const EVICTION_REASON_MAX = EvictionReason.malformedLogin;
+
+export const ForwardRegisterOutcome = {
+  ok: 0,
+  notPrimary: 1,
+  notCaughtUp: 2,
+  pipelineFull: 3,
+  inProgress: 4,
+  canceled: 5,
+  clientIdOwnedByAnotherUser: 6,
+} as const;
+export type ForwardRegisterOutcome = (typeof ForwardRegisterOutcome)[keyof typeof ForwardRegisterOutcome];
+export const FORWARD_REGISTER_OUTCOME_MAX = ForwardRegisterOutcome.clientIdOwnedByAnotherUser;
+
+export const ForwardLogoutOutcome = {
+  ok: 0,
+  notPrimary: 1,
+  pipelineFull: 2,
+  inProgress: 3,
+  canceled: 4,
+} as const;
+export type ForwardLogoutOutcome = (typeof ForwardLogoutOutcome)[keyof typeof ForwardLogoutOutcome];
+export const FORWARD_LOGOUT_OUTCOME_MAX = ForwardLogoutOutcome.canceled;
+
+/** Replica-auth handshake mode: `psk` when a cluster secret is configured. */
+export const ReplicaAuthMode = { none: 0, psk: 1 } as const;
+export type ReplicaAuthMode = (typeof ReplicaAuthMode)[keyof typeof ReplicaAuthMode];
+export const REPLICA_AUTH_MODE_MAX = ReplicaAuthMode.psk;
+
+/** Replica-auth handshake outcome carried by Challenge and Finish; non-ok closes the connection. */
+export const ReplicaAuthStatus = {
+  ok: 0,
+  /** The two sides disagree on whether a cluster secret is configured. */
+  modeMismatch: 1,
+  /** The peer's MAC does not verify: wrong secret, or a replayed or tampered transcript. */
+  macMismatch: 2,
+  /** The peer's replica index is not the one configured for its address. */
+  replicaMismatch: 3,
+} as const;
+export type ReplicaAuthStatus = (typeof ReplicaAuthStatus)[keyof typeof ReplicaAuthStatus];
+export const REPLICA_AUTH_STATUS_MAX = ReplicaAuthStatus.replicaMismatch;
+
+/** Nonces and MACs of the replica-auth handshake (BLAKE3 output size). */
+export const AUTH_NONCE_SIZE = 32;
+export const AUTH_MAC_SIZE = 32;
+
+/** Bytes 0..128, shared by every command. `command` lives on each command's interface. */
+export interface HeaderCommon {
+  /** Frame seal, or the identity for Prepare/RepairPrepare (u128, upper 64 bits zero). */
+  readonly checksum: bigint;
+  /** XXH3-64 of the body widened to u128 (for an empty body: XXH3-64 of zero bytes). */
+  readonly checksumBody: bigint;
+  readonly cluster: bigint;
+  /** Header + body, in bytes. */
+  readonly size: number;
+  readonly view: number;
+  readonly release: number;
+  /** Sender's replica index. */
+  readonly replica: number;
+}
+
+/**
+ * Request (client -> replica) and RoutedRequest (backup/shard -> primary) share command 5 and one
+ * layout: `group` (bytes 248..256) is 0 from clients and names the target group when routed.
+ * `legacyCommand` (196..200) carries the binary-protocol command code of a NonReplicated op.
+ */
+export interface RequestHeader extends HeaderCommon {
+  readonly command: typeof Command.request;
+  readonly client: bigint;
+  readonly requestChecksum: bigint;
+  readonly timestamp: number;
+  readonly request: number;
+  readonly operation: number;
+  readonly session: number;
+  readonly userId: number;
+  readonly legacyCommand: number;
+  readonly group: bigint;
+}
+
+export interface ReplyHeader extends HeaderCommon {
+  readonly command: typeof Command.reply;
+  readonly requestChecksum: bigint;
+  readonly client: bigint;
+  readonly op: number;
+  readonly commit: number;
+  readonly timestamp: number;
+  readonly request: number;
+  readonly operation: number;
+  /** Pre-commit deny code; 0 = ok. */
+  readonly status: number;
+}
+
+export interface EvictionHeader extends HeaderCommon {
+  readonly command: typeof Command.eviction;
+  readonly client: bigint;
+  readonly serverProtocolVersion: number;
+  readonly serverProtocolVersionMin: number;
+  readonly reason: number;
+}
+
+/** The fields Prepare and RepairPrepare share byte for byte. */
+export interface PrepareFields extends HeaderCommon {
+  readonly client: bigint;
+  /** Identity of the prepare at op - 1 (the hash chain). */
+  readonly parent: bigint;
+  readonly requestChecksum: bigint;
+  readonly op: number;
+  /** The primary's commit_max when it prepared this op. */
+  readonly commit: number;
+  readonly timestamp: number;
+  readonly request: number;
+  readonly operation: number;
+  readonly group: bigint;
+  readonly userId: number;
+}
+export interface PrepareHeader extends PrepareFields {
+  readonly command: typeof Command.prepare;
+}
+/** A stored prepare served verbatim during journal repair, with only the command changed. */
+export interface RepairPrepareHeader extends PrepareFields {
+  readonly command: typeof Command.repairPrepare;
+}
+
+export interface PrepareOkHeader extends HeaderCommon {
+  readonly command: typeof Command.prepareOk;
+  readonly parent: bigint;
+  /** Identity of the acknowledged prepare. */
+  readonly prepareChecksum: bigint;
+  readonly op: number;
+  /** The acking replica's commit_max (may exceed `op`). */
+  readonly commit: number;
+  readonly timestamp: number;
+  readonly request: number;
+  readonly operation: number;
+  readonly group: bigint;
+}
+
+/** The primary's heartbeat. */
+export interface CommitHeader extends HeaderCommon {
+  readonly command: typeof Command.commit;
+  /** Unused by the reference (0); kept as a field so a checkpoint id can travel here. */
+  readonly commitChecksum: bigint;
+  readonly timestampMonotonic: number;
+  readonly commit: number;
+  /** Unused by the reference (0); kept as a field for checkpoint exchange. */
+  readonly checkpointOp: number;
+  readonly group: bigint;
+}
+
+export interface StartViewChangeHeader extends HeaderCommon {
+  readonly command: typeof Command.startViewChange;
+  readonly group: bigint;
+}
+
+/** Body: a suffix of prepare headers, high to low op. Bit i of each bitset is suffix header i. */
+export interface DoViewChangeHeader extends HeaderCommon {
+  readonly command: typeof Command.doViewChange;
+  readonly op: number;
+  readonly commit: number;
+  readonly group: bigint;
+  readonly logView: number;
+  readonly nackBitset: bigint;
+  readonly presentBitset: bigint;
+}
+
+/** Body: a suffix of prepare headers (may be empty). */
+export interface StartViewHeader extends HeaderCommon {
+  readonly command: typeof Command.startView;
+  readonly op: number;
+  readonly commit: number;
+  readonly group: bigint;
+  /** Echo of the prober's incarnation when answering a RequestStartView, else 0. */
+  readonly incarnation: bigint;
+}
+
+export interface RequestStartViewHeader extends HeaderCommon {
+  readonly command: typeof Command.requestStartView;
+  readonly group: bigint;
+  readonly incarnation: bigint;
+}
+
+export interface RequestPreparesHeader extends HeaderCommon {
+  readonly command: typeof Command.requestPrepares;
+  readonly nonce: bigint;
+  readonly fromOp: number;
+  readonly toOp: number;
+  readonly group: bigint;
+  /**
+   * 1: serve only prepares the server has applied (committed, hence canonical), so the requester
+   * may accept them bottom-up by hash chain. 0: serve any durable prepare; the requester verifies
+   * each against a canonical header it already holds. (vrmeta extension, byte 168.)
+   */
+  readonly committedOnly: number;
+}
+
+/** RepairDone: `op` = last op served. RangeEvicted: `op` = oldest retained op. */
+export interface RepairDoneFields extends HeaderCommon {
+  readonly nonce: bigint;
+  readonly op: number;
+  readonly group: bigint;
+}
+export interface RepairDoneHeader extends RepairDoneFields {
+  readonly command: typeof Command.repairDone;
+}
+export interface RangeEvictedHeader extends RepairDoneFields {
+  readonly command: typeof Command.rangeEvicted;
+}
+
+export interface RequestStateTransferHeader extends HeaderCommon {
+  readonly command: typeof Command.requestStateTransfer;
+  readonly nonce: bigint;
+  readonly group: bigint;
+}
+
+/** Body: the manifest when `available == 1`, else empty. */
+export interface StateTransferTargetHeader extends HeaderCommon {
+  readonly command: typeof Command.stateTransferTarget;
+  readonly nonce: bigint;
+  readonly commitOp: number;
+  readonly group: bigint;
+  /** 0 or 1. */
+  readonly available: number;
+  /** 0 or 1: a refusal the requester should retry with a new session. */
+  readonly unavailableTransient: number;
+  readonly commitMax: number;
+  /**
+   * Identity of the prepare at the offered checkpoint op (the hash-chain anchor the receiver
+   * verifies the next op against); 0 when the server does not know it. (vrmeta extension.)
+   */
+  readonly checkpointAnchor: bigint;
+}
+
+export interface RequestStateChunkHeader extends HeaderCommon {
+  readonly command: typeof Command.requestStateChunk;
+  readonly nonce: bigint;
+  readonly offset: number;
+  readonly group: bigint;
+  readonly len: number;
+  /** Index into the manifest's entries. */
+  readonly artifact: number;
+}
+
+/** Body: the chunk payload (1..STATE_CHUNK_SIZE_MAX bytes). */
+export interface StateChunkHeader extends HeaderCommon {
+  readonly command: typeof Command.stateChunk;
+  readonly nonce: bigint;
+  readonly offset: number;
+  readonly group: bigint;
+  readonly artifact: number;
+}
+
+export interface ForwardRegisterHeader extends HeaderCommon {
+  readonly command: typeof Command.forwardRegister;
+  readonly client: bigint;
+  readonly nonce: bigint;
+  readonly userId: number;
+}
+
+export interface ForwardRegisterResultHeader extends HeaderCommon {
+  readonly command: typeof Command.forwardRegisterResult;
+  readonly nonce: bigint;
+  readonly client: bigint;
+  readonly epoch: number;
+  readonly watermark: number;
+  readonly outcome: number;
+}
+
+export interface ForwardLogoutHeader extends HeaderCommon {
+  readonly command: typeof Command.forwardLogout;
+  readonly client: bigint;
+  readonly nonce: bigint;
+  readonly session: number;
+  readonly request: number;
+}
+
+export interface ForwardLogoutResultHeader extends HeaderCommon {
+  readonly command: typeof Command.forwardLogoutResult;
+  readonly nonce: bigint;
+  readonly client: bigint;
+  readonly commit: number;
+  readonly outcome: number;
+}
+
+/**
+ * Replica-auth handshake (vrmeta layout; the reference only says nonce/MAC/status live in the
+ * command-specific area). Initiator -> Hello{nonce_i}; acceptor -> Challenge{nonce_a, mac_a};
+ * initiator -> Finish{mac_i}. MACs are keyed BLAKE3 over the transcript (domain tag, cluster,
+ * both replica ids, both nonces, mode, direction), computed by the transport, not here.
+ */
+export interface ReplicaHelloHeader extends HeaderCommon {
+  readonly command: typeof Command.replicaHello;
+  /** The initiator's 32-byte nonce. */
+  readonly nonce: Uint8Array;
+  readonly mode: number;
+  /** The replica index the initiator believes it dialled (catches swapped address lists). */
+  readonly peerReplica: number;
+}
+
+export interface ReplicaChallengeHeader extends HeaderCommon {
+  readonly command: typeof Command.replicaChallenge;
+  /** The acceptor's 32-byte nonce. */
+  readonly nonce: Uint8Array;
+  /** The acceptor's MAC (all zero in mode none or on refusal). */
+  readonly mac: Uint8Array;
+  readonly mode: number;
+  readonly status: number;
+}
+
+export interface ReplicaFinishHeader extends HeaderCommon {
+  readonly command: typeof Command.replicaFinish;
+  /** The initiator's MAC (all zero in mode none or on refusal). */
+  readonly mac: Uint8Array;
+  readonly status: number;
+}
+
+/** Transport liveness probes; header-only, no fields of their own. */
+export interface PingHeader extends HeaderCommon {
+  readonly command: typeof Command.ping;
+}
+export interface PongHeader extends HeaderCommon {
+  readonly command: typeof Command.pong;
+}
+export interface PingClientHeader extends HeaderCommon {
+  readonly command: typeof Command.pingClient;
+}
+export interface PongClientHeader extends HeaderCommon {
+  readonly command: typeof Command.pongClient;
+}
+
+export type Header =
+  | PingHeader
+  | PongHeader
+  | PingClientHeader
+  | PongClientHeader
+  | RequestHeader
+  | PrepareHeader
+  | PrepareOkHeader
+  | ReplyHeader
+  | CommitHeader
+  | StartViewChangeHeader
+  | DoViewChangeHeader
+  | StartViewHeader
+  | EvictionHeader
+  | ReplicaHelloHeader
+  | ReplicaChallengeHeader
+  | ReplicaFinishHeader
+  | RequestStartViewHeader
+  | RequestPreparesHeader
+  | RepairPrepareHeader
+  | RepairDoneHeader
+  | RangeEvictedHeader
+  | RequestStateTransferHeader
+  | StateTransferTargetHeader
+  | RequestStateChunkHeader
+  | StateChunkHeader
+  | ForwardRegisterHeader
+  | ForwardRegisterResultHeader
+  | ForwardLogoutHeader
+  | ForwardLogoutResultHeader;
+
+/** Commands that have a typed header: every Command except Reserved. */
+export type HeaderCommand = Header['command'];
+export type HeaderOf<C extends HeaderCommand> = Extract<Header, { readonly command: C }>;
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A header before sealing: `size`, `checksum` and `checksumBody` are filled in by `buildFrame`. */
+export type HeaderInput = DistributiveOmit<Header, 'checksum' | 'checksumBody' | 'size'>;
+export type HeaderInputOf<C extends HeaderCommand> = Extract<HeaderInput, { readonly command: C }>;

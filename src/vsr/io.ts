@@ -1,0 +1,92 @@
+/**
+ * What the replica core asks of the world, as small synchronous interfaces (TigerBeetle's `Time`,
+ * `MessageBus`, `Storage`). The core never performs IO: it submits storage requests and learns
+ * of their completion through `Replica.onStorageDone`, so the simulator can choose completion
+ * order and latency from its seed and crash a replica between any two steps.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { Prng } from '../stdx/prng.js';
+
+/** The durable part of a replica's VSR state (the superblock's `VsrState`). */
+export interface VsrState {
+  readonly cluster: bigint;
+  readonly replica: number;
+  readonly replicaCount: number;
+  readonly view: number;
+  readonly logView: number;
+  readonly commitMax: number;
+  readonly checkpointOp: number;
+  /** XXH3-64 of the checkpoint's snapshot payload (the checkpoint id), widened to u128. */
+  readonly checkpointChecksum: bigint;
+}
+
+export type StorageRequest =
+  /** Append one prepare frame to the WAL and fsync. */
+  | { readonly kind: 'wal_append'; readonly op: number; readonly frame: Uint8Array }
+  /** Remove every WAL entry with op >= fromOp (a divergent suffix). */
+  | { readonly kind: 'wal_truncate'; readonly fromOp: number }
+  /** Remove every WAL entry with op < keepFromOp (after a durable checkpoint). */
+  | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
+  | { readonly kind: 'superblock_write'; readonly state: VsrState; readonly stateTransfer: boolean }
+  /** Write the snapshot payload durably (temp, fsync, rename, fsync dir) with its trailer. */
+  | { readonly kind: 'snapshot_write'; readonly op: number; readonly payload: Uint8Array }
+  /**
+   * Read `snapshot.bin`, verify its trailer and format version, and return the payload (trailer
+   * stripped). An error carries the real cause (missing, unreadable, checksum mismatch).
+   */
+  | { readonly kind: 'snapshot_read'; readonly op: number }
+  /** State transfer: write a verified chunk into the temp file (offset 0 truncates it). */
+  | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array }
+  /**
+   * State transfer: fsync the temp file, verify its length and XXH3-64 against the manifest,
+   * decode it, then install it as `snapshot.bin` durably (trailer, rename, fsync dir). Returns the
+   * decoded snapshot. Nothing is installed on any error.
+   */
+  | { readonly kind: 'transfer_install'; readonly op: number; readonly len: number; readonly checksum: bigint }
+  /** State transfer abandoned: remove the temp file. */
+  | { readonly kind: 'transfer_discard' };
+
+export type StorageResult =
+  | {
+      readonly ok: true;
+      /** snapshot_read: the verified payload. */
+      readonly payload?: Uint8Array;
+      /** transfer_install: the decoded snapshot that is now durable. */
+      readonly snapshot?: MetadataSnapshot;
+    }
+  | { readonly ok: false; readonly error: string };
+
+export interface Storage {
+  /** Requests execute in submission order; each gets exactly one `onStorageDone`. */
+  submit(id: number, request: StorageRequest): void;
+}
+
+export interface MessageBus {
+  /** Best effort: frames may be dropped, delayed, duplicated or reordered. */
+  sendToReplica(replica: number, frame: Uint8Array): void;
+  /** Replies and evictions to a client session. */
+  sendToClient(client: bigint, frame: Uint8Array): void;
+}
+
+export interface Clock {
+  /** Wall-clock microseconds since the epoch; may jump. The primary's prepare timestamps are
+   * max(this, previous + 1), so they are monotonic across ops. */
+  realtimeUs(): number;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Structured events. The node layer maps them to pino; the simulator counts and prints them. */
+export interface Logger {
+  log(level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>): void;
+}
+
+export interface ReplicaEnv {
+  readonly kernels: Kernels;
+  readonly storage: Storage;
+  readonly bus: MessageBus;
+  readonly clock: Clock;
+  readonly prng: Prng;
+  readonly logger: Logger;
+}

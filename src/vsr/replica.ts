@@ -1,0 +1,2233 @@
+/**
+ * The VSR replica: a sans-IO state machine driven only by `tick()`, `onMessage()`,
+ * `onRequest()` and `onStorageDone()`. It never touches a clock, socket, disk or randomness
+ * directly (see io.ts), so the seeded simulator and production run the same code.
+ *
+ * Vocabulary (TigerBeetle's, iggy-metadata-plane.md §2):
+ * - `view`: the epoch; its primary is view mod replica_count. `logView`: the view in which this
+ *   replica's log was last made canonical (by a StartView, or by being that view's primary).
+ * - `op`: the head, the highest op whose canonical header this replica knows.
+ * - `commitMin`: the highest op applied locally; advances strictly by one.
+ * - `commitMax`: the highest op known committed cluster-wide (may exceed `op` on a laggard).
+ * - Checkpoints land at deterministic ops (multiples of `checkpointInterval`) on every replica;
+ *   the snapshot's XXH3-64 is the checkpoint id, exchanged in Commit heartbeats.
+ *
+ * Journal invariant: every journal entry above commitMin is canonical for `logView` (see
+ * journal.ts). Repairs are verified top-down against a canonical successor's `parent`, so the
+ * replica never has to trust the peer that serves them.
+ *
+ * Persist-before-send: every frame that advertises a view (PrepareOk, Commit, StartViewChange,
+ * DoViewChange, StartView) is sent only while the superblock durably holds the current view and
+ * log view. This is the fence against a restarted replica contradicting a promise it forgot.
+ */
+import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSION } from '../metadata/snapshot-model.js';
+import { Command, HEADER_SIZE } from '../constants.js';
+import { assert } from '../stdx/assert.js';
+import { ClientTable, type CachedReply } from './client-table.js';
+import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
+import { buildFrame, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import {
+  EvictionReason,
+  Operation,
+  decodeHeader,
+  type CommitHeader,
+  type DoViewChangeHeader,
+  type PrepareHeader,
+  type PrepareOkHeader,
+  type RangeEvictedHeader,
+  type RepairDoneHeader,
+  type RepairPrepareHeader,
+  type RequestHeader,
+  type RequestPreparesHeader,
+  type RequestStartViewHeader,
+  type RequestStateChunkHeader,
+  type RequestStateTransferHeader,
+  type StartViewChangeHeader,
+  type StartViewHeader,
+  type StateChunkHeader,
+  type StateTransferTargetHeader,
+} from './header.js';
+import type { ReplicaEnv, StorageRequest, StorageResult, VsrState } from './io.js';
+import { Journal, type JournalEntry } from './journal.js';
+import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
+import type { StateMachine } from './state-machine.js';
+import { decodeSuffix, encodeSuffix } from './suffix.js';
+import {
+  ArtifactKind,
+  STATE_CHUNK_SIZE,
+  STATE_TRANSFER_DECODE_FAILURES_MAX,
+  STATE_TRANSFER_STALLS_MAX,
+  TransferStageMachine,
+  chunkCount,
+  decodeManifest,
+  encodeManifest,
+  type Manifest,
+  type Stage,
+  type TransferSession,
+} from './state-transfer.js';
+import { Timeout } from './timeout.js';
+import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './view-change.js';
+
+export type Status = 'normal' | 'view_change' | 'recovering';
+
+/** IggyError 59: the request number is below the watermark and its reply left the ring. */
+export const ERROR_REQUEST_ALREADY_APPLIED = 59;
+/** The packed release this build writes into snapshots (provenance only). */
+export const WRITER_RELEASE = 0x0001_0000;
+
+/** What storage recovery hands the replica at boot (see src/storage/recovery.ts). */
+export interface ReplicaBootState {
+  readonly vsrState: VsrState | null;
+  readonly snapshot: {
+    readonly payload: Uint8Array;
+    readonly checksum: bigint;
+    readonly decoded: MetadataSnapshot;
+  } | null;
+  /**
+   * WAL prepares in op order, hash-chained, starting at the checkpoint op when the WAL still holds
+   * it (the chain anchor) or at the first op after it.
+   */
+  readonly prepares: readonly Uint8Array[];
+  /** Highest op provably committed by the WAL (max stamped commit, floored at the snapshot op). */
+  readonly provableCommit: number;
+}
+
+interface PipelineEntry {
+  readonly op: number;
+  readonly checksum: bigint;
+  readonly header: PrepareHeader;
+  readonly okFrom: Set<number>;
+}
+
+interface ParkedRequest {
+  readonly header: RequestHeader;
+  readonly body: Uint8Array;
+}
+
+interface RepairSession {
+  readonly nonce: bigint;
+  readonly peer: number;
+  readonly fromOp: number;
+  readonly toOp: number;
+  /** Bottom-up repair of committed ops (see `repairIfBehind`). */
+  readonly committed: boolean;
+  /** Prepares received, held until a canonical successor vouches for them. */
+  readonly buffer: Map<number, { header: PrepareHeader; frame: Uint8Array }>;
+  progressed: boolean;
+}
+
+interface PendingView {
+  readonly head: number;
+  readonly commitMax: number;
+  readonly sources: ReadonlyMap<number, readonly number[]>;
+}
+
+/** Counters the node layer exports as metrics and the simulator summarises. */
+export interface ReplicaCounters {
+  viewChanges: number;
+  checkpoints: number;
+  repairsRequested: number;
+  preparesRepaired: number;
+  divergences: number;
+  requestsDropped: number;
+  rangeEvicted: number;
+  stateTransfersStarted: number;
+  stateTransfersInstalled: number;
+  stateTransfersAbandoned: number;
+  stateChunksDamaged: number;
+  offersServed: number;
+  offersRefused: number;
+}
+
+/** State-transfer progress for /cluster/status, /metrics and logs. */
+export interface StateTransferProgress {
+  readonly stage: Stage;
+  readonly peer: number | null;
+  readonly artifact: string | null;
+  readonly bytesDone: number;
+  readonly bytesTotal: number;
+  readonly startedAtTick: number;
+  readonly checkpointOp: number | null;
+}
+
+/** A checkpoint offer, built once per checkpoint from the verified snapshot file. */
+interface OfferSource {
+  readonly op: number;
+  readonly checksum: bigint;
+  /** Identity of the prepare at `op`, 0 if unknown. */
+  readonly anchor: bigint;
+  readonly payload: Uint8Array;
+  readonly manifest: Manifest;
+  readonly manifestBytes: Uint8Array;
+}
+
+/** What one requester was offered: first-wins per (requester, nonce). */
+interface Offer {
+  readonly nonce: bigint;
+  readonly source: OfferSource;
+  readonly commitOp: number;
+  readonly commitMax: number;
+  idleTicks: number;
+  finalServed: boolean;
+}
+
+export class Replica {
+  readonly config: ReplicaConfig;
+  private readonly env: ReplicaEnv;
+  readonly stateMachine: StateMachine;
+  readonly counters: ReplicaCounters = {
+    viewChanges: 0,
+    checkpoints: 0,
+    repairsRequested: 0,
+    preparesRepaired: 0,
+    divergences: 0,
+    requestsDropped: 0,
+    rangeEvicted: 0,
+    stateTransfersStarted: 0,
+    stateTransfersInstalled: 0,
+    stateTransfersAbandoned: 0,
+    stateChunksDamaged: 0,
+    offersServed: 0,
+    offersRefused: 0,
+  };
+
+  status: Status = 'normal';
+  view = 0;
+  logView = 0;
+  /** What the superblock durably holds. */
+  private durableView = -1;
+  private durableLogView = -1;
+  private superblockWriting = false;
+  private superblockDirty = false;
+  private superblockFailures = 0;
+  private superblockRetryTicks = 0;
+
+  commitMin = 0;
+  commitMax = 0;
+  /** Identity of the prepare at commitMin (the chain anchor for commitMin + 1); null if unknown. */
+  private commitMinChecksum: bigint | null = 0n;
+  /** Highest prepare timestamp seen: the primary stamps max(now, this + 1). */
+  private timestampLast = 0;
+
+  readonly journal: Journal;
+  clientTable: ClientTable;
+
+  /** The latest durable checkpoint (snapshot written and paired in the superblock). */
+  checkpointOp = 0;
+  checkpointChecksum = 0n;
+  /** The durable snapshot payload of `checkpointOp`, kept for serving state transfer. */
+  checkpointPayload: Uint8Array | null = null;
+  /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
+  readonly checkpointIds = new Map<number, bigint>();
+  private checkpointInProgress: { op: number; checksum: bigint; payload: Uint8Array } | null = null;
+
+  /** Primary: prepared, not yet committed, in op order. */
+  private pipeline: PipelineEntry[] = [];
+  /** Primary: requests waiting for room in the pipeline. */
+  private requestQueue: ParkedRequest[] = [];
+
+  private readonly startViewChangeFrom = new Set<number>();
+  private readonly doViewChanges = new Map<number, DoViewChangeRecord>();
+  private doViewChangeSent = false;
+  /** Primary-elect: the merged log, parked while missing bodies are repaired. */
+  private pendingView: PendingView | null = null;
+
+  /** This boot's probe id, echoed by the StartView that answers it. */
+  private readonly incarnation: bigint;
+  private heartbeatLast = 0;
+  private heartbeatCounter = 0;
+  private repair: RepairSession | null = null;
+
+  private readonly timeoutPrepare: Timeout;
+  private readonly timeoutCommitMessage: Timeout;
+  private readonly timeoutNormalHeartbeat: Timeout;
+  private readonly timeoutStartViewChange: Timeout;
+  private readonly timeoutDoViewChange: Timeout;
+  private readonly timeoutViewChangeStatus: Timeout;
+  private readonly timeoutRequestStartView: Timeout;
+  private readonly timeoutRepair: Timeout;
+
+  /** Receiver: the state-transfer stage machine (owns the session). */
+  readonly stateTransfer = new TransferStageMachine();
+  /** Server: offers by requester, and the source built once per checkpoint. */
+  private readonly offers = new Map<number, Offer>();
+  private offerSource: OfferSource | null = null;
+  private offerLoading = false;
+  /** Requesters waiting for the offer source to load (bounded by the replica count). */
+  private readonly offerWaiting = new Map<number, bigint>();
+  private ticks = 0;
+  /** The next superblock write installs a transferred checkpoint (its op may jump). */
+  private superblockStateTransfer = false;
+
+  private storageIdNext = 1;
+  private readonly storagePending = new Map<number, (result: StorageResult) => void>();
+
+  constructor(options: { config: ReplicaConfig; env: ReplicaEnv; stateMachine: StateMachine; boot: ReplicaBootState }) {
+    const { config, env, stateMachine, boot } = options;
+    this.config = config;
+    this.env = env;
+    this.stateMachine = stateMachine;
+    const t = config.timeouts;
+    this.timeoutPrepare = new Timeout('prepare', t.prepare);
+    this.timeoutCommitMessage = new Timeout('commit_message', t.commitMessage);
+    this.timeoutNormalHeartbeat = new Timeout('normal_heartbeat', t.normalHeartbeat);
+    this.timeoutStartViewChange = new Timeout('start_view_change_message', t.startViewChangeMessage);
+    this.timeoutDoViewChange = new Timeout('do_view_change_message', t.doViewChangeMessage);
+    this.timeoutViewChangeStatus = new Timeout('view_change_status', t.viewChangeStatus);
+    this.timeoutRequestStartView = new Timeout('request_start_view_message', t.requestStartViewMessage);
+    this.timeoutRepair = new Timeout('repair', t.repair);
+    this.incarnation = env.prng.u128();
+
+    // Capacity first, then the recovered table (the seed PR's boot crash: see client-table.ts).
+    this.clientTable = new ClientTable(config.clientsTableMax);
+    const snapshot = boot.snapshot;
+    if (snapshot !== null) {
+      this.stateMachine.restore({ users: snapshot.decoded.users, streams: snapshot.decoded.streams });
+      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);
+      this.checkpointOp = snapshot.decoded.sequenceNumber;
+      this.checkpointChecksum = snapshot.checksum;
+      this.checkpointPayload = snapshot.payload;
+      this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
+      this.commitMin = this.checkpointOp;
+      this.commitMax = this.checkpointOp;
+      this.commitMinChecksum = this.checkpointOp === 0 ? 0n : null;
+    }
+    this.journal = new Journal(config.journalSlots, this.checkpointOp);
+    this.bootJournal(boot);
+    this.bootStatus(boot);
+    this.invariants();
+  }
+
+  // ---------------------------------------------------------------- boot
+
+  private bootJournal(boot: ReplicaBootState): void {
+    for (const frame of boot.prepares) {
+      const decoded = decodeHeader(frame);
+      assert(decoded.ok && decoded.header.command === Command.prepare, 'recovered WAL entries are prepares');
+      const header = decoded.header;
+      if (header.op < this.checkpointOp) continue;
+      // The kept checkpoint entry anchors the hash chain for the first op after it.
+      if (header.op === this.checkpointOp && this.commitMinChecksum === null) this.commitMinChecksum = header.checksum;
+      if (!this.journal.hasRoom(header.op)) break;
+      this.journal.put({ op: header.op, header, checksum: header.checksum, frame, durable: true });
+      this.timestampLast = Math.max(this.timestampLast, header.timestamp);
+    }
+    // A solo replica's journal is its quorum: everything durable in it committed.
+    const solo = this.config.replicaCount === 1;
+    this.commitMax = Math.max(this.commitMax, solo ? this.op : Math.min(boot.provableCommit, this.op));
+    if (boot.vsrState !== null) this.commitMax = Math.max(this.commitMax, boot.vsrState.commitMax);
+    // Replay what is provably committed, without sending replies (nobody is waiting).
+    this.commitJournal();
+  }
+
+  private bootStatus(boot: ReplicaBootState): void {
+    const state = boot.vsrState;
+    if (state !== null) {
+      assert(state.cluster === this.config.cluster, 'superblock belongs to this cluster');
+      assert(state.checkpointOp <= this.checkpointOp, 'recovery refuses a checkpoint ahead of the snapshot');
+      this.view = state.view;
+      this.logView = state.logView;
+      this.durableView = state.view;
+      this.durableLogView = state.logView;
+    } else if (boot.prepares.length > 0) {
+      const last = decodeHeader(boot.prepares[boot.prepares.length - 1]!);
+      if (last.ok) this.view = last.header.view;
+      this.logView = this.view;
+    }
+    const fresh = state === null && boot.prepares.length === 0 && boot.snapshot === null;
+    if (this.config.replicaCount === 1) {
+      this.status = 'normal';
+      this.logView = this.view;
+      this.becomePrimaryOfView();
+    } else if (fresh) {
+      this.status = 'normal';
+      if (this.isPrimary()) this.becomePrimaryOfView();
+      else this.timeoutNormalHeartbeat.start();
+    } else {
+      // A restart with history: find the live view before taking part (§2.5).
+      this.status = 'recovering';
+      this.timeoutRequestStartView.start();
+      this.broadcast(this.requestStartViewFrame());
+    }
+    this.persistView();
+  }
+
+  // ---------------------------------------------------------------- accessors
+
+  /** The head: the highest op whose canonical header this replica knows. commitMin <= op. */
+  get op(): number {
+    return Math.max(this.journal.head, this.commitMin);
+  }
+
+  primaryIndex(view = this.view): number {
+    return view % this.config.replicaCount;
+  }
+
+  isPrimary(): boolean {
+    return this.primaryIndex() === this.config.replica;
+  }
+
+  private viewDurable(): boolean {
+    return this.durableView === this.view && this.durableLogView === this.logView;
+  }
+
+  /** A primary that may prepare: normal in its own log view, durable. */
+  private primaryActive(): boolean {
+    return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
+  }
+
+  /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
+  canAcceptRequests(): boolean {
+    return this.primaryActive() && this.commitMin === this.commitMax && this.headChecksum() !== null;
+  }
+
+  /** Identity of the prepare at `op` (the parent of the next prepare), null if unknown. */
+  private headChecksum(): bigint | null {
+    const op = this.op;
+    const entry = this.journal.get(op);
+    if (entry !== undefined) return entry.checksum;
+    return op === this.commitMin ? this.commitMinChecksum : null;
+  }
+
+  /** For the simulator's checkers: the identity of the last applied prepare. */
+  get commitChecksum(): bigint | null {
+    return this.commitMinChecksum;
+  }
+
+  // ---------------------------------------------------------------- drivers
+
+  tick(): void {
+    this.ticks += 1;
+    for (const timeout of this.timeouts()) timeout.tick();
+    this.tickOffers();
+    this.tickStateTransfer();
+    if (this.superblockRetryTicks > 0 && --this.superblockRetryTicks === 0) this.persistView();
+    if (this.timeoutPrepare.fired()) this.onTimeoutPrepare();
+    if (this.timeoutCommitMessage.fired()) this.onTimeoutCommitMessage();
+    if (this.timeoutNormalHeartbeat.fired()) this.onTimeoutNormalHeartbeat();
+    if (this.timeoutStartViewChange.fired()) this.onTimeoutStartViewChange();
+    if (this.timeoutDoViewChange.fired()) this.onTimeoutDoViewChange();
+    if (this.timeoutViewChangeStatus.fired()) this.onTimeoutViewChangeStatus();
+    if (this.timeoutRequestStartView.fired()) this.onTimeoutRequestStartView();
+    if (this.timeoutRepair.fired()) this.onTimeoutRepair();
+    if (this.primaryActive() && this.repair === null && this.headChecksum() === null) this.repairIfBehind();
+    this.invariants();
+  }
+
+  private timeouts(): Timeout[] {
+    return [
+      this.timeoutPrepare,
+      this.timeoutCommitMessage,
+      this.timeoutNormalHeartbeat,
+      this.timeoutStartViewChange,
+      this.timeoutDoViewChange,
+      this.timeoutViewChangeStatus,
+      this.timeoutRequestStartView,
+      this.timeoutRepair,
+    ];
+  }
+
+  /** A frame from the network, already verified and validated by the transport. */
+  onMessage(message: DecodedFrame): void {
+    const header = message.header;
+    if (header.cluster !== this.config.cluster) return;
+    if (header.replica >= this.config.replicaCount) return;
+    switch (header.command) {
+      case Command.prepare:
+        this.onPrepare(header, message.frame);
+        break;
+      case Command.prepareOk:
+        this.onPrepareOk(header);
+        break;
+      case Command.commit:
+        this.onCommit(header);
+        break;
+      case Command.startViewChange:
+        this.onStartViewChange(header);
+        break;
+      case Command.doViewChange:
+        this.onDoViewChange(header, message.body);
+        break;
+      case Command.startView:
+        this.onStartView(header, message.body);
+        break;
+      case Command.requestStartView:
+        this.onRequestStartView(header);
+        break;
+      case Command.requestPrepares:
+        this.onRequestPrepares(header);
+        break;
+      case Command.repairPrepare:
+        this.onRepairPrepare(header, message.frame);
+        break;
+      case Command.repairDone:
+        this.onRepairDone(header);
+        break;
+      case Command.rangeEvicted:
+        this.onRangeEvicted(header);
+        break;
+      case Command.request:
+        this.onRequest(header, message.body);
+        break;
+      case Command.requestStateTransfer:
+        this.onRequestStateTransfer(header);
+        break;
+      case Command.stateTransferTarget:
+        this.onStateTransferTarget(header, message.body);
+        break;
+      case Command.requestStateChunk:
+        this.onRequestStateChunk(header);
+        break;
+      case Command.stateChunk:
+        this.onStateChunk(header, message.body);
+        break;
+      default:
+        break;
+    }
+    this.invariants();
+  }
+
+  onStorageDone(id: number, result: StorageResult): void {
+    const continuation = this.storagePending.get(id);
+    assert(continuation !== undefined, `unknown storage completion ${id}`);
+    this.storagePending.delete(id);
+    continuation(result);
+    this.invariants();
+  }
+
+  private submit(request: StorageRequest, done: (result: StorageResult) => void): void {
+    const id = this.storageIdNext++;
+    this.storagePending.set(id, done);
+    this.env.storage.submit(id, request);
+  }
+
+  /** WAL and snapshot write failures are fail-stop: the replica restarts from what is on disk. */
+  private fatal(what: string, result: StorageResult): never {
+    const error = result.ok ? 'unknown' : result.error;
+    this.env.logger.log('error', 'storage failure', { what, error });
+    throw new StorageFailure(`${what}: ${error}`);
+  }
+
+  // ---------------------------------------------------------------- superblock
+
+  private vsrState(): VsrState {
+    return {
+      cluster: this.config.cluster,
+      replica: this.config.replica,
+      replicaCount: this.config.replicaCount,
+      view: this.view,
+      logView: this.logView,
+      commitMax: this.commitMax,
+      checkpointOp: this.checkpointOp,
+      checkpointChecksum: this.checkpointChecksum,
+    };
+  }
+
+  /** Makes the current (view, log view, checkpoint) durable; coalesces overlapping requests. */
+  private persistView(): void {
+    if (this.superblockWriting) {
+      this.superblockDirty = true;
+      return;
+    }
+    this.superblockWriting = true;
+    this.superblockDirty = false;
+    const state = this.vsrState();
+    const stateTransfer = this.superblockStateTransfer;
+    this.superblockStateTransfer = false;
+    this.submit({ kind: 'superblock_write', state, stateTransfer }, (result) => {
+      this.superblockWriting = false;
+      if (!result.ok) {
+        // Every view-scoped send stays withheld; retry with backoff (§4.5).
+        this.superblockFailures += 1;
+        if (stateTransfer) this.superblockStateTransfer = true;
+        this.env.logger.log('warn', 'superblock write failed', { error: result.error, failures: this.superblockFailures });
+        this.superblockRetryTicks = Math.min(100, 2 ** Math.min(this.superblockFailures, 8));
+        return;
+      }
+      this.superblockFailures = 0;
+      const wasDurable = this.viewDurable();
+      this.durableView = state.view;
+      this.durableLogView = state.logView;
+      if (this.superblockDirty || !this.matchesDurable(state)) this.persistView();
+      this.onSuperblockWritten(state);
+      if (!wasDurable && this.viewDurable()) this.onViewDurable();
+    });
+  }
+
+  private matchesDurable(state: VsrState): boolean {
+    return (
+      state.view === this.view &&
+      state.logView === this.logView &&
+      state.checkpointOp === this.checkpointOp &&
+      state.checkpointChecksum === this.checkpointChecksum
+    );
+  }
+
+  /** Sends that waited for the view to be durable. */
+  private onViewDurable(): void {
+    if (this.status === 'view_change') {
+      this.sendStartViewChange();
+      if (this.doViewChangeSent) this.sendDoViewChange();
+    } else if (this.status === 'normal') {
+      if (this.isPrimary() && this.logView === this.view) {
+        this.sendStartView(null, 0n);
+        this.selfAckPipeline();
+        this.sendCommitHeartbeat();
+        this.timeoutPrepare.start();
+        this.onTimeoutPrepare();
+        this.promoteRequests();
+      } else {
+        this.sendPrepareOks(this.commitMax, this.op);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- client requests
+
+  /** A client request (a local submission or a Request frame). Non-primaries drop requests. */
+  onRequest(header: RequestHeader, body: Uint8Array): void {
+    if (!this.canAcceptRequests()) {
+      this.counters.requestsDropped += 1;
+      return;
+    }
+    if (header.operation === Operation.register) {
+      if (decodeRegisterBody(body) === null || this.inFlight(header.client)) return;
+      this.admit({ header, body });
+      return;
+    }
+    const check = this.clientTable.checkRequest(header.client, header.session, header.request, header.requestChecksum);
+    switch (check.kind) {
+      case 'no_session':
+        this.sendEviction(header.client, EvictionReason.noSession);
+        return;
+      case 'fenced':
+        this.sendEviction(header.client, EvictionReason.sessionTooLow);
+        return;
+      case 'epoch_ahead':
+      case 'checksum_mismatch':
+        return;
+      case 'duplicate':
+        this.env.bus.sendToClient(header.client, check.reply.bytes);
+        return;
+      case 'already_applied':
+        this.env.bus.sendToClient(
+          header.client,
+          buildDenyReply(this.env.kernels, {
+            cluster: this.config.cluster,
+            replica: this.config.replica,
+            view: this.view,
+            client: header.client,
+            request: header.request,
+            operation: header.operation,
+            status: ERROR_REQUEST_ALREADY_APPLIED,
+          }),
+        );
+        return;
+      case 'new':
+        if (!this.inFlight(header.client)) this.admit({ header, body });
+        return;
+    }
+  }
+
+  private inFlight(client: bigint): boolean {
+    return (
+      this.pipeline.some((entry) => entry.header.client === client) ||
+      this.requestQueue.some((parked) => parked.header.client === client)
+    );
+  }
+
+  private admit(request: ParkedRequest): void {
+    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) this.prepare(request);
+    else if (this.requestQueue.length < this.config.requestQueueDepth) this.requestQueue.push(request);
+    else this.counters.requestsDropped += 1;
+  }
+
+  /** The next op fits the WAL and does not run past a checkpoint that is not yet durable. */
+  private roomForPrepare(): boolean {
+    return this.journal.hasRoom(this.op + 1);
+  }
+
+  /** Turns a request into the next prepare: stamp, seal, journal, replicate. */
+  private prepare(request: ParkedRequest): void {
+    assert(this.primaryActive(), 'only an active primary prepares');
+    const { header, body } = request;
+    const op = this.op + 1;
+    const parent = this.headChecksum();
+    assert(parent !== null, 'the primary knows its head identity');
+    const userId =
+      header.operation === Operation.register
+        ? decodeRegisterBody(body)!
+        : (this.clientTable.get(header.client)?.userId ?? 0);
+    this.timestampLast = Math.max(this.env.clock.realtimeUs(), this.timestampLast + 1);
+    const frame = buildFrame(
+      this.env.kernels,
+      {
+        command: Command.prepare,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        client: header.client,
+        parent,
+        requestChecksum: header.requestChecksum,
+        op,
+        commit: this.commitMax,
+        timestamp: this.timestampLast,
+        request: header.request,
+        operation: header.operation,
+        group: METADATA_GROUP,
+        userId,
+      },
+      body,
+    );
+    const decoded = decodeHeader(frame);
+    assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
+    this.journalAppend(decoded.header, frame);
+    this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set() });
+    if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
+    this.replicate(frame);
+  }
+
+  /** Chain replication: hand the prepare to the next replica unless that is the primary. */
+  private replicate(frame: Uint8Array): void {
+    const next = (this.config.replica + 1) % this.config.replicaCount;
+    if (next !== this.primaryIndex() && next !== this.config.replica) this.env.bus.sendToReplica(next, frame);
+  }
+
+  /** Journals a canonical prepare and writes it to the WAL. */
+  private journalAppend(header: PrepareHeader, frame: Uint8Array): void {
+    const existing = this.journal.get(header.op);
+    if (existing !== undefined) {
+      assert(existing.checksum === header.checksum && existing.frame === null, 'fills a parked header');
+      existing.frame = frame;
+      this.writeEntry(existing);
+      return;
+    }
+    const entry: JournalEntry = { op: header.op, header, checksum: header.checksum, frame, durable: false };
+    this.journal.put(entry);
+    this.writeEntry(entry);
+  }
+
+  private writeEntry(entry: JournalEntry): void {
+    assert(entry.frame !== null && !entry.durable, 'write a body once');
+    const view = this.view;
+    this.submit({ kind: 'wal_append', op: entry.op, frame: entry.frame }, (result) => {
+      if (!result.ok) this.fatal('wal_append', result);
+      // The entry may have been truncated or replaced while the write was in flight.
+      if (this.journal.get(entry.op) !== entry) return;
+      entry.durable = true;
+      this.onPrepareDurable(entry, view);
+    });
+  }
+
+  private onPrepareDurable(entry: JournalEntry, view: number): void {
+    if (this.status === 'view_change') {
+      this.tryStartPendingView();
+      return;
+    }
+    if (this.status !== 'normal' || view !== this.view) return;
+    if (this.isPrimary()) this.acknowledge(entry.op, entry.checksum, this.config.replica);
+    else this.sendPrepareOk(entry);
+    this.commitJournal();
+  }
+
+  // ---------------------------------------------------------------- replication (backup)
+
+  private onPrepare(header: PrepareHeader, frame: Uint8Array): void {
+    if (header.view > this.view) {
+      this.onNewerView(header.view);
+      return;
+    }
+    if (this.status !== 'normal' || header.view < this.view || this.isPrimary()) return;
+    if (this.logView !== this.view) return;
+    // A transferring replica ignores live prepares: its journal is about to be replaced.
+    if (this.stateTransfer.transferring) return;
+    // Forward first: the chain's latency must not include our fsync.
+    this.replicate(frame);
+    this.timestampLast = Math.max(this.timestampLast, header.timestamp);
+    this.advanceCommitMax(header.commit);
+    this.ingestFromPrimary(header, frame);
+    this.commitJournal();
+    this.repairIfBehind();
+  }
+
+  /** A prepare of the current view from its primary: canonical by definition. */
+  private ingestFromPrimary(header: PrepareHeader, frame: Uint8Array): void {
+    if (header.op <= this.commitMin || !this.journal.hasRoom(header.op)) return;
+    const existing = this.journal.get(header.op);
+    if (existing !== undefined) {
+      if (existing.checksum !== header.checksum) {
+        // Both are canonical for this log view: this cannot happen without a bug or a forgery.
+        this.reportDivergence('prepare contradicts the journal in the same view', header.op);
+        return;
+      }
+      if (existing.frame === null) this.journalAppend(header, frame);
+      else if (existing.durable) this.sendPrepareOk(existing);
+      return;
+    }
+    const previous = this.journal.get(header.op - 1);
+    if (previous !== undefined && previous.checksum !== header.parent) {
+      this.reportDivergence('prepare does not chain onto the journal in the same view', header.op);
+      return;
+    }
+    this.journalAppend(header, frame);
+  }
+
+  /** Removes an uncommitted suffix from the journal and the WAL. */
+  private truncateFrom(fromOp: number): void {
+    assert(fromOp > this.commitMin, `truncation of applied op ${fromOp} (commit_min ${this.commitMin})`);
+    if (fromOp > this.journal.head) return;
+    this.journal.removeFrom(fromOp);
+    this.pipeline = this.pipeline.filter((entry) => entry.op < fromOp);
+    this.submit({ kind: 'wal_truncate', fromOp }, (result) => {
+      if (!result.ok) this.fatal('wal_truncate', result);
+    });
+  }
+
+  private sendPrepareOk(entry: JournalEntry): void {
+    if (!this.viewDurable() || this.status !== 'normal' || this.isPrimary() || this.logView !== this.view) return;
+    // A transferring replica withholds PrepareOk: it must not count toward any quorum.
+    if (this.stateTransfer.transferring) return;
+    if (!entry.durable || entry.frame === null) return;
+    this.env.bus.sendToReplica(
+      this.primaryIndex(),
+      buildFrame(this.env.kernels, {
+        command: Command.prepareOk,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        parent: entry.header.parent,
+        prepareChecksum: entry.checksum,
+        op: entry.op,
+        commit: this.commitMax,
+        timestamp: entry.header.timestamp,
+        request: entry.header.request,
+        operation: entry.header.operation,
+        group: METADATA_GROUP,
+      }),
+    );
+  }
+
+  private sendPrepareOks(fromOp: number, toOp: number): void {
+    for (let op = Math.max(fromOp, this.commitMin) + 1; op <= toOp; op++) {
+      const entry = this.journal.get(op);
+      if (entry !== undefined) this.sendPrepareOk(entry);
+    }
+  }
+
+  // ---------------------------------------------------------------- commit
+
+  private onPrepareOk(header: PrepareOkHeader): void {
+    if (header.view > this.view) {
+      this.onNewerView(header.view);
+      return;
+    }
+    if (header.view !== this.view || !this.primaryActive()) return;
+    this.acknowledge(header.op, header.prepareChecksum, header.replica);
+  }
+
+  private acknowledge(op: number, checksum: bigint, replica: number): void {
+    if (!this.primaryActive()) return;
+    const entry = this.pipeline.find((candidate) => candidate.op === op);
+    if (entry === undefined || entry.checksum !== checksum) return;
+    entry.okFrom.add(replica);
+    let committed = this.commitMax;
+    for (const candidate of this.pipeline) {
+      if (candidate.op <= committed) continue;
+      if (candidate.op !== committed + 1 || candidate.okFrom.size < this.config.quorumReplication) break;
+      committed = candidate.op;
+    }
+    if (committed > this.commitMax) {
+      this.advanceCommitMax(committed);
+      this.commitJournal();
+    }
+  }
+
+  /** The primary's own ack for pipeline entries that became durable before the view did. */
+  private selfAckPipeline(): void {
+    for (const entry of [...this.pipeline]) {
+      const journaled = this.journal.get(entry.op);
+      if (journaled?.durable === true && journaled.checksum === entry.checksum) {
+        this.acknowledge(entry.op, entry.checksum, this.config.replica);
+      }
+    }
+  }
+
+  private advanceCommitMax(commit: number): void {
+    if (commit > this.commitMax) this.commitMax = commit;
+  }
+
+  /**
+   * Applies committed ops in order while their prepares are in the journal. Stops at the first
+   * gap (repair fills it) and before a checkpoint op while the previous checkpoint is still being
+   * written (so every replica checkpoints at exactly the same ops).
+   */
+  private commitJournal(): void {
+    // Every commit walk (Commit, StartView, DoViewChange, repair) is suppressed while transferring:
+    // commit_min must not move under an install that is about to jump it (seed review, defect 5).
+    if (this.stateTransfer.transferring) return;
+    while (this.commitMin < this.commitMax) {
+      const op = this.commitMin + 1;
+      const entry = this.journal.prepare(op);
+      if (entry === undefined) break;
+      if (op % this.config.checkpointInterval === 0 && this.checkpointInProgress !== null) break;
+      if (this.commitMinChecksum !== null && entry.header.parent !== this.commitMinChecksum) {
+        this.reportDivergence('committed prepare does not chain onto the applied history', op);
+        break;
+      }
+      this.apply(entry);
+    }
+    if (this.status === 'normal' && this.isPrimary()) {
+      while (this.pipeline.length > 0 && this.pipeline[0]!.op <= this.commitMin) this.pipeline.shift();
+      if (this.pipeline.length === 0) this.timeoutPrepare.stop();
+      this.promoteRequests();
+    }
+  }
+
+  private promoteRequests(): void {
+    while (
+      this.requestQueue.length > 0 &&
+      this.pipeline.length < this.config.prepareQueueDepth &&
+      this.roomForPrepare() &&
+      this.primaryActive()
+    ) {
+      this.prepare(this.requestQueue.shift()!);
+    }
+  }
+
+  private apply(entry: JournalEntry): void {
+    const header = entry.header;
+    assert(header.op === this.commitMin + 1, 'ops apply in order');
+    assert(entry.frame !== null, 'apply needs the body');
+    let reply: Uint8Array;
+    switch (header.operation) {
+      case Operation.register: {
+        reply = buildReply(this.env.kernels, header, resultBody(0, encodeRegisterPayload(header.userId, header.op)));
+        const cached: CachedReply = { request: 0, commit: header.op, bytes: reply };
+        const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
+        if (evicted !== null) this.stateMachine.onClientRemoved(evicted, header.timestamp);
+        break;
+      }
+      case Operation.logout: {
+        reply = buildReply(this.env.kernels, header, resultBody(0, new Uint8Array(0)));
+        this.clientTable.remove(header.client);
+        this.stateMachine.onClientRemoved(header.client, header.timestamp);
+        break;
+      }
+      default: {
+        const result = this.stateMachine.apply({
+          op: header.op,
+          operation: header.operation,
+          timestampUs: header.timestamp,
+          userId: header.userId,
+          clientId: header.client,
+          body: entry.frame.subarray(HEADER_SIZE),
+        });
+        reply = buildReply(this.env.kernels, header, resultBody(result.errorCode, result.payload));
+        this.clientTable.commitReply(header.client, header.requestChecksum, {
+          request: header.request,
+          commit: header.op,
+          bytes: reply,
+        });
+        break;
+      }
+    }
+    this.commitMin = header.op;
+    this.commitMinChecksum = header.checksum;
+    this.timestampLast = Math.max(this.timestampLast, header.timestamp);
+    this.onCommitted?.(header, entry.frame.subarray(HEADER_SIZE), reply);
+    if (this.status === 'normal' && this.isPrimary()) this.env.bus.sendToClient(header.client, reply);
+    if (header.op % this.config.checkpointInterval === 0) this.checkpoint(header);
+  }
+
+  /** Observer for the simulator's checkers (every checkpoint id, on every replica). */
+  onCheckpoint: ((op: number, checksum: bigint) => void) | null = null;
+
+  /** Observer for the simulator's checkers (every applied op, on every replica). */
+  onCommitted: ((header: PrepareHeader, body: Uint8Array, reply: Uint8Array) => void) | null = null;
+
+  private reportDivergence(what: string, op: number): void {
+    this.counters.divergences += 1;
+    this.env.logger.log('error', `divergence: ${what}`, { op, view: this.view, log_view: this.logView });
+  }
+
+  // ---------------------------------------------------------------- checkpoints
+
+  /**
+   * A checkpoint at a deterministic op: snapshot durable -> superblock pairing durable -> WAL
+   * drain keeping the entry at the checkpoint op. The order is load-bearing: a crash between any
+   * two steps leaves a state recovery accepts (a snapshot newer than the superblock's pairing is
+   * fine; a drained WAL without a durable snapshot would lose ops).
+   */
+  private checkpoint(header: PrepareHeader): void {
+    assert(this.checkpointInProgress === null, 'commitJournal waits for the previous checkpoint');
+    const machine = this.stateMachine.snapshot();
+    const snapshot: MetadataSnapshot = {
+      version: SNAPSHOT_FORMAT_VERSION,
+      createdAtUs: header.timestamp,
+      sequenceNumber: header.op,
+      users: machine.users,
+      streams: machine.streams,
+      clientTable: this.clientTable.toSnapshot(),
+      writerRelease: WRITER_RELEASE,
+    };
+    const payload = this.env.kernels.snapshotEncode(snapshot);
+    const checksum = this.env.kernels.xxh3_64(payload);
+    this.checkpointIds.set(header.op, checksum);
+    this.onCheckpoint?.(header.op, checksum);
+    for (const op of [...this.checkpointIds.keys()]) {
+      if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
+    }
+    this.checkpointInProgress = { op: header.op, checksum, payload };
+    this.submit({ kind: 'snapshot_write', op: header.op, payload }, (result) => {
+      if (!result.ok) this.fatal('snapshot_write', result);
+      const done = this.checkpointInProgress;
+      assert(done !== null && done.op === header.op, 'one checkpoint at a time');
+      this.checkpointOp = done.op;
+      this.checkpointChecksum = done.checksum;
+      this.checkpointPayload = done.payload;
+      this.persistView();
+    });
+  }
+
+  /** After the pairing is durable, drain the WAL below the checkpoint (keeping its entry). */
+  private onSuperblockWritten(state: VsrState): void {
+    const pending = this.checkpointInProgress;
+    if (pending === null || state.checkpointOp !== pending.op) return;
+    this.checkpointInProgress = null;
+    this.journal.removeBelow(pending.op);
+    this.submit({ kind: 'wal_drain', keepFromOp: pending.op }, (result) => {
+      if (!result.ok) this.fatal('wal_drain', result);
+    });
+    this.counters.checkpoints += 1;
+    this.env.logger.log('info', 'checkpoint completed', {
+      checkpoint_op: pending.op,
+      checkpoint_id: pending.checksum.toString(16),
+    });
+    this.commitJournal();
+    if (this.primaryActive()) this.promoteRequests();
+  }
+
+  private checkCheckpointId(op: number, id: bigint, peer: number): void {
+    if (op === 0 || id === 0n) return;
+    const ours = this.checkpointIds.get(op);
+    if (ours === undefined || ours === id) return;
+    this.counters.divergences += 1;
+    this.env.logger.log('error', 'checkpoint divergence: replicas disagree on the state at the same op', {
+      checkpoint_op: op,
+      ours: ours.toString(16),
+      theirs: id.toString(16),
+      peer,
+    });
+  }
+
+  // ---------------------------------------------------------------- heartbeats
+
+  private becomePrimaryOfView(): void {
+    this.timeoutNormalHeartbeat.stop();
+    this.timeoutCommitMessage.start();
+    if (this.pipeline.length > 0) this.timeoutPrepare.start();
+  }
+
+  private onTimeoutCommitMessage(): void {
+    this.timeoutCommitMessage.reset();
+    this.sendCommitHeartbeat();
+  }
+
+  private sendCommitHeartbeat(): void {
+    if (!this.primaryActive()) return;
+    this.heartbeatCounter += 1;
+    this.broadcast(
+      buildFrame(this.env.kernels, {
+        command: Command.commit,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        commitChecksum: this.checkpointChecksum,
+        timestampMonotonic: this.heartbeatCounter,
+        commit: this.commitMax,
+        checkpointOp: this.checkpointOp,
+        group: METADATA_GROUP,
+      }),
+    );
+  }
+
+  private onCommit(header: CommitHeader): void {
+    if (header.view > this.view) {
+      this.onNewerView(header.view);
+      return;
+    }
+    if (header.view < this.view) {
+      // A primary of an older view: tell it about ours.
+      if (this.primaryActive()) this.sendStartView(header.replica, 0n);
+      return;
+    }
+    if (this.status !== 'normal' || this.isPrimary() || header.replica !== this.primaryIndex()) return;
+    // Only a strictly newer heartbeat proves the primary is alive (a replayed one does not).
+    if (header.timestampMonotonic <= this.heartbeatLast) return;
+    this.heartbeatLast = header.timestampMonotonic;
+    this.timeoutNormalHeartbeat.reset();
+    this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
+    this.advanceCommitMax(header.commit);
+    this.commitJournal();
+    this.repairIfBehind();
+  }
+
+  private onTimeoutNormalHeartbeat(): void {
+    if (this.status !== 'normal' || this.isPrimary()) {
+      this.timeoutNormalHeartbeat.stop();
+      return;
+    }
+    this.startViewChange(this.view + 1);
+  }
+
+  private onTimeoutPrepare(): void {
+    if (!this.primaryActive() || this.pipeline.length === 0) {
+      this.timeoutPrepare.stop();
+      return;
+    }
+    this.timeoutPrepare.backoff(this.env.prng);
+    // Retransmit straight to every replica that has not acknowledged (star, not chain).
+    for (const entry of this.pipeline) {
+      const journaled = this.journal.prepare(entry.op);
+      if (journaled === undefined) continue;
+      const frame = this.stamped(journaled);
+      for (let replica = 0; replica < this.config.replicaCount; replica++) {
+        if (replica !== this.config.replica && !entry.okFrom.has(replica)) this.env.bus.sendToReplica(replica, frame);
+      }
+    }
+  }
+
+  /** The prepare re-stamped with the current view (its identity excludes the view). */
+  private stamped(entry: JournalEntry): Uint8Array {
+    assert(entry.frame !== null, 'stamp needs a body');
+    if (entry.header.view === this.view) return entry.frame;
+    const copy = entry.frame.slice();
+    setPrepareView(copy, this.view);
+    return copy;
+  }
+
+  private broadcast(frame: Uint8Array): void {
+    for (let replica = 0; replica < this.config.replicaCount; replica++) {
+      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+    }
+  }
+
+  private sendEviction(client: bigint, reason: EvictionReason): void {
+    this.env.bus.sendToClient(
+      client,
+      buildEviction(this.env.kernels, {
+        cluster: this.config.cluster,
+        replica: this.config.replica,
+        view: this.view,
+        client,
+        reason,
+      }),
+    );
+  }
+
+  // ---------------------------------------------------------------- view change
+
+  /** A message from a newer view: ask that view's primary for its StartView (rate-limited). */
+  private onNewerView(view: number): void {
+    if (this.status === 'recovering' || this.timeoutRequestStartView.running) return;
+    this.timeoutRequestStartView.start();
+    this.env.bus.sendToReplica(this.primaryIndex(view), this.requestStartViewFrame());
+  }
+
+  private startViewChange(view: number): void {
+    assert(view > this.view, 'view changes move forward');
+    this.env.logger.log('info', 'view change', { from_view: this.view, to_view: view });
+    this.counters.viewChanges += 1;
+    this.view = view;
+    this.status = 'view_change';
+    this.startViewChangeFrom.clear();
+    this.startViewChangeFrom.add(this.config.replica);
+    this.doViewChanges.clear();
+    this.doViewChangeSent = false;
+    this.pendingView = null;
+    this.pipeline = [];
+    this.requestQueue = [];
+    this.repair = null;
+    for (const timeout of this.timeouts()) timeout.stop();
+    this.timeoutStartViewChange.start();
+    this.timeoutViewChangeStatus.start();
+    this.persistView();
+    this.sendStartViewChange();
+    this.maybeSendDoViewChange();
+  }
+
+  private sendStartViewChange(): void {
+    if (this.status !== 'view_change' || !this.viewDurable()) return;
+    this.broadcast(
+      buildFrame(this.env.kernels, {
+        command: Command.startViewChange,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        group: METADATA_GROUP,
+      }),
+    );
+  }
+
+  private onStartViewChange(header: StartViewChangeHeader): void {
+    if (this.status === 'recovering') return;
+    if (header.view > this.view) this.startViewChange(header.view);
+    if (header.view !== this.view || this.status !== 'view_change') return;
+    this.startViewChangeFrom.add(header.replica);
+    this.maybeSendDoViewChange();
+  }
+
+  private maybeSendDoViewChange(): void {
+    if (this.doViewChangeSent || this.startViewChangeFrom.size < this.config.quorumViewChange) return;
+    this.doViewChangeSent = true;
+    this.timeoutDoViewChange.start();
+    this.sendDoViewChange();
+  }
+
+  private onTimeoutStartViewChange(): void {
+    if (this.status !== 'view_change') return this.timeoutStartViewChange.stop();
+    this.timeoutStartViewChange.reset();
+    this.sendStartViewChange();
+  }
+
+  private onTimeoutDoViewChange(): void {
+    if (this.status !== 'view_change') return this.timeoutDoViewChange.stop();
+    this.timeoutDoViewChange.reset();
+    if (this.doViewChangeSent) this.sendDoViewChange();
+  }
+
+  private onTimeoutViewChangeStatus(): void {
+    if (this.status !== 'view_change') return this.timeoutViewChangeStatus.stop();
+    // Stuck (a dead primary-elect, an undecidable merge): escalate to the next view.
+    this.startViewChange(this.view + 1);
+  }
+
+  /**
+   * Our log as a DoViewChange suffix, high to low from `op`. Entries are canonical for our log
+   * view (the journal invariant); a parked header without a body and a missing op are nacks: we
+   * never durably held them, so we never acknowledged them.
+   */
+  private suffixSlots(): SuffixSlot[] {
+    const slots: SuffixSlot[] = [];
+    for (let op = this.op; op > this.journal.floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+      const entry = this.journal.get(op);
+      if (entry === undefined) {
+        if (op <= this.commitMin) break;
+        slots.push({ op, header: null, present: false, nack: true });
+      } else {
+        const present = entry.durable && entry.frame !== null;
+        slots.push({ op, header: entry.header, present, nack: !present && op > this.commitMin });
+      }
+    }
+    return slots;
+  }
+
+  private sendDoViewChange(): void {
+    if (this.status !== 'view_change' || !this.viewDurable()) return;
+    const slots = this.suffixSlots();
+    const record: DoViewChangeRecord = {
+      replica: this.config.replica,
+      logView: this.logView,
+      op: this.op,
+      // Our commit_max, even above our head: a later merge must never nack an op we know committed.
+      commit: this.commitMax,
+      suffix: slots,
+    };
+    if (this.primaryIndex() === this.config.replica) {
+      this.onDoViewChangeRecord(record);
+      return;
+    }
+    const { body, nack, present } = encodeSuffix(slots);
+    this.env.bus.sendToReplica(
+      this.primaryIndex(),
+      buildFrame(
+        this.env.kernels,
+        {
+          command: Command.doViewChange,
+          cluster: this.config.cluster,
+          view: this.view,
+          release: 0,
+          replica: this.config.replica,
+          op: record.op,
+          commit: record.commit,
+          group: METADATA_GROUP,
+          logView: this.logView,
+          nackBitset: nack,
+          presentBitset: present,
+        },
+        body,
+      ),
+    );
+  }
+
+  private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
+    if (this.status === 'recovering') return;
+    if (header.view > this.view) this.startViewChange(header.view);
+    if (header.view !== this.view || this.status !== 'view_change' || !this.isPrimary()) return;
+    const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, header.nackBitset, header.presentBitset);
+    if (suffix === null) return;
+    this.onDoViewChangeRecord({ replica: header.replica, logView: header.logView, op: header.op, commit: header.commit, suffix });
+  }
+
+  private onDoViewChangeRecord(record: DoViewChangeRecord): void {
+    if (this.pendingView !== null) return;
+    this.doViewChanges.set(record.replica, record);
+    if (!this.doViewChanges.has(this.config.replica)) return; // our own DVC needs a durable view
+    const outcome = mergeDoViewChanges([...this.doViewChanges.values()], this.config.quorumViewChange, this.config.quorumNack);
+    if (outcome.kind !== 'ready') return;
+    this.env.logger.log('info', 'view change merged', {
+      view: this.view,
+      head: outcome.head,
+      commit_max: outcome.commitMax,
+      dvcs: this.doViewChanges.size,
+    });
+    this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
+    this.advanceCommitMax(outcome.commitMax);
+    this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
+    this.commitJournal();
+    this.tryStartPendingView();
+  }
+
+  /**
+   * Makes the journal canonical for a new log: `canonical` headers (keyed by op) and `head`.
+   * Walking down from the top, each verified entry vouches for the one below through `parent`.
+   * The lowest op that is divergent, or unverifiable while our log came from another log view,
+   * is truncated together with everything above it; then missing canonical headers are parked so
+   * their bodies can be repaired and verified.
+   */
+  private reconcileJournal(canonical: ReadonlyMap<number, PrepareHeader>, head: number, sameLogView: boolean): void {
+    let truncateAt: number | null = null;
+    let expected: bigint | null = null;
+    for (let op = Math.max(this.journal.head, head); op > this.commitMin; op--) {
+      const header = canonical.get(op);
+      const want = header?.checksum ?? expected;
+      const entry = this.journal.get(op);
+      if (op > head) {
+        if (entry !== undefined) truncateAt = op;
+        expected = null;
+        continue;
+      }
+      if (entry === undefined) {
+        expected = header?.parent ?? null;
+        continue;
+      }
+      if (want === null ? !sameLogView : entry.checksum !== want) {
+        truncateAt = op;
+        expected = header?.parent ?? null;
+        continue;
+      }
+      expected = entry.header.parent;
+    }
+    if (expected !== null && this.commitMinChecksum !== null && expected !== this.commitMinChecksum) {
+      this.reportDivergence('canonical log does not chain onto the applied history', this.commitMin);
+    }
+    if (truncateAt !== null) this.truncateFrom(truncateAt);
+    for (const [op, header] of canonical) {
+      if (op <= this.commitMin || op > head || this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
+      this.journal.put({ op, header, checksum: header.checksum, frame: null, durable: false });
+    }
+  }
+
+  /** The primary-elect starts the view once every body of (commitMin, head] is durable. */
+  private tryStartPendingView(): void {
+    const pending = this.pendingView;
+    if (pending === null || this.status !== 'view_change') return;
+    if (this.op < pending.head || this.journal.missing(this.commitMin, pending.head).length > 0) {
+      this.repairIfBehind();
+      return;
+    }
+    for (let op = this.commitMin + 1; op <= pending.head; op++) if (this.journal.get(op)?.durable !== true) return;
+    this.pendingView = null;
+    this.status = 'normal';
+    this.logView = this.view;
+    this.advanceCommitMax(pending.commitMax);
+    this.repair = null;
+    for (const timeout of this.timeouts()) timeout.stop();
+    // Re-replicate the uncommitted suffix in the new view.
+    this.pipeline = [];
+    for (let op = Math.max(this.commitMax, this.commitMin) + 1; op <= this.op; op++) {
+      const entry = this.journal.prepare(op);
+      assert(entry !== undefined, 'the new primary holds every uncommitted body');
+      this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set() });
+    }
+    this.env.logger.log('info', 'view started', { view: this.view, op: this.op, commit_max: this.commitMax });
+    this.becomePrimaryOfView();
+    this.persistView();
+    this.commitJournal();
+  }
+
+  private sendStartView(target: number | null, incarnation: bigint): void {
+    if (!this.primaryActive()) return;
+    const slots: SuffixSlot[] = [];
+    for (let op = this.op; op > this.journal.floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+      const entry = this.journal.get(op);
+      if (entry === undefined) break;
+      slots.push({ op, header: entry.header, present: true, nack: false });
+    }
+    const { body } = encodeSuffix(slots);
+    const frame = buildFrame(
+      this.env.kernels,
+      {
+        command: Command.startView,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        op: this.op,
+        commit: Math.min(this.commitMax, this.op),
+        group: METADATA_GROUP,
+        incarnation,
+      },
+      body,
+    );
+    if (target === null) this.broadcast(frame);
+    else this.env.bus.sendToReplica(target, frame);
+  }
+
+  private onStartView(header: StartViewHeader, body: Uint8Array): void {
+    if (header.replica !== this.primaryIndex(header.view) || header.replica === this.config.replica) return;
+    if (header.view < this.view) return;
+    if (this.status === 'recovering') {
+      // Only a StartView that provably post-dates our crash: the answer to our probe, or a view
+      // newer than any we knew.
+      if (header.incarnation !== this.incarnation && header.view <= this.view) return;
+    } else if (header.view === this.view && this.status === 'view_change' && this.isPrimary()) {
+      return;
+    }
+    const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, 0n, 0n);
+    if (suffix === null) return;
+    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;
+    if (this.stateTransfer.transferring) {
+      // Still adopt the view (and answer probes), but not its log: the install replaces it.
+      if (header.view > this.view || this.status !== 'normal') {
+        this.view = header.view;
+        this.status = 'normal';
+        this.pipeline = [];
+        this.requestQueue = [];
+        this.pendingView = null;
+        for (const timeout of this.timeouts()) timeout.stop();
+        this.timeoutNormalHeartbeat.start();
+        this.persistView();
+      }
+      this.advanceCommitMax(header.commit);
+      return;
+    }
+    const canonical = new Map<number, PrepareHeader>();
+    for (const slot of suffix) if (slot.header !== null) canonical.set(slot.op, slot.header);
+    // Journal entries are canonical for our log view, also after a restart: a StartView's
+    // truncation is durable before the superblock that records its log view (requests complete
+    // in order), so entries recovered from the WAL are canonical for the recovered log view.
+    const sameLogView = this.logView === header.view;
+    this.reconcileJournal(canonical, header.op, sameLogView);
+    // A replica whose journal cannot hold the view's log (it is more than a WAL behind) follows the
+    // view without adopting its log view: claiming log view v with a log that stops short of v's
+    // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
+    // It catches up by committed repair (or state transfer) and asks for a fresh StartView then.
+    const lagging = !this.journal.hasRoom(header.op);
+    const wasView = this.view;
+    const wasStatus = this.status;
+    this.view = header.view;
+    if (!lagging) this.logView = header.view;
+    this.status = 'normal';
+    this.advanceCommitMax(header.commit);
+    this.pipeline = [];
+    this.requestQueue = [];
+    this.pendingView = null;
+    this.repair = null;
+    if (wasView !== header.view || wasStatus !== 'normal') {
+      this.heartbeatLast = 0;
+      this.env.logger.log('info', 'adopting view from StartView', { from_view: wasView, view: this.view, op: header.op, commit: header.commit });
+    }
+    for (const timeout of this.timeouts()) timeout.stop();
+    this.timeoutNormalHeartbeat.start();
+    this.persistView();
+    if (this.viewDurable()) this.sendPrepareOks(this.commitMax, this.op);
+    this.commitJournal();
+    this.repairIfBehind();
+  }
+
+  // ---------------------------------------------------------------- rejoin probe
+
+  private requestStartViewFrame(): Uint8Array {
+    return buildFrame(this.env.kernels, {
+      command: Command.requestStartView,
+      cluster: this.config.cluster,
+      view: this.view,
+      release: 0,
+      replica: this.config.replica,
+      group: METADATA_GROUP,
+      incarnation: this.incarnation,
+    });
+  }
+
+  private onTimeoutRequestStartView(): void {
+    if (this.status !== 'recovering') {
+      // A refresh probe (newer view seen, or headers needed) went unanswered: allow another.
+      this.timeoutRequestStartView.stop();
+      return;
+    }
+    if (this.timeoutRequestStartView.attempts + 1 >= this.config.viewProbeAttemptsMax) {
+      // No live primary answered: a full-cluster restart. Elect on the recovered logs.
+      this.env.logger.log('info', 'view probe exhausted; starting an election', { view: this.view });
+      this.status = 'view_change';
+      this.startViewChange(this.view + 1);
+      return;
+    }
+    this.timeoutRequestStartView.backoff(this.env.prng);
+    this.broadcast(this.requestStartViewFrame());
+  }
+
+  private onRequestStartView(header: RequestStartViewHeader): void {
+    if (header.replica === this.config.replica) return;
+    if (this.primaryActive()) {
+      this.sendStartView(header.replica, header.incarnation);
+      return;
+    }
+    // The primary of our view probing means it lost its state: elect a new one.
+    if (this.status === 'normal' && header.replica === this.primaryIndex() && header.view === this.view) {
+      this.startViewChange(this.view + 1);
+    }
+  }
+
+  // ---------------------------------------------------------------- journal repair
+
+  /**
+   * Two kinds of repair, both verified end to end so the serving peer need not be trusted:
+   * - committed ops we lack are fetched bottom-up from a peer's APPLIED prepares (committed, so
+   *   canonical) and accepted only if they chain onto our applied history;
+   * - bodies of uncommitted ops whose canonical header we hold (parked from a StartView or a
+   *   merge) are fetched top-down and accepted only if they match that header, or the `parent`
+   *   of a canonical successor.
+   * A chain check alone cannot vouch for an uncommitted prepare: a stale prepare from an older
+   * view chains onto the same parent as the canonical one.
+   */
+  private repairIfBehind(): void {
+    if (this.repair !== null || this.stateTransfer.transferring) return;
+    if (this.status === 'normal' && this.headChecksum() === null && this.op === this.commitMin && this.commitMin > 0) {
+      // After a state-transfer install whose servers did not know the anchor: fetch the prepare
+      // at our commit point (every replica keeps the entry at its checkpoint op).
+      const others = [...Array(this.config.replicaCount).keys()].filter((replica) => replica !== this.config.replica);
+      this.requestPrepares(this.env.prng.pick(others), this.commitMin, this.commitMin, true);
+      return;
+    }
+    const primaryElect = this.status === 'view_change' && this.pendingView !== null;
+    if (!primaryElect && (this.status !== 'normal' || this.isPrimary())) return;
+    if (this.commitMin < this.commitMax && this.journal.prepare(this.commitMin + 1) === undefined) {
+      const from = this.commitMin + 1;
+      const to = Math.min(this.commitMax, this.commitMin + REPAIR_CHUNK_MAX);
+      this.requestPrepares(this.repairPeer(from, true), from, to, true);
+      return;
+    }
+    if (!primaryElect && this.logView < this.view) {
+      // A follower without the view's log: once caught up, ask for a fresh StartView to adopt it.
+      if (this.commitMin === this.commitMax) this.onNewerView(this.view);
+      return;
+    }
+    const head = primaryElect ? this.pendingView!.head : this.op;
+    const missing = this.journal.missing(this.commitMin, head);
+    if (missing.length === 0) return;
+    const highest = missing[missing.length - 1]!;
+    const from = Math.max(this.commitMin + 1, highest - REPAIR_CHUNK_MAX + 1);
+    this.requestPrepares(this.repairPeer(highest, false), from, highest, false);
+  }
+
+  /** Consecutive repair rounds that made no progress (rotates the peer). */
+  private repairStalls = 0;
+
+  private repairPeer(op: number, committed: boolean): number {
+    const others: number[] = [];
+    for (let replica = 0; replica < this.config.replicaCount; replica++) if (replica !== this.config.replica) others.push(replica);
+    if (this.status === 'normal') {
+      // The primary first; after a stall, anyone (they may have applied what the primary drained).
+      if (this.repairStalls === 0 && !this.isPrimary()) return this.primaryIndex();
+      return this.env.prng.pick(others);
+    }
+    if (!committed) {
+      const sources = this.pendingView?.sources.get(op)?.filter((replica) => replica !== this.config.replica) ?? [];
+      if (sources.length > 0) return this.env.prng.pick(sources);
+    }
+    // Committed ops: whoever reported the highest commit, then anyone after a stall.
+    let peer = -1;
+    let commit = -1;
+    for (const record of this.doViewChanges.values()) {
+      if (record.replica !== this.config.replica && record.commit > commit) {
+        commit = record.commit;
+        peer = record.replica;
+      }
+    }
+    return peer >= 0 && this.repairStalls === 0 ? peer : this.env.prng.pick(others);
+  }
+
+  private requestPrepares(peer: number, fromOp: number, toOp: number, committed: boolean): void {
+    assert(fromOp <= toOp && toOp - fromOp < REPAIR_CHUNK_MAX, 'a repair round is bounded');
+    assert(peer !== this.config.replica, 'repair asks a peer');
+    const nonce = this.env.prng.u128();
+    this.repair = { nonce, peer, fromOp, toOp, committed, buffer: new Map(), progressed: false };
+    this.counters.repairsRequested += 1;
+    this.timeoutRepair.start();
+    this.env.bus.sendToReplica(
+      peer,
+      buildFrame(this.env.kernels, {
+        command: Command.requestPrepares,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce,
+        fromOp,
+        toOp,
+        group: METADATA_GROUP,
+        committedOnly: committed ? 1 : 0,
+      }),
+    );
+  }
+
+  private onTimeoutRepair(): void {
+    this.timeoutRepair.stop();
+    if (this.repair !== null) this.repairStalls += 1;
+    this.repair = null;
+    if (this.status === 'view_change') this.tryStartPendingView();
+    else this.repairIfBehind();
+  }
+
+  private onRequestPrepares(header: RequestPreparesHeader): void {
+    if (this.status === 'recovering' || this.stateTransfer.transferring) return;
+    const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
+      this.env.bus.sendToReplica(
+        header.replica,
+        buildFrame(this.env.kernels, {
+          command,
+          cluster: this.config.cluster,
+          view: this.view,
+          release: 0,
+          replica: this.config.replica,
+          nonce: header.nonce,
+          op,
+          group: METADATA_GROUP,
+        }),
+      );
+    let from = header.fromOp;
+    if (from < this.journal.floor) {
+      // Below what we retain: only a checkpoint (state transfer) can cover it.
+      reply(Command.rangeEvicted, this.journal.floor);
+      from = this.journal.floor;
+    }
+    // Committed-only requests get applied prepares alone: those are canonical.
+    const limit = header.committedOnly === 1 ? this.commitMin : this.op;
+    const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
+    let served = from - 1;
+    for (let op = from; op <= ceiling; op++) {
+      const entry = this.journal.prepare(op);
+      if (entry === undefined || !entry.durable) continue;
+      this.env.bus.sendToReplica(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
+      served = op;
+    }
+    reply(Command.repairDone, Math.max(served, 0));
+  }
+
+  private onRepairPrepare(header: RepairPrepareHeader, frame: Uint8Array): void {
+    const session = this.repair;
+    if (session === null || header.op < session.fromOp || header.op > session.toOp) return;
+    const prepareFrame = withPrepareCommand(frame, Command.prepare);
+    const decoded = decodeHeader(prepareFrame);
+    if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+    session.buffer.set(header.op, { header: decoded.header, frame: prepareFrame });
+    if (session.committed) this.drainCommittedRepair(session);
+    else this.drainCanonicalRepair(session);
+  }
+
+  /** Committed repair: accept the next op if it chains onto the applied history, then apply it. */
+  private drainCommittedRepair(session: RepairSession): void {
+    const anchor = session.buffer.get(this.commitMin);
+    if (anchor !== undefined && this.commitMinChecksum === null && this.journal.get(this.commitMin) === undefined) {
+      // The prepare at our commit point, from a peer's applied history: our chain anchor.
+      session.buffer.delete(this.commitMin);
+      this.commitMinChecksum = anchor.header.checksum;
+      session.progressed = true;
+    }
+    for (;;) {
+      const op = this.commitMin + 1;
+      const received = session.buffer.get(op);
+      if (received === undefined) return;
+      session.buffer.delete(op);
+      if (this.commitMinChecksum !== null && received.header.parent !== this.commitMinChecksum) return;
+      if (!this.journal.hasRoom(op)) return;
+      const existing = this.journal.get(op);
+      if (existing !== undefined && existing.checksum !== received.header.checksum) this.truncateFrom(op);
+      if (this.journal.prepare(op) === undefined) this.journalAppend(received.header, received.frame);
+      session.progressed = true;
+      this.counters.preparesRepaired += 1;
+      this.advanceCommitMax(op);
+      const before = this.commitMin;
+      this.commitJournal();
+      if (this.commitMin === before) return; // blocked (a checkpoint in progress)
+    }
+  }
+
+  /** Canonical repair: accept prepares a canonical header or successor vouches for, top-down. */
+  private drainCanonicalRepair(session: RepairSession): void {
+    let progress = true;
+    while (progress) {
+      progress = false;
+      for (const op of [...session.buffer.keys()].sort((a, b) => b - a)) {
+        const { header, frame } = session.buffer.get(op)!;
+        if (op <= this.commitMin) {
+          session.buffer.delete(op);
+          continue;
+        }
+        const known = this.journal.get(op);
+        const next = this.journal.get(op + 1);
+        const vouched =
+          known !== undefined
+            ? known.checksum === header.checksum && known.frame === null
+            : next !== undefined && next.header.parent === header.checksum;
+        if (!vouched || !this.journal.hasRoom(op)) continue;
+        session.buffer.delete(op);
+        this.journalAppend(header, frame);
+        session.progressed = true;
+        this.counters.preparesRepaired += 1;
+        progress = true;
+      }
+    }
+  }
+
+  private onRepairDone(header: RepairDoneHeader): void {
+    const session = this.repair;
+    if (session === null || session.nonce !== header.nonce) return;
+    this.repair = null;
+    this.timeoutRepair.stop();
+    this.repairStalls = session.progressed ? 0 : this.repairStalls + 1;
+    this.commitJournal();
+    if (this.status === 'view_change') {
+      this.tryStartPendingView();
+      return;
+    }
+    if (session.progressed) this.repairIfBehind();
+    // No progress: the stall retry runs repairIfBehind again (no spinning).
+    else this.timeoutRepair.start();
+  }
+
+  private onRangeEvicted(header: RangeEvictedHeader): void {
+    const session = this.repair;
+    if (session === null || session.nonce !== header.nonce) return;
+    this.counters.rangeEvicted += 1;
+    if (this.status === 'view_change' && this.pendingView !== null) {
+      // A primary-elect that cannot reach a committed op by repair forfeits the view.
+      this.env.logger.log('warn', 'primary-elect is behind a checkpoint; forfeiting the view', { view: this.view });
+      this.startViewChange(this.view + 1);
+      return;
+    }
+    this.env.logger.log('warn', 'repair range evicted: the gap lies below the peer checkpoint', {
+      peer: header.replica,
+      retained_from: header.op,
+      commit_min: this.commitMin,
+    });
+    this.repair = null;
+    this.timeoutRepair.stop();
+    if (this.status === 'normal' && !this.isPrimary() && !this.stateTransfer.transferring) this.armStateTransfer();
+  }
+
+  // ---------------------------------------------------------------- state transfer: serving
+
+  /**
+   * A peer asks for our latest checkpoint. The offer is first-wins per (requester, nonce): a
+   * retried request with the same nonce gets the same manifest, even if a newer checkpoint
+   * landed, so a retry can never swap the manifest the receiver already accepted (seed review,
+   * defect 4). The source (verified payload + manifest) is built once per checkpoint from the
+   * snapshot file on disk, so corruption at rest is detected here and refused, never re-sealed.
+   */
+  private onRequestStateTransfer(header: RequestStateTransferHeader): void {
+    const requester = header.replica;
+    if (requester === this.config.replica) return;
+    const existing = this.offers.get(requester);
+    if (existing !== undefined && existing.nonce === header.nonce) {
+      this.sendTarget(requester, existing);
+      return;
+    }
+    if (this.status === 'recovering' || this.stateTransfer.transferring || this.checkpointOp === 0) {
+      // Nothing durable to offer (never checkpointed: repair can cover the gap), or not ready.
+      this.refuseTarget(requester, header.nonce, this.checkpointOp !== 0);
+      return;
+    }
+    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {
+      this.createOffer(requester, header.nonce, this.offerSource);
+      return;
+    }
+    this.offerWaiting.set(requester, header.nonce);
+    this.loadOfferSource();
+  }
+
+  private loadOfferSource(): void {
+    if (this.offerLoading) return;
+    this.offerLoading = true;
+    const op = this.checkpointOp;
+    const checksum = this.checkpointChecksum;
+    this.submit({ kind: 'snapshot_read', op }, (result) => {
+      this.offerLoading = false;
+      const waiting = [...this.offerWaiting];
+      this.offerWaiting.clear();
+      if (!result.ok || result.payload === undefined) {
+        this.env.logger.log('error', 'state transfer offer refused: snapshot unreadable', {
+          checkpoint_op: op,
+          cause: result.ok ? 'no payload' : result.error,
+        });
+        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
+        return;
+      }
+      const payload = result.payload;
+      const actual = this.env.kernels.xxh3_64(payload);
+      if (actual !== checksum) {
+        this.env.logger.log('error', 'state transfer offer refused: snapshot does not match its checkpoint id', {
+          checkpoint_op: op,
+          expected: checksum.toString(16),
+          actual: actual.toString(16),
+        });
+        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
+        return;
+      }
+      const chunks = this.env.kernels.chunkManifest(payload, STATE_CHUNK_SIZE);
+      const manifest: Manifest = {
+        chunkSize: STATE_CHUNK_SIZE,
+        entries: [
+          {
+            kind: ArtifactKind.metadataSnapshot,
+            frontier: op,
+            len: payload.byteLength,
+            checksum: chunks.checksum,
+            chunkChecksums: [...chunks.chunkChecksums],
+          },
+        ],
+      };
+      const anchor = this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? 0n;
+      this.offerSource = { op, checksum, anchor, payload, manifest, manifestBytes: encodeManifest(this.env.kernels, manifest) };
+      for (const [requester, nonce] of waiting) this.createOffer(requester, nonce, this.offerSource);
+    });
+  }
+
+  private createOffer(requester: number, nonce: bigint, source: OfferSource): void {
+    const offer: Offer = { nonce, source, commitOp: this.commitMin, commitMax: this.commitMax, idleTicks: 0, finalServed: false };
+    this.offers.set(requester, offer);
+    this.counters.offersServed += 1;
+    this.sendTarget(requester, offer);
+  }
+
+  private sendTarget(requester: number, offer: Offer): void {
+    this.env.bus.sendToReplica(
+      requester,
+      buildFrame(
+        this.env.kernels,
+        {
+          command: Command.stateTransferTarget,
+          cluster: this.config.cluster,
+          view: this.view,
+          release: 0,
+          replica: this.config.replica,
+          nonce: offer.nonce,
+          commitOp: offer.commitOp,
+          group: METADATA_GROUP,
+          available: 1,
+          unavailableTransient: 0,
+          commitMax: Math.max(offer.commitMax, offer.commitOp),
+          checkpointAnchor: offer.source.anchor,
+        },
+        offer.source.manifestBytes,
+      ),
+    );
+  }
+
+  private refuseTarget(requester: number, nonce: bigint, transient: boolean): void {
+    this.counters.offersRefused += 1;
+    this.env.bus.sendToReplica(
+      requester,
+      buildFrame(this.env.kernels, {
+        command: Command.stateTransferTarget,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce,
+        commitOp: 0,
+        group: METADATA_GROUP,
+        available: 0,
+        unavailableTransient: transient ? 1 : 0,
+        commitMax: this.commitMax,
+        checkpointAnchor: 0n,
+      }),
+    );
+  }
+
+  private onRequestStateChunk(header: RequestStateChunkHeader): void {
+    const offer = this.offers.get(header.replica);
+    if (offer === undefined || offer.nonce !== header.nonce) {
+      // We hold no offer for this session (expired, or we restarted): restart your session.
+      this.refuseTarget(header.replica, header.nonce, true);
+      return;
+    }
+    const entry = offer.source.manifest.entries[header.artifact];
+    if (entry === undefined) return;
+    // At or past the end: never answer with an empty chunk (seed review, defect 4).
+    if (header.offset >= entry.len) return;
+    const end = Math.min(entry.len, header.offset + header.len, header.offset + STATE_CHUNK_SIZE);
+    offer.idleTicks = 0;
+    if (end === entry.len) offer.finalServed = true;
+    this.env.bus.sendToReplica(
+      header.replica,
+      buildFrame(
+        this.env.kernels,
+        {
+          command: Command.stateChunk,
+          cluster: this.config.cluster,
+          view: this.view,
+          release: 0,
+          replica: this.config.replica,
+          nonce: header.nonce,
+          offset: header.offset,
+          group: METADATA_GROUP,
+          artifact: header.artifact,
+        },
+        offer.source.payload.subarray(header.offset, end),
+      ),
+    );
+  }
+
+  /** Offers expire when idle; the cached source is released when no offer needs it. */
+  private tickOffers(): void {
+    const idleMax = 10 * this.config.timeouts.repair;
+    for (const [requester, offer] of this.offers) {
+      offer.idleTicks += 1;
+      const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
+      if (offer.idleTicks >= limit) this.offers.delete(requester);
+    }
+    if (this.offers.size === 0 && !this.offerLoading && this.offerWaiting.size === 0) this.offerSource = null;
+  }
+
+  // ---------------------------------------------------------------- state transfer: receiving
+
+  /**
+   * Peers that must offer the same checkpoint id before we install it: two, so a single faulty
+   * or lying replica cannot make us install wrong state (one in a two-replica cluster, where the
+   * only peer is all there is). Deterministic checkpoints make the ids comparable.
+   */
+  private transferVouchQuorum(): number {
+    return Math.min(2, this.config.replicaCount - 1);
+  }
+
+  /** Our gap lies below every peer's retained WAL: pull a checkpoint instead. */
+  private armStateTransfer(): void {
+    const session = this.stateTransfer.arm(this.env.prng.u128(), this.ticks);
+    this.counters.stateTransfersStarted += 1;
+    this.env.logger.log('info', 'state transfer started', { commit_min: this.commitMin, commit_max: this.commitMax });
+    this.broadcastRequestStateTransfer(session);
+  }
+
+  private broadcastRequestStateTransfer(session: TransferSession): void {
+    this.broadcast(
+      buildFrame(this.env.kernels, {
+        command: Command.requestStateTransfer,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce: session.nonce,
+        group: METADATA_GROUP,
+      }),
+    );
+  }
+
+  private onStateTransferTarget(header: StateTransferTargetHeader, body: Uint8Array): void {
+    const session = this.stateTransfer.session(header.nonce, 'awaiting_target');
+    if (session === null) return;
+    this.advanceCommitMax(header.commitMax);
+    if (header.available === 0) return; // the stall retry re-asks; others may offer
+    const decoded = decodeManifest(this.env.kernels, body);
+    if (!decoded.ok) {
+      this.env.logger.log('warn', 'state transfer: undecodable manifest', { peer: header.replica, reason: decoded.reason });
+      return;
+    }
+    const entry = decoded.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
+    if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, decoded.manifest.chunkSize)) return;
+    session.targets.set(header.replica, {
+      op: entry.frontier,
+      checksum: entry.checksum,
+      commitMax: header.commitMax,
+      anchor: header.checkpointAnchor,
+      manifest: decoded.manifest,
+    });
+    this.maybeAcceptTarget(session);
+  }
+
+  /**
+   * Accept the newest checkpoint whose id a quorum of peers vouches for. Deterministic
+   * checkpoints make ids comparable, so one faulty or lying replica cannot make us install the
+   * wrong state; any voucher can serve chunks, so a dead server is replaced without losing the
+   * verified chunks.
+   */
+  private maybeAcceptTarget(session: TransferSession): void {
+    const votes = new Map<string, number[]>();
+    for (const [replica, target] of session.targets) {
+      const key = `${target.op}:${target.checksum}`;
+      votes.set(key, [...(votes.get(key) ?? []), replica]);
+    }
+    // Two different ids for one op: some replica's state diverged. Never pick between them.
+    const idsByOp = new Map<number, Set<bigint>>();
+    for (const target of session.targets.values()) {
+      idsByOp.set(target.op, (idsByOp.get(target.op) ?? new Set()).add(target.checksum));
+    }
+    let best: { op: number; checksum: bigint; servers: number[] } | null = null;
+    // Degraded fallback: when no quorum holds a checkpoint for a while (the other replicas are
+    // behind too), accept the current primary's offer alone. VSR already trusts the primary to
+    // order every op, so this does not widen the trust a replica places in its peers; without it,
+    // a cluster whose only copy of a checkpoint sits on the primary could never catch up.
+    const primaryFallback = session.stalls >= 2 ? this.primaryIndex() : -1;
+    for (const servers of votes.values()) {
+      if (servers.length < this.transferVouchQuorum() && !servers.includes(primaryFallback)) continue;
+      const target = session.targets.get(servers[0]!)!;
+      if (idsByOp.get(target.op)!.size > 1) {
+        this.reportDivergence('peers offer different checkpoint ids for the same op', target.op);
+        continue;
+      }
+      if (best === null || target.op > best.op) best = { op: target.op, checksum: target.checksum, servers };
+    }
+    if (best === null) return;
+    const known = this.checkpointIds.get(best.op);
+    if (known !== undefined && known !== best.checksum) {
+      this.reportDivergence('a quorum offers a checkpoint id that differs from ours', best.op);
+      return;
+    }
+    if (best.op <= this.commitMin) {
+      // Never restore a snapshot over newer local state (seed review, defect 9): our state machine
+      // and client table already contain everything this checkpoint does.
+      this.env.logger.log('info', 'state transfer: offered snapshot is behind the local frontier; keeping local state', {
+        checkpoint_op: best.op,
+        commit_min: this.commitMin,
+      });
+      this.stateTransfer.clear();
+      this.timeoutRepair.start();
+      return;
+    }
+    const target = session.targets.get(best.servers[0]!)!;
+    const entry = target.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot)!;
+    this.stateTransfer.accept({ op: best.op, checksum: best.checksum, manifest: target.manifest, entry, servers: best.servers });
+    session.received = 0;
+    session.idleTicks = 0;
+    session.stalls = 0;
+    this.env.logger.log('info', 'state transfer target accepted', {
+      checkpoint_op: best.op,
+      bytes: entry.len,
+      servers: best.servers,
+    });
+    this.requestNextChunk(session);
+  }
+
+  private requestNextChunk(session: TransferSession): void {
+    const accepted = session.accepted;
+    assert(accepted !== null && session.received < accepted.entry.len, 'a chunk remains');
+    const artifact = artifactIndex(accepted.manifest, accepted.entry);
+    this.env.bus.sendToReplica(
+      session.peer,
+      buildFrame(this.env.kernels, {
+        command: Command.requestStateChunk,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce: session.nonce,
+        offset: session.received,
+        group: METADATA_GROUP,
+        len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - session.received),
+        artifact,
+      }),
+    );
+  }
+
+  private onStateChunk(header: StateChunkHeader, body: Uint8Array): void {
+    // Late chunks for a session that was dropped, or arriving in any other stage, are ignored.
+    const session = this.stateTransfer.session(header.nonce, 'fetching');
+    if (session === null) return;
+    const accepted = session.accepted!;
+    if (header.artifact !== artifactIndex(accepted.manifest, accepted.entry)) return;
+    if (header.offset !== session.received) return;
+    const expected = Math.min(accepted.manifest.chunkSize, accepted.entry.len - session.received);
+    // A zero-byte or short payload never counts as progress (seed review, defect 4).
+    if (body.byteLength !== expected || expected === 0) return;
+    const index = session.received / accepted.manifest.chunkSize;
+    if (this.env.kernels.xxh3_64(body) !== accepted.entry.chunkChecksums[index]) {
+      this.counters.stateChunksDamaged += 1;
+      this.env.logger.log('warn', 'state transfer: damaged chunk rejected; re-requesting', { offset: header.offset, peer: header.replica });
+      this.requestNextChunk(session);
+      return;
+    }
+    this.submit({ kind: 'transfer_write', offset: session.received, bytes: body.slice() }, (result) => {
+      if (!result.ok) this.fatal('transfer_write', result);
+    });
+    const before = session.received;
+    session.received += body.byteLength;
+    session.idleTicks = 0;
+    session.stalls = 0;
+    const total = accepted.entry.len;
+    if (Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
+      this.env.logger.log('info', 'state transfer progress', {
+        checkpoint_op: accepted.op,
+        bytes_done: session.received,
+        bytes_total: total,
+        percent: Math.floor((session.received * 100) / total),
+      });
+    }
+    if (session.received < total) {
+      this.requestNextChunk(session);
+      return;
+    }
+    this.installTransferred(session);
+  }
+
+  /**
+   * Install order (load-bearing, §5.6): truncate the WAL above our applied frontier, persist the
+   * snapshot (verified against the manifest, then renamed into place), restore the state machine
+   * and the client table (at the configured capacity), jump the commit floor, raise commit_max,
+   * then write the superblock pairing.
+   */
+  private installTransferred(session: TransferSession): void {
+    const accepted = session.accepted!;
+    assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
+    this.stateTransfer.beginInstall();
+    if (this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);
+    const startedAtTick = session.startedAtTick;
+    this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
+      if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
+      if (!result.ok || result.snapshot === undefined) {
+        this.stateTransfer.decodeFailures += 1;
+        this.env.logger.log('warn', 'state transfer: install refused', {
+          error: result.ok ? 'no snapshot' : result.error,
+          failures: this.stateTransfer.decodeFailures,
+        });
+        this.stateTransfer.clear();
+        if (this.stateTransfer.decodeFailures <= STATE_TRANSFER_DECODE_FAILURES_MAX) this.armStateTransfer();
+        else this.abandonStateTransfer('too many damaged artifacts');
+        return;
+      }
+      const snapshot = result.snapshot;
+      assert(snapshot.sequenceNumber === accepted.op, 'the installed snapshot is the accepted checkpoint');
+      assert(accepted.op > this.commitMin, 'an install never rewinds');
+      this.journal.reset(accepted.op);
+      this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
+        if (!drained.ok) this.fatal('wal_drain', drained);
+      });
+      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });
+      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);
+      this.commitMin = accepted.op;
+      // The chain anchor for the next op, from any voucher that knows it (else learned by repair).
+      let anchor: bigint | null = null;
+      for (const server of accepted.servers) {
+        const target = session.targets.get(server);
+        if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
+      }
+      this.commitMinChecksum = anchor;
+      this.advanceCommitMax(accepted.op);
+      this.checkpointOp = accepted.op;
+      this.checkpointChecksum = accepted.checksum;
+      this.checkpointIds.set(accepted.op, accepted.checksum);
+      this.superblockStateTransfer = true;
+      this.persistView();
+      this.stateTransfer.clear();
+      this.stateTransfer.decodeFailures = 0;
+      this.counters.stateTransfersInstalled += 1;
+      this.env.logger.log('info', 'state transfer installed', {
+        checkpoint_op: accepted.op,
+        bytes: accepted.entry.len,
+        ticks: this.ticks - startedAtTick,
+        peer: session.peer,
+      });
+      this.repairIfBehind();
+    });
+  }
+
+  private abandonStateTransfer(reason: string): void {
+    this.env.logger.log('warn', 'state transfer abandoned; falling back to repair', { reason });
+    this.counters.stateTransfersAbandoned += 1;
+    this.stateTransfer.clear();
+    this.submit({ kind: 'transfer_discard' }, () => {});
+    // The repair retry re-arms a transfer if the gap is still below every peer's floor.
+    this.timeoutRepair.start();
+  }
+
+  /** Stalls re-ask (same nonce) or rotate the chunk server; too many abandon the session. */
+  private tickStateTransfer(): void {
+    const session = this.stateTransfer.sessionAny;
+    const stage = this.stateTransfer.stage;
+    if (session === null || (stage !== 'awaiting_target' && stage !== 'fetching')) return;
+    session.idleTicks += 1;
+    if (session.idleTicks < this.config.timeouts.repair) return;
+    session.idleTicks = 0;
+    session.stalls += 1;
+    if (session.stalls > STATE_TRANSFER_STALLS_MAX) {
+      this.abandonStateTransfer(`no progress after ${STATE_TRANSFER_STALLS_MAX} retries`);
+      return;
+    }
+    if (stage === 'awaiting_target') {
+      this.maybeAcceptTarget(session);
+      if (this.stateTransfer.stage === 'awaiting_target') this.broadcastRequestStateTransfer(session);
+      return;
+    }
+    const servers = session.accepted!.servers;
+    session.peer = servers[(servers.indexOf(session.peer) + 1) % servers.length]!;
+    this.requestNextChunk(session);
+  }
+
+  stateTransferProgress(): StateTransferProgress {
+    const session = this.stateTransfer.sessionAny;
+    const accepted = session?.accepted ?? null;
+    return {
+      stage: this.stateTransfer.stage,
+      peer: session === null || session.peer < 0 ? null : session.peer,
+      artifact: accepted === null ? null : 'metadata_snapshot',
+      bytesDone: session?.received ?? 0,
+      bytesTotal: accepted?.entry.len ?? 0,
+      startedAtTick: session?.startedAtTick ?? 0,
+      checkpointOp: accepted?.op ?? null,
+    };
+  }
+
+  // ---------------------------------------------------------------- invariants
+
+  private invariants(): void {
+    assert(this.commitMin <= this.commitMax, `commit_min ${this.commitMin} > commit_max ${this.commitMax}`);
+    assert(this.logView <= this.view, 'log_view <= view');
+    assert(this.checkpointOp <= this.commitMin, 'checkpoint <= commit_min');
+    assert(this.journal.floor <= this.commitMin, 'the journal floor is applied');
+    assert(this.pipeline.length <= this.config.prepareQueueDepth, 'pipeline bounded');
+    assert(this.requestQueue.length <= this.config.requestQueueDepth, 'request queue bounded');
+    for (let index = 1; index < this.pipeline.length; index++) {
+      assert(this.pipeline[index]!.op === this.pipeline[index - 1]!.op + 1, 'pipeline contiguous');
+    }
+  }
+
+  describe(): Record<string, unknown> {
+    return {
+      replica: this.config.replica,
+      status: this.status,
+      view: this.view,
+      logView: this.logView,
+      op: this.op,
+      commitMin: this.commitMin,
+      commitMax: this.commitMax,
+      checkpointOp: this.checkpointOp,
+      pipeline: this.pipeline.length,
+      durableView: this.durableView,
+    };
+  }
+}
+
+function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): number {
+  const index = manifest.entries.indexOf(entry);
+  assert(index >= 0, 'the entry is in its manifest');
+  return index;
+}
+
+export class StorageFailure extends Error {
+  override readonly name = 'StorageFailure';
+}

@@ -1,0 +1,155 @@
+/**
+ * The DoViewChange merge: from a view-change quorum of DVCs, the new primary computes the log of
+ * the new view. Pure and deterministic; the replica feeds it DVCs and acts on the outcome.
+ *
+ * Why it is safe (VRR §4.2 with Protocol-Aware Recovery's nack rule):
+ * - A committed op was durable on a replication quorum, and replication + view-change quorums
+ *   intersect, so some DVC in any view-change quorum holds every committed op.
+ * - Within one log view, all logs are prefixes of (or have gaps relative to) the log of that
+ *   view's primary, so the DVCs with the highest log view ("canonical") agree on every header
+ *   they share, and the longest canonical log contains every op committed before the view change.
+ *   Non-canonical logs never win: this is what stops a lagging replica with a truncated log from
+ *   erasing committed ops (the VR Revisited state-transfer flaw).
+ * - An uncommitted op is discarded only with a nack quorum: replicas proving they never durably
+ *   prepared it. With nack quorum = n - q_replication + 1, at most q_replication - 1 replicas can
+ *   have acknowledged it, so it cannot have committed. A replica that merely lacks the body (a
+ *   gap) nacks; a replica that has the body reports it present and never nacks.
+ */
+import { assert } from '../stdx/assert.js';
+import type { PrepareHeader } from './header.js';
+
+/** One suffix slot of a DoViewChange: a prepare header, or a blank for an op the sender lacks. */
+export interface SuffixSlot {
+  readonly op: number;
+  /** null for a blank (the sender has no header for this op). */
+  readonly header: PrepareHeader | null;
+  /** The sender holds this prepare durably and can serve its body. */
+  readonly present: boolean;
+  /** The sender proves it never durably prepared this op. */
+  readonly nack: boolean;
+}
+
+export interface DoViewChangeRecord {
+  readonly replica: number;
+  readonly logView: number;
+  /** The sender's head op. */
+  readonly op: number;
+  /** The sender's commit number (min(commit_max, op)). */
+  readonly commit: number;
+  /** Slots high to low op, from `op` down. */
+  readonly suffix: readonly SuffixSlot[];
+}
+
+export type MergeOutcome =
+  | { readonly kind: 'awaiting_quorum' }
+  /** Undecidable with these DVCs: neither a body nor a nack quorum for `op`; more DVCs may help. */
+  | { readonly kind: 'undecided'; readonly op: number }
+  | {
+      readonly kind: 'ready';
+      readonly head: number;
+      readonly commitMax: number;
+      /** The canonical log view the merged log comes from. */
+      readonly logView: number;
+      /** Canonical headers up to `head` known from the canonical DVCs, keyed by op; every op of
+       * (commitMax, head] is present. */
+      readonly headers: ReadonlyMap<number, PrepareHeader>;
+      /** For each op with a header, the replicas that can serve its body. */
+      readonly sources: ReadonlyMap<number, readonly number[]>;
+    };
+
+function slotAt(record: DoViewChangeRecord, op: number): SuffixSlot | undefined {
+  const index = record.op - op;
+  if (index < 0 || index >= record.suffix.length) return undefined;
+  const slot = record.suffix[index]!;
+  assert(slot.op === op, 'suffix slots are consecutive, high to low');
+  return slot;
+}
+
+/** Whether `record`'s sender provably never durably prepared `header`. */
+function nacks(record: DoViewChangeRecord, header: PrepareHeader): boolean {
+  if (record.commit >= header.op) return false; // it committed this op: it had it
+  if (record.op < header.op) return true; // its log never reached this op
+  const slot = slotAt(record, header.op);
+  if (slot === undefined) return false; // outside its suffix: no proof either way
+  if (slot.header !== null && slot.header.checksum === header.checksum) return !slot.present && slot.nack;
+  // A different prepare (or none) at this op: it never held this one durably.
+  return slot.header === null ? slot.nack : true;
+}
+
+export function mergeDoViewChanges(
+  records: readonly DoViewChangeRecord[],
+  quorumViewChange: number,
+  quorumNack: number,
+): MergeOutcome {
+  if (records.length < quorumViewChange) return { kind: 'awaiting_quorum' };
+  let commitMax = 0;
+  let logViewMax = 0;
+  for (const record of records) {
+    commitMax = Math.max(commitMax, record.commit);
+    logViewMax = Math.max(logViewMax, record.logView);
+    // A prepare's stamped commit is the primary's commit_max when it was sent.
+    for (const slot of record.suffix) if (slot.header !== null) commitMax = Math.max(commitMax, slot.header.commit);
+  }
+  // The canonical log: the longest among the highest log view (ties to the lowest replica).
+  const canonical = records
+    .filter((record) => record.logView === logViewMax)
+    .sort((a, b) => b.op - a.op || a.replica - b.replica);
+  const best = canonical[0]!;
+  let head = best.op;
+  // Ops committed in an older view were carried into every later log, so with every sender in
+  // hand the canonical head reaches every commit number any sender reports. A quorum whose
+  // canonical logs stop short (their holders lost or could not verify entries) must wait for more
+  // DVCs rather than elect a log that lacks committed ops.
+  if (head < commitMax) return { kind: 'undecided', op: head + 1 };
+
+  // Every header the canonical DVCs report up to the head is canonical for the new view: it
+  // anchors the new primary's verification of its own journal (including committed ops it has
+  // not applied yet) and of the bodies it repairs.
+  const headers = new Map<number, PrepareHeader>();
+  for (const record of canonical) {
+    for (const slot of record.suffix) {
+      if (slot.header === null || slot.op > head) continue;
+      const known = headers.get(slot.op);
+      if (known === undefined) headers.set(slot.op, slot.header);
+      else assert(known.checksum === slot.header.checksum, `canonical DVCs disagree at op ${slot.op}`);
+    }
+  }
+  const sources = new Map<number, number[]>();
+  for (let op = commitMax + 1; op <= head; op++) {
+    const header = headers.get(op);
+    if (header === undefined) {
+      // No DVC in a quorum knows this op: it cannot have committed, nor anything after it.
+      head = op - 1;
+      break;
+    }
+    const present: number[] = [];
+    let nackCount = 0;
+    for (const record of records) {
+      const slot = slotAt(record, op);
+      if (slot?.header != null && slot.header.checksum === header.checksum && slot.present) present.push(record.replica);
+      else if (nacks(record, header)) nackCount += 1;
+    }
+    if (present.length === 0) {
+      if (nackCount >= quorumNack) {
+        head = op - 1;
+        break;
+      }
+      return { kind: 'undecided', op };
+    }
+    sources.set(op, present);
+  }
+  assert(head >= commitMax, 'the merge never discards a committed op');
+  for (const op of [...headers.keys()]) if (op > head) headers.delete(op);
+  // Where committed bodies can be fetched: senders that report them present.
+  for (const [op, header] of headers) {
+    if (sources.has(op)) continue;
+    const present = records
+      .filter((record) => {
+        const slot = slotAt(record, op);
+        return slot?.header != null && slot.header.checksum === header.checksum && slot.present;
+      })
+      .map((record) => record.replica);
+    sources.set(op, present);
+  }
+  return { kind: 'ready', head, commitMax, logView: logViewMax, headers, sources };
+}

@@ -1,0 +1,105 @@
+/**
+ * snapshot.bin: payload + "ISNP" trailer, durable replace, and the checkpoint checksum over the
+ * payload bytes as stored.
+ */
+import { describe, expect, it } from 'vitest';
+import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
+import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
+import { SimDisk } from '../../src/storage/sim-disk.js';
+import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
+import { referenceSnapshot, REFERENCE_SNAPSHOT_SMALL } from '../../src/testing/snapshot-fixtures.js';
+import { Prng } from '../../src/stdx/prng.js';
+import { kernelVariants, snapshotPayload } from './storage-fixtures.js';
+
+describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) => {
+  function fresh(): { disk: SimDisk; file: SnapshotFile } {
+    const disk = new SimDisk(new Prng(1));
+    return { disk, file: new SnapshotFile(disk, kernels) };
+  }
+
+  function refusal(file: SnapshotFile): StorageRefusal {
+    try {
+      file.read();
+    } catch (error) {
+      if (error instanceof StorageRefusal) return error;
+      throw error;
+    }
+    throw new Error('expected a refusal');
+  }
+
+  it('has no snapshot until one is written', () => {
+    expect(fresh().file.read()).toBeNull();
+  });
+
+  it('writes payload + trailer durably; the checksum is XXH3-64 of the stored payload', () => {
+    const { disk, file } = fresh();
+    const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 3 }));
+    const checksum = file.write(payload);
+    expect(checksum).toBe(kernels.xxh3_64(payload));
+    expect(disk.exists(SNAPSHOT_TEMP_FILE)).toBe(false);
+    disk.crash();
+    const stored = disk.readAll(SNAPSHOT_FILE);
+    expect(stored.byteLength).toBe(payload.byteLength + TRAILER_SIZE);
+    expect([...stored.subarray(payload.byteLength, payload.byteLength + 4)]).toEqual([0x50, 0x4e, 0x53, 0x49]);
+    const read = new SnapshotFile(disk, kernels).read();
+    expect(read?.checksum).toBe(checksum);
+    expect(read?.payload).toEqual(payload);
+    expect(read?.version).toBe(1);
+    expect(decodeSnapshot(read!.payload).sequenceNumber).toBe(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 3 }).sequenceNumber);
+  });
+
+  it('replaces an older snapshot atomically', () => {
+    const { disk, file } = fresh();
+    file.write(snapshotPayload(kernels, 4));
+    const newer = snapshotPayload(kernels, 9);
+    file.write(newer);
+    disk.crash();
+    expect(new SnapshotFile(disk, kernels).read()?.payload).toEqual(newer);
+  });
+
+  it('refuses a file without a trailer, a trailer mismatch, and an unknown format version', () => {
+    const { disk, file } = fresh();
+    const payload = snapshotPayload(kernels, 4);
+    file.write(payload);
+    disk.truncateAtRest(SNAPSHOT_FILE, payload.byteLength);
+    expect(refusal(file).reason).toBe(RefusalReason.snapshotNoTrailer);
+
+    file.write(payload);
+    disk.corrupt(SNAPSHOT_FILE, 2);
+    const mismatch = refusal(file);
+    expect(mismatch.reason).toBe(RefusalReason.snapshotChecksum);
+    expect(mismatch.message).toMatch(/snapshot\.bin.*wipe the data directory/);
+
+    const future = payload.slice();
+    future[1] = 7; // version 7 (positive fixint right after the array header)
+    file.write(future);
+    expect(refusal(file).reason).toBe(RefusalReason.snapshotVersion);
+
+    file.write(new Uint8Array([0xc0]));
+    expect(refusal(file).reason).toBe(RefusalReason.snapshotUndecodable);
+  });
+
+  it('serves payload chunks of the snapshot it knows, and none once a newer one replaced it', () => {
+    const { file } = fresh();
+    const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }));
+    const checksum = file.write(payload);
+    const chunk = new Uint8Array(1000);
+    const parts: Uint8Array[] = [];
+    for (let offset = 0; ; offset += chunk.byteLength) {
+      const count = file.readPayloadChunk(checksum, offset, chunk);
+      expect(count).not.toBeNull();
+      if (count === 0) break;
+      parts.push(chunk.slice(0, count!));
+    }
+    const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
+    let at = 0;
+    for (const part of parts) {
+      joined.set(part, at);
+      at += part.byteLength;
+    }
+    expect(joined).toEqual(payload); // the trailer is never served as payload
+    file.write(snapshotPayload(kernels, 99));
+    expect(file.readPayloadChunk(checksum, 0, chunk)).toBeNull();
+  });
+});
