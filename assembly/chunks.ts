@@ -1,6 +1,7 @@
 // Chunk manifest (WASM kernel): the XXH3-64 (seed 0) of each chunkSize slice of [ptr, ptr + len)
 // written as u64 LE at outPtr + 8 * i, and the XXH3-64 of the whole range as the result. Same
-// results as src/kernels/chunk-manifest-ts.ts.
+// results as src/kernels/chunk-manifest-ts.ts. The caller provides 8 * ceil(len / chunkSize) bytes
+// at outPtr (kernels-wasm.ts sizes its scratch slot from the same formula).
 //
 // One pass when chunkSize is a multiple of 1024 (the block size of the default secret): a chunk
 // then starts on a block boundary of the whole artifact, so every stripe of the chunk meets the

@@ -5,8 +5,10 @@
 // 32x32->64 products) and a scalar u64 branch, chosen at compile time by ASC_FEATURE_SIMD.
 //
 // Memory: no allocation (runtime stub). The default secret and two scratch areas are static data.
-// Pointers are trusted: the caller (kernels-wasm.ts, or another kernel) passes a range inside
-// linear memory, and every load below stays inside [ptr, ptr + len) or the 192-byte secret.
+// Bounds: checked once, by the caller. kernels-wasm.ts (or another kernel) passes a range it staged
+// or validated inside linear memory, and every load below stays inside [ptr, ptr + len) or the
+// 192-byte secret, so the loops need no per-access checks. A wrong range cannot read outside the
+// module: WebAssembly traps on any access past the end of memory.
 
 // @ts-ignore: decorator
 @inline export const SECRET_SIZE: usize = 192;

@@ -29,8 +29,8 @@ import {
 } from '../metadata/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 
-export const U32_MAX = 0xffff_ffff;
-export const U8_MAX = 0xff;
+const U32_MAX = 0xffff_ffff;
+const U8_MAX = 0xff;
 export const U128_MAX = (1n << 128n) - 1n;
 const TWO_POW_32 = 0x1_0000_0000;
 
@@ -38,7 +38,7 @@ const TWO_POW_32 = 0x1_0000_0000;
 const BUFFER_SIZE_INITIAL = 64 * 1024;
 /**
  * A buffer that grew past this is dropped after the call, so one unusually large snapshot does
- * not pin its size in memory for the life of the process. The reference snapshot (~3.5 MB)
+ * not pin its size in memory for the life of the process. The reference snapshot (~3.9 MB)
  * stays below it and keeps its buffer between checkpoints.
  */
 const BUFFER_RETAIN_SIZE_MAX = 32 * 1024 * 1024;
@@ -412,7 +412,7 @@ function writeBin(bytes: Uint8Array): void {
 }
 
 /** Bytes of the smallest str header for a UTF-8 payload of `byteLength` bytes. */
-export function strHeaderSize(byteLength: number): number {
+function strHeaderSize(byteLength: number): number {
   return byteLength < 32 ? 1 : byteLength < 0x100 ? 2 : byteLength < 0x1_0000 ? 3 : 5;
 }
 

@@ -75,13 +75,6 @@ const RECORD_SIZE = [64, 32, 24, 16, 32, 64, 16, 32, 32, 8, 72] as const;
 const UTF8_BYTES_PER_UNIT_MAX = 3;
 /** Strings longer than this go through TextEncoder.encodeInto; shorter ones are copied by hand. */
 const STRING_INLINE_LENGTH_MAX = 48;
-/**
- * Strings are encoded after the records, this many at a time: one `encodeInto` of their
- * concatenation costs less than encoding a dozen-character name on its own, and when the chunk
- * is pure ASCII (the common case for names) every string's byte length is its UTF-16 length. A
- * chunk holding any other character is encoded string by string.
- */
-const STRING_CHUNK_COUNT = 64;
 /** Capacity headroom after a recount, so a slowly growing snapshot does not recount every time. */
 const CAPACITY_GROWTH = 1.25;
 
@@ -94,42 +87,31 @@ const textEncoder = new TextEncoder();
  */
 interface Capacity {
   readonly records: number[];
-  /** Byte strings (replies, token hashes), exact. */
-  readonly bytes: number;
-  /** UTF-8 of every string, at its worst case of 3 bytes per UTF-16 unit. */
-  readonly stringBytes: number;
+  heapBytes: number;
 }
 const capacities = new WeakMap<WasmInstance, Capacity>();
 
 /** Thrown (preallocated) when a table or the heap is full: recount and marshal again. */
 const CAPACITY_EXCEEDED = new Error('snapshot marshal: capacity exceeded');
 
-// Views of WASM memory for the duration of one call (memory growth detaches them; every
-// allocation happens before they are taken).
-let u8: Uint8Array = new Uint8Array(0);
-let u32: Uint32Array = new Uint32Array(0);
-let f64: Float64Array = new Float64Array(0);
-let b64: BigUint64Array = new BigUint64Array(0);
-/**
- * The heap: byte strings from offset 0 up to `bytesLimit`, strings from `bytesLimit` up to
- * `heapLimit` (offsets relative to `heapPtr`). `bytesOffset` and `stringsOffset` are the next free
- * byte of each region.
- */
+// Views of WASM memory for the duration of one call: taken after every allocation (memory growth
+// detaches them) and dropped afterwards, so they never keep a discarded instance's memory alive.
+const NO_MEMORY = new ArrayBuffer(0);
+let u8: Uint8Array = new Uint8Array(NO_MEMORY);
+let u32: Uint32Array = new Uint32Array(NO_MEMORY);
+let f64: Float64Array = new Float64Array(NO_MEMORY);
+let b64: BigUint64Array = new BigUint64Array(NO_MEMORY);
+/** Absolute pointer of the heap, its capacity, and the next free heap offset (relative to it). */
 let heapPtr = 0;
-let bytesLimit = 0;
-let heapLimit = 0;
-let bytesOffset = 0;
-let stringsOffset = 0;
-/** Strings waiting for `flushStrings`, and the u32 index of each one's (offset, length) field. */
-const pendingStrings: string[] = [];
-let pendingFields = new Int32Array(1024);
-let pendingCount = 0;
+let heapCapacity = 0;
+let heapOffset = 0;
 /** Byte pointers of the next free record of each table, and of each table's end. */
 const cursor = new Array<number>(TABLE_KIND_COUNT).fill(0);
 const limit = new Array<number>(TABLE_KIND_COUNT).fill(0);
 
 export function snapshotEncodeWasm(instance: WasmInstance, snapshot: MetadataSnapshot): Uint8Array {
   const abi = instance.exports as unknown as SnapshotAbi;
+  assert(typeof abi.snapshot_encode === 'function', 'the WASM kernels export snapshot_encode (rebuild: npm run asbuild)');
   try {
     let tables: number;
     const previous = capacities.get(instance);
@@ -167,8 +149,10 @@ export function snapshotEncodeWasm(instance: WasmInstance, snapshot: MetadataSna
     }
     throw error;
   } finally {
-    // Drop the references: the model may be large and this array outlives the call.
-    pendingStrings.length = 0;
+    u8 = new Uint8Array(NO_MEMORY);
+    u32 = new Uint32Array(NO_MEMORY);
+    f64 = new Float64Array(NO_MEMORY);
+    b64 = new BigUint64Array(NO_MEMORY);
   }
 }
 
@@ -182,9 +166,8 @@ function layoutTables(instance: WasmInstance, capacity: Capacity): number {
   for (let kind = 0; kind < TABLE_KIND_COUNT; kind++) tablesSize += capacity.records[kind]! * RECORD_SIZE[kind]!;
   // Both allocations may grow memory: take them before any view.
   const tables = instance.scratch(ScratchSlot.input, tablesSize);
-  heapPtr = instance.scratch(ScratchSlot.extra, capacity.bytes + capacity.stringBytes);
-  bytesLimit = capacity.bytes;
-  heapLimit = capacity.bytes + capacity.stringBytes;
+  heapPtr = instance.scratch(ScratchSlot.extra, capacity.heapBytes);
+  heapCapacity = capacity.heapBytes;
   const buffer = instance.bytes().buffer;
   if (u8.buffer !== buffer) {
     u8 = new Uint8Array(buffer);
@@ -203,9 +186,7 @@ function layoutTables(instance: WasmInstance, capacity: Capacity): number {
 
 function marshalSnapshot(snapshot: MetadataSnapshot, tables: number): void {
   const start = cursor.slice();
-  bytesOffset = 0;
-  stringsOffset = bytesLimit;
-  pendingCount = 0;
+  heapOffset = 0;
   f64[(tables + Descriptor.version) >> 3] = snapshot.version;
   f64[(tables + Descriptor.createdAtUs) >> 3] = snapshot.createdAtUs;
   f64[(tables + Descriptor.sequenceNumber) >> 3] = snapshot.sequenceNumber;
@@ -213,12 +194,11 @@ function marshalSnapshot(snapshot: MetadataSnapshot, tables: number): void {
   marshalUsers(snapshot.users);
   marshalStreams(snapshot);
   marshalClients(snapshot);
-  flushStrings();
   for (let kind = 0; kind < TABLE_KIND_COUNT; kind++) {
     u32[(tables + Descriptor.tables + 8 * kind) >> 2] = (cursor[kind]! - start[kind]!) / RECORD_SIZE[kind]!;
     u32[(tables + Descriptor.tables + 8 * kind + 4) >> 2] = start[kind]!;
   }
-  u32[(tables + Descriptor.heapSize) >> 2] = stringsOffset;
+  u32[(tables + Descriptor.heapSize) >> 2] = heapOffset;
   u32[(tables + Descriptor.heapPtr) >> 2] = heapPtr;
 }
 
@@ -230,19 +210,17 @@ function reserve(kind: number, count: number): void {
 /** Record counts per table and an upper bound of the heap, with headroom for growth. */
 function countSnapshot(snapshot: MetadataSnapshot): Capacity {
   const table = new Array<number>(TABLE_KIND_COUNT).fill(0);
-  let bytes = 0;
-  let stringUnits = 0;
+  let heapBytesMax = 0;
   const users = snapshot.users;
   table[Table.users] = users.length;
   for (let index = 0; index < users.length; index++) {
     const user = users[index]!;
-    stringUnits += user.username.length + user.passwordHash.length;
+    heapBytesMax += (user.username.length + user.passwordHash.length) * UTF8_BYTES_PER_UNIT_MAX;
     const tokens = user.tokens;
     table[Table.tokens]! += tokens.length;
     for (let tokenIndex = 0; tokenIndex < tokens.length; tokenIndex++) {
       const token = tokens[tokenIndex]!;
-      stringUnits += token.name.length;
-      bytes += token.tokenHash.byteLength;
+      heapBytesMax += token.name.length * UTF8_BYTES_PER_UNIT_MAX + token.tokenHash.byteLength;
     }
     if (user.permissions !== null) {
       const streams = user.permissions.streams;
@@ -258,19 +236,19 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
   let partitionCount = 0;
   for (let index = 0; index < streams.length; index++) {
     const stream = streams[index]!;
-    stringUnits += stream.name.length;
+    heapBytesMax += stream.name.length * UTF8_BYTES_PER_UNIT_MAX;
     const topics = stream.topics;
     topicCount += topics.length;
     for (let topicIndex = 0; topicIndex < topics.length; topicIndex++) {
       const topic = topics[topicIndex]!;
-      stringUnits += topic.name.length;
+      heapBytesMax += topic.name.length * UTF8_BYTES_PER_UNIT_MAX;
       partitionCount += topic.partitions.length;
       const groups = topic.consumerGroups;
       if (groups.length === 0) continue;
       table[Table.groups]! += groups.length;
       for (let groupIndex = 0; groupIndex < groups.length; groupIndex++) {
         const group = groups[groupIndex]!;
-        stringUnits += group.name.length;
+        heapBytesMax += group.name.length * UTF8_BYTES_PER_UNIT_MAX;
         const members = group.members;
         table[Table.members]! += members.length;
         for (let memberIndex = 0; memberIndex < members.length; memberIndex++) {
@@ -283,53 +261,17 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
   table[Table.partitions] = partitionCount;
   const clients = snapshot.clientTable;
   table[Table.clients] = clients.length;
-  for (let index = 0; index < clients.length; index++) bytes += clients[index]!.reply.byteLength;
+  for (let index = 0; index < clients.length; index++) heapBytesMax += clients[index]!.reply.byteLength;
   return {
     records: table.map((count) => Math.ceil(count * CAPACITY_GROWTH)),
-    bytes: Math.ceil(bytes * CAPACITY_GROWTH),
-    stringBytes: Math.ceil(stringUnits * UTF8_BYTES_PER_UNIT_MAX * CAPACITY_GROWTH),
+    heapBytes: Math.ceil(heapBytesMax * CAPACITY_GROWTH),
   };
 }
 
-/** Queues `value` for the string heap; its (offset, length) goes to u32 index `field`. */
+/** Writes `value` as UTF-8 into the heap; stores (offset, length) at u32 index `field`. */
 function putString(value: string, field: number): void {
-  if (pendingCount === pendingFields.length) {
-    const grown = new Int32Array(pendingFields.length * 2);
-    grown.set(pendingFields);
-    pendingFields = grown;
-  }
-  pendingStrings[pendingCount] = value;
-  pendingFields[pendingCount] = field;
-  pendingCount++;
-}
-
-/** Encodes the queued strings into the string heap, a chunk at a time (STRING_CHUNK_COUNT). */
-function flushStrings(): void {
-  for (let first = 0; first < pendingCount; first += STRING_CHUNK_COUNT) {
-    const end = Math.min(first + STRING_CHUNK_COUNT, pendingCount);
-    let joined = '';
-    for (let index = first; index < end; index++) joined += pendingStrings[index]!;
-    const at = heapPtr + stringsOffset;
-    const room = heapLimit - stringsOffset;
-    const { read, written } = textEncoder.encodeInto(joined, u8.subarray(at, at + Math.min(room, joined.length)));
-    if (read === joined.length && written === joined.length) {
-      // Pure ASCII: one byte per unit, so the offsets follow from the lengths.
-      for (let index = first; index < end; index++) {
-        const field = pendingFields[index]!;
-        const length = pendingStrings[index]!.length;
-        u32[field] = stringsOffset;
-        u32[field + 1] = length;
-        stringsOffset += length;
-      }
-    } else {
-      for (let index = first; index < end; index++) writeString(pendingStrings[index]!, pendingFields[index]!);
-    }
-  }
-}
-
-function writeString(value: string, field: number): void {
-  if (stringsOffset + value.length * UTF8_BYTES_PER_UNIT_MAX > heapLimit) throw CAPACITY_EXCEEDED;
-  const at = heapPtr + stringsOffset;
+  if (heapOffset + value.length * UTF8_BYTES_PER_UNIT_MAX > heapCapacity) throw CAPACITY_EXCEEDED;
+  const at = heapPtr + heapOffset;
   let byteLength: number;
   if (value.length <= STRING_INLINE_LENGTH_MAX) {
     const end = writeUtf8(u8, at, value);
@@ -342,19 +284,19 @@ function writeString(value: string, field: number): void {
       assert(false, 'snapshot model is not canonical: a string holds a lone surrogate');
     }
   }
-  u32[field] = stringsOffset;
+  u32[field] = heapOffset;
   u32[field + 1] = byteLength;
-  stringsOffset += byteLength;
+  heapOffset += byteLength;
 }
 
 function putBytes(bytes: Uint8Array, field: number): void {
   assert(bytes instanceof Uint8Array, 'snapshot bytes fields are Uint8Array');
   const length = bytes.byteLength;
-  if (bytesOffset + length > bytesLimit) throw CAPACITY_EXCEEDED;
-  u8.set(bytes, heapPtr + bytesOffset);
-  u32[field] = bytesOffset;
+  if (heapOffset + length > heapCapacity) throw CAPACITY_EXCEEDED;
+  u8.set(bytes, heapPtr + heapOffset);
+  u32[field] = heapOffset;
   u32[field + 1] = length;
-  bytesOffset += length;
+  heapOffset += length;
 }
 
 /** A u128 as (high, low) u64 words at u64 index `word`. */

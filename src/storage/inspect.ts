@@ -147,6 +147,7 @@ export function inspectSnapshot(
   const report: Record<string, unknown> = {
     kind: 'snapshot',
     file: name,
+    status: 'corrupt', // Decided below; declared first so the text output leads with it.
     sizeBytes: file.byteLength,
     payloadSizeBytes: split.payload.byteLength,
     trailer: split.status === 'no_trailer' ? 'missing' : split.status,
@@ -194,7 +195,7 @@ function stateReport(state: StoredVsrState): Record<string, unknown> {
     commitMax: state.commitMax,
     checkpointOp: state.checkpointOp,
     checkpointChecksum: hex(state.checkpointChecksum),
-    offsetFrontier: state.offsetFrontier,
+    flags: state.flags,
   };
 }
 
@@ -221,6 +222,7 @@ export function inspectSuperblock(disk: Disk, kernels: Kernels): { exitCode: Ins
   const verdict = judgeSuperblock(slots);
   const report: Record<string, unknown> = {
     kind: 'superblock',
+    status: 'corrupt', // Decided below; declared first so the text output leads with it.
     slots: slots.map((slot, index) => slotReport(SUPERBLOCK_FILES[index]!, slot)),
   };
   switch (verdict.status) {

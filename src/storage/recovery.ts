@@ -14,8 +14,8 @@
  *    checkpoint is a crash between the snapshot rename and the superblock write (accept: the
  *    snapshot subsumes it).
  * 4. The WAL, opened with the snapshot op as its checkpoint, then walked from snapshot op + 1 in
- *    op order, stopping at the first gap or broken hash chain; everything from there is
- *    truncated, so the replica's journal and the file agree.
+ *    op order. Gaps are kept (a replica journals out of order); consecutive ops must chain, and a
+ *    broken chain truncates from the later op, so the replica's journal and the file agree.
  * 5. The provable commit: the highest `commit` stamped in a replayed prepare (the primary's commit
  *    point when it sent that prepare), floored at the snapshot op. Ops above it are prepared but
  *    not provably committed: they stay in the WAL, unapplied, until the cluster re-commits them.
@@ -64,13 +64,13 @@ export interface Recovered {
    * replayed prepare names as parent, and the commit-point header a DoViewChange may need.
    */
   readonly anchor: WalEntry | null;
-  /** Prepares to replay, ops checkpointOp + 1 .. headOp, consecutive and hash-chained. */
+  /** Prepares above the checkpoint op in op order (gaps possible; consecutive ops chained). */
   readonly prepares: readonly WalEntry[];
   /** Apply `prepares` up to and including this op; never below `checkpointOp`. */
   readonly commitProvable: number;
   /** The last op held (the last of `prepares`, or `checkpointOp`). */
   readonly headOp: number;
-  /** When the WAL was cut at a gap or broken chain: the first op removed. */
+  /** When the WAL was cut at a broken chain: the first op removed. */
   readonly walTruncatedFromOp: number | null;
   /** The open handles the replica keeps writing through. */
   readonly wal: Wal;
@@ -155,29 +155,33 @@ function recoverIn(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recove
     cluster: config.cluster,
     logger,
   });
+  // The replica's journal may hold gaps (out-of-order prepares, repairs in progress), and every
+  // entry it held was canonical for its log view, possibly acknowledged: recovery keeps them all.
+  // Stopping at the first gap would drop acknowledged prepares, and the replica would later nack
+  // them in a view change. Consecutive ops must still chain; a break there is damage, and the
+  // suffix from the later op goes.
   const prepares: WalEntry[] = [];
   const anchor = wal.get(checkpointOp);
   let previous = anchor;
-  let op = checkpointOp + 1;
-  for (;;) {
+  let walTruncatedFromOp: number | null = null;
+  const ops = [...wal.entries()].map((entry) => entry.op).filter((op) => op > checkpointOp).sort((a, b) => a - b);
+  for (const op of ops) {
     const entry = wal.get(op);
-    if (entry === null) break;
-    if (previous !== null && entry.parent !== previous.identity) {
+    assert(entry !== null, 'an indexed op has an entry');
+    if (previous !== null && previous.op === op - 1 && entry.parent !== previous.identity) {
       logger.log('warn', 'recovery_broken_chain', { op, parent: hex(entry.parent), previous: hex(previous.identity) });
+      walTruncatedFromOp = op;
       break;
     }
     prepares.push(entry);
     assert(prepares.length <= config.journalSlots, 'replay is bounded by the journal slots');
     previous = entry;
-    op += 1;
   }
-  let walTruncatedFromOp: number | null = null;
-  if (wal.headOp >= op) {
-    logger.log('warn', 'recovery_wal_truncated', { fromOp: op, headOp: wal.headOp, reason: 'gap or broken chain' });
-    wal.truncateFrom(op);
-    walTruncatedFromOp = op;
+  if (walTruncatedFromOp !== null) {
+    logger.log('warn', 'recovery_wal_truncated', { fromOp: walTruncatedFromOp, headOp: wal.headOp, reason: 'broken chain' });
+    wal.truncateFrom(walTruncatedFromOp);
   }
-  const headOp = op - 1;
+  const headOp = prepares.length === 0 ? checkpointOp : prepares[prepares.length - 1]!.op;
 
   // 5. Provable commit.
   let commitProvable = checkpointOp;

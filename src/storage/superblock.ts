@@ -11,8 +11,8 @@
  *  24  payload_len u32 = 66               28  payload: VsrState (66 bytes, below)
  *  94  checksum u64: XXH3-64 of bytes 0..94 (the record's identity, what a child's parent names)
  * VsrState: cluster u128 @0, replica u8 @16, replica_count u8 @17, view u32 @18, log_view u32 @22,
- *   commit_max u64 @26, checkpoint_op u64 @34, checkpoint_checksum u128 @42, offset_frontier u64
- *   @58 (partition plane only; always 0 here).
+ *   commit_max u64 @26, checkpoint_op u64 @34, checkpoint_checksum u128 @42, flags u64 @58
+ *   (the reference's offset_frontier, partition plane only; vrmeta keeps VsrState flags here).
  *
  * Slots: record `sequence` lives in slot (sequence - 1) mod 2, so a write always targets the slot
  * NOT holding the newest record and a crash mid-write (each write is temp + fsync + rename +
@@ -33,7 +33,7 @@
 import type { Kernels } from '../kernels/kernel.js';
 import { REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import type { Logger, VsrState } from '../vsr/io.js';
+import { VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
 import type { Disk } from './disk.js';
 import { DurableWriteError, readUntilStable, temporaryName, writeDurably } from './durable-file.js';
 import { hex } from './prepare-frame.js';
@@ -51,10 +51,8 @@ assert(SUPERBLOCK_RECORD_SIZE === 102);
 const U64_MASK = 0xffff_ffff_ffff_ffffn;
 const U128_MASK = (1n << 128n) - 1n;
 
-/** VsrState as stored: the core's fields plus the partition plane's frontier (always 0 here). */
-export interface StoredVsrState extends VsrState {
-  readonly offsetFrontier: number;
-}
+/** VsrState as stored (the flags live at the reference's offset_frontier). */
+export type StoredVsrState = VsrState;
 
 export interface SuperblockRecord {
   readonly sequence: number;
@@ -83,7 +81,7 @@ export function encodeVsrState(state: VsrState, target: Uint8Array, offset: numb
   view.setBigUint64(34, BigInt(state.checkpointOp), true);
   view.setBigUint64(42, state.checkpointChecksum & U64_MASK, true);
   view.setBigUint64(50, (state.checkpointChecksum >> 64n) & U64_MASK, true);
-  view.setBigUint64(58, 0n, true);
+  view.setBigUint64(58, BigInt(state.flags), true);
 }
 
 export function encodeSuperblockRecord(
@@ -118,7 +116,7 @@ export function vsrStateProblem(state: StoredVsrState): string | null {
   if (state.checkpointOp > state.commitMax) {
     return `checkpoint_op ${state.checkpointOp} > commit_max ${state.commitMax}`;
   }
-  if (state.offsetFrontier !== 0) return `offset_frontier ${state.offsetFrontier} on the metadata plane`;
+  if (state.flags > VSR_FLAGS_KNOWN || !Number.isInteger(state.flags)) return `unknown flags ${state.flags}`;
   return null;
 }
 
@@ -158,9 +156,9 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
   const p = SUPERBLOCK_HEADER_SIZE;
   const commitMax = safe(view.getBigUint64(p + 26, true));
   const checkpointOp = safe(view.getBigUint64(p + 34, true));
-  const offsetFrontier = safe(view.getBigUint64(p + 58, true));
-  if (sequence === null || sequence < 1 || commitMax === null || checkpointOp === null || offsetFrontier === null) {
-    return corrupt(RefusalReason.superblockInvalidState, 'sequence, commit_max, checkpoint_op or offset_frontier out of range');
+  const flags = safe(view.getBigUint64(p + 58, true));
+  if (sequence === null || sequence < 1 || commitMax === null || checkpointOp === null || flags === null) {
+    return corrupt(RefusalReason.superblockInvalidState, 'sequence, commit_max, checkpoint_op or flags out of range');
   }
   const state: StoredVsrState = {
     cluster: view.getBigUint64(p, true) | (view.getBigUint64(p + 8, true) << 64n),
@@ -171,7 +169,7 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
     commitMax,
     checkpointOp,
     checkpointChecksum: view.getBigUint64(p + 42, true) | (view.getBigUint64(p + 50, true) << 64n),
-    offsetFrontier,
+    flags,
   };
   const problem = vsrStateProblem(state);
   if (problem !== null) return corrupt(RefusalReason.superblockInvalidState, problem);
@@ -340,7 +338,7 @@ export class Superblock {
    * crash between attempts can leave two records that do not verify as a pair.
    */
   write(state: VsrState, options: SuperblockWriteOptions = {}): void {
-    const stored: StoredVsrState = { ...state, offsetFrontier: 0 };
+    const stored: StoredVsrState = state;
     assert(Number.isSafeInteger(state.commitMax) && state.commitMax >= 0, 'commit_max is an op');
     assert(Number.isSafeInteger(state.checkpointOp) && state.checkpointOp >= 0, 'checkpoint_op is an op');
     assert(Number.isInteger(state.view) && state.view >= 0 && state.view <= 0xffff_ffff, 'view is a u32');

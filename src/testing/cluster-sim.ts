@@ -19,7 +19,11 @@ import { Replica, StorageFailure } from '../vsr/replica.js';
 import { CheckFailure, ClusterChecker } from './checkers.js';
 import { CLIENT_NODE_BASE, NETWORK_NO_FAULTS, NetworkSim, type NetworkOptions } from './network-sim.js';
 import { SimClient } from './sim-client.js';
-import { MemoryReplicaStore, StorageSim, type ReplicaStore } from './storage-sim.js';
+import { StorageRefusal } from '../storage/refusal.js';
+import { SimulatedCrash } from '../storage/sim-disk.js';
+import { SNAPSHOT_FILE } from '../storage/snapshot-file.js';
+import { SUPERBLOCK_FILES } from '../storage/superblock.js';
+import { DiskReplicaStore, StorageSim } from './storage-sim.js';
 import { TestStateMachine } from './test-state-machine.js';
 
 export const SIM_TIMEOUTS: TimeoutTicks = {
@@ -48,6 +52,18 @@ export interface SimOptions {
   readonly restartProbability: number;
   readonly storageLatencyMaxTicks: number;
   readonly superblockFailureProbability: number;
+  /** Probability that a crash also arms a crash point inside the next storage request. */
+  readonly crashInsideRequestProbability: number;
+  /** On crash, each unsynced write is torn / lost with these probabilities. */
+  readonly tornWriteProbability: number;
+  readonly lostWriteProbability: number;
+  /**
+   * Probability that a crash also damages the disk at rest (a flipped bit in the snapshot or a
+   * superblock slot) or loses it entirely: the replica refuses to boot, its data directory is
+   * wiped and it rejoins by state transfer. At most one replica at a time is catching up from
+   * a wipe (the fault budget: a second lost disk could hold the last copy of a committed op).
+   */
+  readonly diskLossProbability: number;
   readonly safetyTicks: number;
   readonly livenessTicksMax: number;
 }
@@ -63,6 +79,8 @@ export interface SimResult {
   readonly repairs: number;
   readonly crashes: number;
   readonly evictions: number;
+  /** Data directories wiped (disk loss, or a refused boot). */
+  readonly wipes: number;
   /** State transfers installed. */
   readonly transfers: number;
   readonly options: SimOptions;
@@ -103,6 +121,10 @@ export function swarmOptions(seed: number): SimOptions {
     restartProbability: 0.02,
     storageLatencyMaxTicks: prng.range(0, 5),
     superblockFailureProbability: faulty ? prng.float() * 0.05 : 0,
+    crashInsideRequestProbability: faulty ? prng.float() * 0.5 : 0,
+    tornWriteProbability: prng.float() * 0.5,
+    lostWriteProbability: prng.float() * 0.5,
+    diskLossProbability: faulty && prng.chance(0.5) ? prng.float() * 0.3 : 0,
     safetyTicks: 3_000,
     livenessTicksMax: 20_000,
   };
@@ -110,10 +132,12 @@ export function swarmOptions(seed: number): SimOptions {
 
 interface SimReplica {
   readonly index: number;
-  readonly store: ReplicaStore;
+  readonly store: DiskReplicaStore;
   storage: StorageSim;
   replica: Replica | null;
   crashes: number;
+  /** Set when the disk was lost: the cluster's commit point the replica must reach again. */
+  wipedCatchUpOp: number | null;
 }
 
 const LOG_LINES_MAX = 400;
@@ -130,6 +154,7 @@ export class ClusterSim {
   private readonly logLines: string[] = [];
   tickNow = 0;
   private crashCount = 0;
+  private wipeCount = 0;
   private viewChangesRetired = 0;
   private checkpointsRetired = 0;
   private repairsRetired = 0;
@@ -158,10 +183,15 @@ export class ClusterSim {
       );
       const entry: SimReplica = {
         index,
-        store: new MemoryReplicaStore(kernels),
+        store: new DiskReplicaStore(
+          new Prng(options.seed * 17 + index + 3),
+          { cluster, replica: index, replicaCount: options.replicaCount, journalSlots: options.journalSlots },
+          { tornWriteProbability: options.tornWriteProbability, lostWriteProbability: options.lostWriteProbability },
+        ),
         storage: new StorageSim(new Prng(options.seed * 31 + index + 2), options.storageLatencyMaxTicks),
         replica: null,
         crashes: 0,
+        wipedCatchUpOp: null,
       };
       this.replicas.push(entry);
       this.start(entry);
@@ -191,10 +221,21 @@ export class ClusterSim {
     storage.superblockFailureProbability = this.options.superblockFailureProbability;
     entry.storage = storage;
     const index = entry.index;
+    let boot;
+    try {
+      boot = entry.store.boot(this.kernels);
+    } catch (error) {
+      if (!(error instanceof StorageRefusal)) throw error;
+      // What an operator does with a refused boot: wipe the data directory; the replica rejoins
+      // by state transfer.
+      this.log(`r${index} BOOT REFUSED (${error.reason}); wiping the data directory`);
+      this.wipe(entry);
+      boot = entry.store.boot(this.kernels);
+    }
     const replica = new Replica({
       config,
       stateMachine: new TestStateMachine(),
-      boot: entry.store.boot(this.kernels, this.options.replicaCount),
+      boot,
       env: {
         kernels: this.kernels,
         storage,
@@ -224,12 +265,52 @@ export class ClusterSim {
     const entry = this.replicas[index]!;
     if (entry.replica === null) return;
     const lost = entry.storage.crash();
+    entry.store.crash();
     this.retire(entry.replica);
     entry.replica = null;
     entry.crashes += 1;
     this.crashCount += 1;
     this.network.dropTo(index);
     this.log(`r${index} CRASH (lost ${lost} storage requests)`);
+    if (this.faultsEnabled && this.prng.chance(this.options.diskLossProbability) && this.wipeBudgetAvailable(index)) {
+      this.damageDisk(entry);
+    }
+  }
+
+  private wipe(entry: SimReplica): void {
+    entry.store.wipe();
+    this.wipeCount += 1;
+    entry.wipedCatchUpOp = Math.max(0, ...this.replicas.map((other) => other.replica?.commitMax ?? 0));
+  }
+
+  /** At most one replica may be catching up from a lost disk at a time. */
+  private wipeBudgetAvailable(index: number): boolean {
+    // A single replica is its own only copy: losing its disk loses the cluster's data.
+    if (this.options.replicaCount === 1) return false;
+    return this.replicas.every((other) => {
+      if (other.index === index) return true;
+      if (other.replica === null || other.replica.nackUnknown) return false;
+      if (other.wipedCatchUpOp !== null) {
+        // Still catching up from an earlier lost disk: a second one could lose the last copy.
+        if (other.replica.status !== 'normal' || other.replica.commitMin < other.wipedCatchUpOp) return false;
+        other.wipedCatchUpOp = null;
+      }
+      return true;
+    });
+  }
+
+  /** Disk damage at rest: lose the disk, or flip a bit in the snapshot or a superblock slot. */
+  private damageDisk(entry: SimReplica): void {
+    const disk = entry.store.disk;
+    const candidates = [SNAPSHOT_FILE, ...SUPERBLOCK_FILES].filter((name) => disk.exists(name) && disk.size(name) > 0);
+    if (candidates.length === 0 || this.prng.chance(0.5)) {
+      this.log(`r${entry.index} DISK LOST`);
+      this.wipe(entry);
+      return;
+    }
+    const name = this.prng.pick(candidates);
+    this.log(`r${entry.index} DISK CORRUPT ${name}`);
+    disk.corrupt(name);
   }
 
   restart(index: number): void {
@@ -267,9 +348,16 @@ export class ClusterSim {
     for (const packet of this.network.tick()) this.deliver(packet.from, packet.to, packet.frame);
     for (const entry of this.replicas) {
       if (entry.replica === null) continue;
-      entry.storage.tick(entry.store, (id: number, result: StorageResult) =>
-        this.guard(entry, (replica) => replica.onStorageDone(id, result)),
-      );
+      try {
+        entry.storage.tick(entry.store, (id: number, result: StorageResult) =>
+          this.guard(entry, (replica) => replica.onStorageDone(id, result)),
+        );
+      } catch (error) {
+        if (!(error instanceof SimulatedCrash)) throw error;
+        this.log(`r${entry.index} crash point inside a storage request`);
+        this.crash(entry.index);
+        continue;
+      }
       this.guard(entry, (replica) => replica.tick());
     }
     for (const client of this.clients) {
@@ -304,7 +392,14 @@ export class ClusterSim {
   private injectFaults(): void {
     for (const entry of this.replicas) {
       if (entry.replica !== null) {
-        if (this.prng.chance(this.options.crashProbability)) this.crash(entry.index);
+        if (this.prng.chance(this.options.crashProbability)) {
+          // Some crashes land inside a storage request (a torn multi-step write) instead.
+          if (entry.storage.inFlight > 0 && this.prng.chance(this.options.crashInsideRequestProbability)) {
+            entry.store.disk.crashAtOperation(this.prng.range(1, 6));
+          } else {
+            this.crash(entry.index);
+          }
+        }
       } else if (this.prng.chance(this.options.restartProbability)) {
         this.restart(entry.index);
       }
@@ -318,6 +413,7 @@ export class ClusterSim {
     this.network.heal();
     for (const entry of this.replicas) {
       entry.storage.superblockFailureProbability = 0;
+      entry.store.disk.clearCrashPoint();
       if (entry.replica === null) this.restart(entry.index);
     }
   }
@@ -329,7 +425,7 @@ export class ClusterSim {
     if (replicas.some((replica) => replica === null)) return false;
     const first = replicas[0]!;
     for (const replica of replicas) {
-      if (replica === null || replica.status !== 'normal') return false;
+      if (replica === null || replica.status !== 'normal' || replica.nackUnknown) return false;
       if (replica.view !== first.view || replica.commitMin !== replica.commitMax) return false;
       if (replica.commitMin !== first.commitMin) return false;
     }
@@ -366,6 +462,7 @@ export class ClusterSim {
       checkpoints: this.checkpointsRetired + live.reduce((sum, replica) => sum + replica.counters.checkpoints, 0),
       repairs: this.repairsRetired + live.reduce((sum, replica) => sum + replica.counters.repairsRequested, 0),
       crashes: this.crashCount,
+      wipes: this.wipeCount,
       transfers: this.transfersRetired + live.reduce((sum, replica) => sum + replica.counters.stateTransfersInstalled, 0),
       evictions: this.clients.reduce((sum, client) => sum + client.evictions, 0),
       options: this.options,
@@ -385,6 +482,7 @@ export class ClusterSim {
         throw new CheckFailure(`replica ${entry.index} head ${replica.commitMin} is not canonical`);
       }
       if (replica.counters.divergences > 0) throw new CheckFailure(`replica ${entry.index} reported divergence`);
+      if (replica.nackUnknown) throw new CheckFailure(`replica ${entry.index} never caught up after losing its disk`);
     }
   }
 

@@ -6,6 +6,11 @@
  * hashes, microsecond timestamps above 2^32 (so u64 fields take the uint64 form), u128 client ids,
  * ~200-byte cached replies. Every choice comes from one seeded PRNG, so a seed always builds the
  * same snapshot and the same bytes.
+ *
+ * Strings are assembled with `join`, which gives flat strings, like those a server holds after
+ * JSON.parse or a snapshot decode. V8 keeps template-literal concatenations as ropes, which
+ * every encoder would first have to walk and flatten: that would measure the fixture, not the
+ * encoders.
  */
 import {
   CompressionAlgorithm,
@@ -90,7 +95,7 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
     }
     streams.push({
       id: streamIndex + 1,
-      name: `${prng.pick(STREAM_DOMAINS)}-${prng.pick(STREAM_REGIONS)}-${String(streamIndex + 1).padStart(4, '0')}`,
+      name: [prng.pick(STREAM_DOMAINS), prng.pick(STREAM_REGIONS), String(streamIndex + 1).padStart(4, '0')].join('-'),
       createdAtUs,
       topics,
     });
@@ -118,11 +123,11 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
 function user(prng: Prng, index: number, createdAtUs: number, streamCount: number, topicsPerStream: number): UserSnapshot {
   // id 0 is the root user, as in Iggy.
   const username =
-    index === 0 ? 'iggy' : `${prng.pick(FIRST_NAMES)}.${prng.pick(LAST_NAMES)}${String(index).padStart(4, '0')}`;
+    index === 0 ? 'iggy' : [prng.pick(FIRST_NAMES), '.', prng.pick(LAST_NAMES), String(index).padStart(4, '0')].join('');
   return {
     id: index,
     username,
-    passwordHash: `${ARGON2_PREFIX}${base64(prng, 22)}$${base64(prng, 43)}`,
+    passwordHash: [ARGON2_PREFIX, base64(prng, 22), '$', base64(prng, 43)].join(''),
     status: prng.chance(0.95) ? UserStatus.active : UserStatus.inactive,
     createdAtUs,
     permissions: index === 0 || prng.chance(0.1) ? permissions(prng, streamCount, topicsPerStream) : null,
@@ -153,7 +158,7 @@ function permissions(prng: Prng, streamCount: number, topicsPerStream: number): 
 function tokens(prng: Prng, createdAtUs: number): PersonalAccessTokenSnapshot[] {
   const names = new Set<string>();
   const count = 1 + prng.int(3);
-  while (names.size < count) names.add(`${prng.pick(['ci', 'deploy', 'grafana', 'backup', 'cli'])}-${prng.int(100)}`);
+  while (names.size < count) names.add([prng.pick(['ci', 'deploy', 'grafana', 'backup', 'cli']), prng.int(100)].join('-'));
   return [...names].sort().map((name) => ({
     name,
     tokenHash: randomBytes(prng, 32),
@@ -181,12 +186,12 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
         ),
       });
     }
-    consumerGroups.push({ id: index + 1, name: `cg-${prng.pick(TOPIC_ENTITIES)}-${index + 1}`, generation: prng.int(50), members });
+    consumerGroups.push({ id: index + 1, name: ['cg', prng.pick(TOPIC_ENTITIES), index + 1].join('-'), generation: prng.int(50), members });
   }
   const neverExpire = prng.chance(0.6);
   return {
     id,
-    name: `${prng.pick(TOPIC_ENTITIES)}.${prng.pick(TOPIC_EVENTS)}.v${1 + prng.int(3)}`,
+    name: [prng.pick(TOPIC_ENTITIES), prng.pick(TOPIC_EVENTS), `v${1 + prng.int(3)}`].join('.'),
     createdAtUs,
     messageExpiryUs: neverExpire ? U64_MAX : BigInt((1 + prng.int(30)) * DAY_US),
     compressionAlgorithm: prng.chance(0.8) ? CompressionAlgorithm.none : CompressionAlgorithm.gzip,
@@ -217,9 +222,9 @@ function distinctSorted(prng: Prng, count: number, idMax: number): number[] {
 }
 
 function base64(prng: Prng, length: number): string {
-  let out = '';
-  for (let index = 0; index < length; index++) out += BASE64_ALPHABET[prng.int(64)]!;
-  return out;
+  const out: string[] = [];
+  for (let index = 0; index < length; index++) out.push(BASE64_ALPHABET[prng.int(64)]!);
+  return out.join('');
 }
 
 function randomBytes(prng: Prng, length: number): Uint8Array {

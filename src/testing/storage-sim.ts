@@ -8,6 +8,9 @@
  * own tests cover torn and misdirected writes inside a request on the simulated disk.
  */
 import type { Kernels } from '../kernels/kernel.js';
+import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
+import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
+import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
 import { decodeSnapshot } from '../metadata/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
 import type { Prng } from '../stdx/prng.js';
@@ -194,5 +197,52 @@ export class StorageSim implements Storage {
 
   get inFlight(): number {
     return this.pending.length;
+  }
+}
+
+/**
+ * The real durable structures (WAL, superblock, snapshot file, recovery) over the simulated disk:
+ * what the cluster simulator uses by default, so torn and lost writes inside a request, crash
+ * points in the middle of a multi-step rewrite and corruption at rest all reach the same boot
+ * code that production runs. Boot throws StorageRefusal when the data directory must be wiped.
+ */
+export class DiskReplicaStore implements ReplicaStore {
+  disk: SimDisk;
+  private readonly random: Prng;
+  private readonly faults: SimDiskFaults;
+  private readonly config: Omit<RecoveryConfig, 'logger'>;
+  private handles: DurableHandles | null = null;
+
+  constructor(random: Prng, config: Omit<RecoveryConfig, 'logger'>, faults: SimDiskFaults = {}) {
+    this.random = random;
+    this.faults = faults;
+    this.config = config;
+    this.disk = new SimDisk(random, faults);
+  }
+
+  get empty(): boolean {
+    return this.disk.list().length === 0;
+  }
+
+  wipe(): void {
+    this.disk = new SimDisk(this.random, this.faults);
+    this.handles = null;
+  }
+
+  /** Power loss: unsynced writes torn or lost, unsynced renames lost or applied. */
+  crash(): void {
+    this.disk.crash();
+    this.handles = null;
+  }
+
+  execute(request: StorageRequest): StorageResult {
+    assert(this.handles !== null, 'the store is open');
+    return executeStorageRequest(this.handles, request);
+  }
+
+  boot(kernels: Kernels): ReplicaBootState {
+    const recovered = recover(this.disk, kernels, this.config);
+    this.handles = { wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile };
+    return toReplicaBootState(recovered);
   }
 }

@@ -140,8 +140,10 @@ export class FrameDecoder {
         );
         if (!decoded.ok) return this.#reject(decoded.reason);
         if (available >= size) {
-          // The caller owns the frame: a copy, so it neither aliases nor pins the chunk.
-          const frame = chunk.slice(this.#chunkOffset, this.#chunkOffset + size);
+          // The caller owns the frame: a copy, so it neither aliases nor pins the chunk. Not
+          // `chunk.slice()`: socket chunks are Buffers, whose `slice` is a view, not a copy.
+          const frame = new Uint8Array(size);
+          frame.set(chunk.subarray(this.#chunkOffset, this.#chunkOffset + size));
           this.#chunkOffset += size;
           return this.#finish(frame, decoded.header);
         }

@@ -234,6 +234,11 @@ export interface DoViewChangeHeader extends HeaderCommon {
   readonly commit: number;
   readonly group: bigint;
   readonly logView: number;
+  /**
+   * 1: the sender lost its disk and has not caught up since, so it cannot prove it never
+   * acknowledged an op: it nacks nothing, and no nack is inferred from its log. (vrmeta extension.)
+   */
+  readonly nackUnknown: number;
   readonly nackBitset: bigint;
   readonly presentBitset: bigint;
 }

@@ -19,7 +19,17 @@ export interface VsrState {
   readonly checkpointOp: number;
   /** XXH3-64 of the checkpoint's snapshot payload (the checkpoint id), widened to u128. */
   readonly checkpointChecksum: bigint;
+  /** VSR_FLAG_* bits. */
+  readonly flags: number;
 }
+
+/**
+ * The replica booted from an empty data directory and has not caught up with the cluster since:
+ * it cannot prove it never acknowledged an op (it may have, before its disk was lost), so its
+ * DoViewChanges carry no nacks. Persisted so a second crash during catch-up keeps it.
+ */
+export const VSR_FLAG_NACK_UNKNOWN = 1;
+export const VSR_FLAGS_KNOWN = VSR_FLAG_NACK_UNKNOWN;
 
 export type StorageRequest =
   /** Append one prepare frame to the WAL and fsync. */

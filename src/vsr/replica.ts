@@ -48,7 +48,7 @@ import {
   type StateChunkHeader,
   type StateTransferTargetHeader,
 } from './header.js';
-import type { ReplicaEnv, StorageRequest, StorageResult, VsrState } from './io.js';
+import { VSR_FLAG_NACK_UNKNOWN, type ReplicaEnv, type StorageRequest, type StorageResult, type VsrState } from './io.js';
 import { Journal, type JournalEntry } from './journal.js';
 import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
 import type { StateMachine } from './state-machine.js';
@@ -235,6 +235,16 @@ export class Replica {
 
   /** This boot's probe id, echoed by the StartView that answers it. */
   private readonly incarnation: bigint;
+  /** Unanswered RequestStartView probes since recovering began. */
+  private probeAttempts = 0;
+  /**
+   * Booted from an empty data directory and not caught up since (VSR_FLAG_NACK_UNKNOWN): a lost
+   * disk may have held acknowledged prepares, so this replica must not nack anything in a view
+   * change until it holds the cluster's log again (TigerBeetle's reason to never re-format).
+   */
+  nackUnknown = false;
+  /** Catching up clears `nackUnknown` once commitMin reaches this op in a normal log view. */
+  private catchUpTarget = 0;
   private heartbeatLast = 0;
   private heartbeatCounter = 0;
   private repair: RepairSession | null = null;
@@ -330,6 +340,7 @@ export class Replica {
       this.logView = state.logView;
       this.durableView = state.view;
       this.durableLogView = state.logView;
+      this.nackUnknown = (state.flags & VSR_FLAG_NACK_UNKNOWN) !== 0;
     } else if (boot.prepares.length > 0) {
       const last = decodeHeader(boot.prepares[boot.prepares.length - 1]!);
       if (last.ok) this.view = last.header.view;
@@ -340,12 +351,12 @@ export class Replica {
       this.status = 'normal';
       this.logView = this.view;
       this.becomePrimaryOfView();
-    } else if (fresh) {
-      this.status = 'normal';
-      if (this.isPrimary()) this.becomePrimaryOfView();
-      else this.timeoutNormalHeartbeat.start();
     } else {
-      // A restart with history: find the live view before taking part (§2.5).
+      // Every multi-replica boot first looks for a live view (§2.5), an empty data directory
+      // included: it cannot tell a new cluster from a replica whose disk was lost, and a wiped
+      // replica that believed itself primary of view 0 could overwrite committed history. A new
+      // cluster finds no live view and elects one when the probes run out.
+      if (fresh) this.nackUnknown = true;
       this.status = 'recovering';
       this.timeoutRequestStartView.start();
       this.broadcast(this.requestStartViewFrame());
@@ -411,7 +422,9 @@ export class Replica {
     if (this.timeoutViewChangeStatus.fired()) this.onTimeoutViewChangeStatus();
     if (this.timeoutRequestStartView.fired()) this.onTimeoutRequestStartView();
     if (this.timeoutRepair.fired()) this.onTimeoutRepair();
-    if (this.primaryActive() && this.repair === null && this.headChecksum() === null) this.repairIfBehind();
+    if (this.primaryActive() && this.repair === null && (this.headChecksum() === null || this.commitMin < this.commitMax)) {
+      this.repairIfBehind();
+    }
     this.invariants();
   }
 
@@ -521,6 +534,7 @@ export class Replica {
       commitMax: this.commitMax,
       checkpointOp: this.checkpointOp,
       checkpointChecksum: this.checkpointChecksum,
+      flags: this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0,
     };
   }
 
@@ -560,7 +574,8 @@ export class Replica {
       state.view === this.view &&
       state.logView === this.logView &&
       state.checkpointOp === this.checkpointOp &&
-      state.checkpointChecksum === this.checkpointChecksum
+      state.checkpointChecksum === this.checkpointChecksum &&
+      state.flags === (this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0)
     );
   }
 
@@ -727,6 +742,7 @@ export class Replica {
       return;
     }
     if (this.status !== 'normal' || view !== this.view) return;
+    this.maybeCaughtUp();
     if (this.isPrimary()) this.acknowledge(entry.op, entry.checksum, this.config.replica);
     else this.sendPrepareOk(entry);
     this.commitJournal();
@@ -754,7 +770,16 @@ export class Replica {
 
   /** A prepare of the current view from its primary: canonical by definition. */
   private ingestFromPrimary(header: PrepareHeader, frame: Uint8Array): void {
-    if (header.op <= this.commitMin || !this.journal.hasRoom(header.op)) return;
+    if (header.op <= this.commitMin) {
+      // Already committed here (a new primary re-replicating what it could not prove committed):
+      // acknowledge it, or that primary waits forever for a quorum we already provide.
+      const entry = this.journal.get(header.op);
+      if (entry === undefined ? header.op < this.journal.floor : entry.checksum === header.checksum && entry.durable) {
+        this.sendPrepareOkFor(header);
+      }
+      return;
+    }
+    if (!this.journal.hasRoom(header.op)) return;
     const existing = this.journal.get(header.op);
     if (existing !== undefined) {
       if (existing.checksum !== header.checksum) {
@@ -786,10 +811,16 @@ export class Replica {
   }
 
   private sendPrepareOk(entry: JournalEntry): void {
+    if (!entry.durable || entry.frame === null) return;
+    this.sendPrepareOkFor(entry.header);
+  }
+
+  /** PrepareOk for a prepare this replica holds durably (in its WAL or its checkpoint). */
+  private sendPrepareOkFor(header: PrepareHeader): void {
     if (!this.viewDurable() || this.status !== 'normal' || this.isPrimary() || this.logView !== this.view) return;
     // A transferring replica withholds PrepareOk: it must not count toward any quorum.
     if (this.stateTransfer.transferring) return;
-    if (!entry.durable || entry.frame === null) return;
+    const entry = { header, checksum: header.checksum, op: header.op };
     this.env.bus.sendToReplica(
       this.primaryIndex(),
       buildFrame(this.env.kernels, {
@@ -825,6 +856,12 @@ export class Replica {
       return;
     }
     if (header.view !== this.view || !this.primaryActive()) return;
+    // A backup's commit_max is true knowledge: ops up to it committed in some view, so a new
+    // primary that merged a lower commit number learns it here instead of waiting for acks.
+    if (header.commit > this.commitMax && header.commit <= this.op) {
+      this.advanceCommitMax(header.commit);
+      this.commitJournal();
+    }
     this.acknowledge(header.op, header.prepareChecksum, header.replica);
   }
 
@@ -879,11 +916,32 @@ export class Replica {
       }
       this.apply(entry);
     }
+    this.maybeCaughtUp();
     if (this.status === 'normal' && this.isPrimary()) {
       while (this.pipeline.length > 0 && this.pipeline[0]!.op <= this.commitMin) this.pipeline.shift();
       if (this.pipeline.length === 0) this.timeoutPrepare.stop();
       this.promoteRequests();
     }
+  }
+
+  /**
+   * A replica that booted from an empty data directory has caught up once, in a log view it
+   * adopted, it durably holds every op up to the head that view announced: every prepare it
+   * might have acknowledged before its disk was lost is at or below that head, so from here on
+   * its nacks are truthful again.
+   */
+  private maybeCaughtUp(): void {
+    if (!this.nackUnknown || this.status !== 'normal' || this.logView !== this.view) return;
+    if (this.stateTransfer.transferring) return;
+    for (let op = this.commitMin + 1; op <= this.catchUpTarget; op++) {
+      if (this.journal.get(op)?.durable !== true) return;
+    }
+    this.nackUnknown = false;
+    this.env.logger.log('info', 'caught up with the cluster after an empty data directory', {
+      commit_min: this.commitMin,
+      head: this.catchUpTarget,
+    });
+    this.persistView();
   }
 
   private promoteRequests(): void {
@@ -1224,6 +1282,7 @@ export class Replica {
         slots.push({ op, header: entry.header, present, nack: !present && op > this.commitMin });
       }
     }
+    if (this.nackUnknown) return slots.map((slot) => ({ ...slot, nack: false }));
     return slots;
   }
 
@@ -1233,6 +1292,7 @@ export class Replica {
     const record: DoViewChangeRecord = {
       replica: this.config.replica,
       logView: this.logView,
+      nackUnknown: this.nackUnknown,
       op: this.op,
       // Our commit_max, even above our head: a later merge must never nack an op we know committed.
       commit: this.commitMax,
@@ -1257,6 +1317,7 @@ export class Replica {
           commit: record.commit,
           group: METADATA_GROUP,
           logView: this.logView,
+          nackUnknown: this.nackUnknown ? 1 : 0,
           nackBitset: nack,
           presentBitset: present,
         },
@@ -1271,7 +1332,14 @@ export class Replica {
     if (header.view !== this.view || this.status !== 'view_change' || !this.isPrimary()) return;
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, header.nackBitset, header.presentBitset);
     if (suffix === null) return;
-    this.onDoViewChangeRecord({ replica: header.replica, logView: header.logView, op: header.op, commit: header.commit, suffix });
+    this.onDoViewChangeRecord({
+      replica: header.replica,
+      logView: header.logView,
+      nackUnknown: header.nackUnknown === 1,
+      op: header.op,
+      commit: header.commit,
+      suffix,
+    });
   }
 
   private onDoViewChangeRecord(record: DoViewChangeRecord): void {
@@ -1284,9 +1352,27 @@ export class Replica {
       view: this.view,
       head: outcome.head,
       commit_max: outcome.commitMax,
-      dvcs: this.doViewChanges.size,
+      dvcs: [...this.doViewChanges.values()].map((dvc) => `r${dvc.replica}:lv${dvc.logView}:op${dvc.op}:c${dvc.commit}:n${dvc.suffix.length}`).join(' '),
     });
+    if (!this.journal.hasRoom(outcome.head)) {
+      // More than a WAL behind the merged log: we could not hold it, let alone lead with it.
+      // Leave the journal and the log view untouched and let the next replica lead.
+      this.env.logger.log('warn', 'primary-elect cannot hold the merged log; forfeiting the view', {
+        view: this.view,
+        head: outcome.head,
+        floor: this.journal.floor,
+      });
+      this.startViewChange(this.view + 1);
+      return;
+    }
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
+    if (outcome.logView > this.logView) {
+      // Our journal now holds the log of the canonical log view (truncated at the merged head), so
+      // that is our log view: if this view never starts, our next DoViewChange must not claim the
+      // older log view for entries that came from a newer one.
+      this.logView = outcome.logView;
+      this.persistView();
+    }
     this.advanceCommitMax(outcome.commitMax);
     this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
     this.commitJournal();
@@ -1337,6 +1423,9 @@ export class Replica {
   private tryStartPendingView(): void {
     const pending = this.pendingView;
     if (pending === null || this.status !== 'view_change') return;
+    // A replica pulling a checkpoint cannot lead: its commit walk is suspended. The view-change
+    // timeout moves the cluster to the next primary.
+    if (this.stateTransfer.transferring) return;
     if (this.op < pending.head || this.journal.missing(this.commitMin, pending.head).length > 0) {
       this.repairIfBehind();
       return;
@@ -1345,6 +1434,7 @@ export class Replica {
     this.pendingView = null;
     this.status = 'normal';
     this.logView = this.view;
+    this.catchUpTarget = Math.max(this.catchUpTarget, pending.head);
     this.advanceCommitMax(pending.commitMax);
     this.repair = null;
     for (const timeout of this.timeouts()) timeout.stop();
@@ -1429,6 +1519,9 @@ export class Replica {
     // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
     // It catches up by committed repair (or state transfer) and asks for a fresh StartView then.
     const lagging = !this.journal.hasRoom(header.op);
+    // Caught up once everything this StartView announced is applied (prepares acknowledged before
+    // a disk loss are all at or below its head).
+    this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
     const wasView = this.view;
     const wasStatus = this.status;
     this.view = header.view;
@@ -1471,14 +1564,22 @@ export class Replica {
       this.timeoutRequestStartView.stop();
       return;
     }
-    if (this.timeoutRequestStartView.attempts + 1 >= this.config.viewProbeAttemptsMax) {
-      // No live primary answered: a full-cluster restart. Elect on the recovered logs.
+    this.probeAttempts += 1;
+    if (this.probeAttempts >= this.config.viewProbeAttemptsMax) {
+      // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
       this.env.logger.log('info', 'view probe exhausted; starting an election', { view: this.view });
+      if (this.nackUnknown && this.logView === 0 && this.op === 0 && this.commitMax === 0) {
+        // An empty replica that found no live cluster takes part in forming a new one. (If it was
+        // a member whose disk was lost while every peer was unreachable, that is a second fault
+        // on top of the lost disk: beyond what a cluster of this size tolerates.)
+        this.nackUnknown = false;
+      }
       this.status = 'view_change';
       this.startViewChange(this.view + 1);
       return;
     }
-    this.timeoutRequestStartView.backoff(this.env.prng);
+    // A fixed interval (no backoff): a new cluster waits only attempts x interval to elect.
+    this.timeoutRequestStartView.reset();
     this.broadcast(this.requestStartViewFrame());
   }
 
@@ -1508,21 +1609,24 @@ export class Replica {
    */
   private repairIfBehind(): void {
     if (this.repair !== null || this.stateTransfer.transferring) return;
-    if (this.status === 'normal' && this.headChecksum() === null && this.op === this.commitMin && this.commitMin > 0) {
-      // After a state-transfer install whose servers did not know the anchor: fetch the prepare
-      // at our commit point (every replica keeps the entry at its checkpoint op).
+    if (this.status === 'normal' && this.headChecksum() === null && this.op === this.commitMin && this.commitMax === this.commitMin && this.commitMin > 0) {
+      // After a state-transfer install whose servers did not know the anchor, with nothing
+      // committed above it to learn it from (the next op's parent): fetch the prepare at our
+      // commit point (a replica keeps the entry at its checkpoint op).
       const others = [...Array(this.config.replicaCount).keys()].filter((replica) => replica !== this.config.replica);
       this.requestPrepares(this.env.prng.pick(others), this.commitMin, this.commitMin, true);
       return;
     }
     const primaryElect = this.status === 'view_change' && this.pendingView !== null;
-    if (!primaryElect && (this.status !== 'normal' || this.isPrimary())) return;
+    const primaryBehind = this.status === 'normal' && this.isPrimary() && this.commitMin < this.commitMax;
+    if (!primaryElect && !primaryBehind && (this.status !== 'normal' || this.isPrimary())) return;
     if (this.commitMin < this.commitMax && this.journal.prepare(this.commitMin + 1) === undefined) {
       const from = this.commitMin + 1;
       const to = Math.min(this.commitMax, this.commitMin + REPAIR_CHUNK_MAX);
       this.requestPrepares(this.repairPeer(from, true), from, to, true);
       return;
     }
+    if (primaryBehind) return;
     if (!primaryElect && this.logView < this.view) {
       // A follower without the view's log: once caught up, ask for a fresh StartView to adopt it.
       if (this.commitMin === this.commitMax) this.onNewerView(this.view);
@@ -1542,6 +1646,7 @@ export class Replica {
   private repairPeer(op: number, committed: boolean): number {
     const others: number[] = [];
     for (let replica = 0; replica < this.config.replicaCount; replica++) if (replica !== this.config.replica) others.push(replica);
+    if (this.status === 'normal' && this.isPrimary()) return this.env.prng.pick(others);
     if (this.status === 'normal') {
       // The primary first; after a stall, anyone (they may have applied what the primary drained).
       if (this.repairStalls === 0 && !this.isPrimary()) return this.primaryIndex();
@@ -1716,8 +1821,8 @@ export class Replica {
     const session = this.repair;
     if (session === null || session.nonce !== header.nonce) return;
     this.counters.rangeEvicted += 1;
-    if (this.status === 'view_change' && this.pendingView !== null) {
-      // A primary-elect that cannot reach a committed op by repair forfeits the view.
+    if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
+      // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
       this.env.logger.log('warn', 'primary-elect is behind a checkpoint; forfeiting the view', { view: this.view });
       this.startViewChange(this.view + 1);
       return;

@@ -32,6 +32,8 @@ export interface SuffixSlot {
 export interface DoViewChangeRecord {
   readonly replica: number;
   readonly logView: number;
+  /** The sender lost its disk and has not caught up: it proves nothing about what it acked. */
+  readonly nackUnknown: boolean;
   /** The sender's head op. */
   readonly op: number;
   /** The sender's commit number (min(commit_max, op)). */
@@ -67,6 +69,7 @@ function slotAt(record: DoViewChangeRecord, op: number): SuffixSlot | undefined 
 
 /** Whether `record`'s sender provably never durably prepared `header`. */
 function nacks(record: DoViewChangeRecord, header: PrepareHeader): boolean {
+  if (record.nackUnknown) return false; // it may have acked this op before its disk was lost
   if (record.commit >= header.op) return false; // it committed this op: it had it
   if (record.op < header.op) return true; // its log never reached this op
   const slot = slotAt(record, header.op);
@@ -82,6 +85,14 @@ export function mergeDoViewChanges(
   quorumNack: number,
 ): MergeOutcome {
   if (records.length < quorumViewChange) return { kind: 'awaiting_quorum' };
+  // A replica that lost its disk cannot stand in for the intersection argument above: the
+  // committed op the quorum must contain may have been on its lost disk. The senders that kept
+  // their disks must intersect every replication quorum on their own (n - q_replication + 1 of
+  // them, the nack quorum), unless the cluster never prepared anything (every sender at log view
+  // 0, op 0): that is how a brand-new cluster of empty data directories elects its first primary.
+  const knowledgeable = records.filter((record) => !record.nackUnknown).length;
+  const virgin = records.every((record) => record.logView === 0 && record.op === 0 && record.commit === 0);
+  if (knowledgeable < quorumNack && !virgin) return { kind: 'awaiting_quorum' };
   let commitMax = 0;
   let logViewMax = 0;
   for (const record of records) {
@@ -111,7 +122,12 @@ export function mergeDoViewChanges(
       if (slot.header === null || slot.op > head) continue;
       const known = headers.get(slot.op);
       if (known === undefined) headers.set(slot.op, slot.header);
-      else assert(known.checksum === slot.header.checksum, `canonical DVCs disagree at op ${slot.op}`);
+      else {
+        assert(
+          known.checksum === slot.header.checksum,
+          `canonical DVCs disagree at op ${slot.op}: ${records.map((r) => `r${r.replica}:lv${r.logView}:op${r.op}:${r.suffix.map((x) => `${x.op}=${x.header?.checksum.toString(16).slice(0, 6) ?? '-'}${x.present ? 'p' : ''}`).join(',')}`).join(' | ')}`,
+        );
+      }
     }
   }
   const sources = new Map<number, number[]>();

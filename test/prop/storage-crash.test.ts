@@ -86,8 +86,8 @@ function modelFrom(recovered: Recovered, generation: number): Model {
 }
 
 function coreState(state: VsrState): VsrState {
-  const { cluster, replica, replicaCount, view, logView, commitMax, checkpointOp, checkpointChecksum } = state;
-  return { cluster, replica, replicaCount, view, logView, commitMax, checkpointOp, checkpointChecksum };
+  const { cluster, replica, replicaCount, view, logView, commitMax, checkpointOp, checkpointChecksum, flags } = state;
+  return { cluster, replica, replicaCount, view, logView, commitMax, checkpointOp, checkpointChecksum, flags };
 }
 
 /** True for the failures a workload stops at: the crash point, or an injected IO failure. */
@@ -113,6 +113,7 @@ function runWorkload(kernels: Kernels, recovered: Recovered, model: Model, actio
     commitMax: model.commitMax,
     checkpointOp: model.pairing.op,
     checkpointChecksum: model.pairing.checksum,
+    flags: 0,
   });
   try {
     for (const action of actions) {

@@ -118,6 +118,7 @@ const BASES: Bases = {
     commit: 48,
     group: GROUP,
     logView: 6,
+    nackUnknown: 0,
     nackBitset: 0b001n,
     presentBitset: 0b110n,
   }),

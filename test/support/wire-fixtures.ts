@@ -192,6 +192,7 @@ const dvc = fc.integer({ min: 0, max: 4 }).chain((count) =>
           commit: ops[0],
           group,
           logView,
+          nackUnknown: 0,
           nackBitset: nack,
           presentBitset: present,
         } as HeaderInput,

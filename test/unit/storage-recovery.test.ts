@@ -136,18 +136,20 @@ describe.each(kernelVariants())('recovery ($label kernels)', ({ kernels }) => {
     expect(recovered.prepares.map((entry) => entry.op)).toEqual([7, 8]);
   });
 
-  it('stops at the first gap and truncates the WAL from there', () => {
+  it('keeps prepares above a gap: they may have been acknowledged', () => {
     const { disk, prepares } = populate(kernels, { head: 6, checkpoint: 4 });
     const booted = recover(disk, kernels, CONFIG);
-    // Op 8 arrives (repair order) before op 7; then the replica crashes.
+    // Op 8 arrives (out of order, or by repair) before op 7; then the replica crashes. Op 8 was
+    // durable, so the replica may have acknowledged it: dropping it would let the replica nack
+    // an op it acknowledged in a later view change.
     booted.wal.append(prepare(8, 0x77n).frame);
     const logger = recordingLogger();
     const recovered = recover(disk, kernels, { ...CONFIG, logger });
-    expect(recovered.prepares.map((entry) => entry.op)).toEqual([5, 6]);
-    expect(recovered.walTruncatedFromOp).toBe(7);
-    expect(recovered.wal.headOp).toBe(6);
-    expect(logger.records.map((record) => record.event)).toContain('recovery_wal_truncated');
-    expect(recover(disk, kernels, CONFIG).wal.get(8)).toBeNull();
+    expect(recovered.prepares.map((entry) => entry.op)).toEqual([5, 6, 8]);
+    expect(recovered.walTruncatedFromOp).toBeNull();
+    expect(recovered.headOp).toBe(8);
+    expect(logger.records.map((record) => record.event)).not.toContain('recovery_wal_truncated');
+    expect(recover(disk, kernels, CONFIG).wal.get(8)).not.toBeNull();
     expect(prepares).toHaveLength(6);
   });
 

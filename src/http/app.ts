@@ -1,0 +1,280 @@
+/**
+ * The HTTP edge of one replica: Iggy's metadata REST API plus vrmeta's operational endpoints
+ * (DESIGN.md §2.3, iggy-http-api-and-ops.md §1). `buildApp` returns the fastify instance without
+ * listening (fastify docs/Guides/Testing.md); the node layer listens, tests use `inject()`.
+ *
+ * Scopes (fastify encapsulation), outermost first:
+ *   - public: /ping, /livez, /readyz, /users/login, /users/refresh-token,
+ *     /personal-access-tokens/login;
+ *   - authenticated (an onRequest hook verifies the bearer before the body is even read):
+ *     node-local reads (/stats, /cluster/*, /clients, /metrics);
+ *   - control plane (inside authenticated): users, PATs, streams, topics, partitions, consumer
+ *     groups. On a backup, a write (or a `?consistency=linearizable` read) is forwarded to the
+ *     primary before validation, so the primary alone validates, hashes and mints secrets.
+ *
+ * Handlers only translate: HTTP in, NodeApi calls, HTTP out. Every error leaves as Iggy's
+ * `{id, code, reason, field}` body, fastify's own 400/404/413/415 included.
+ */
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import { TOPIC_DEFAULTS, type TopicDefaults } from '../metadata/defaults.js';
+import { ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT, Authenticator } from './auth.js';
+import { createContext, type HttpContext } from './context.js';
+import {
+  ForwardToPrimary,
+  HttpError,
+  httpError,
+  internalError,
+  invalidRequest,
+  notFound,
+  payloadTooLarge,
+} from './errors.js';
+import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from './forward.js';
+import { JsonSyntaxError, parseJsonLossless } from './json.js';
+import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
+import type { NodeApi } from './node-api.js';
+import { consumerGroupRoutes } from './routes/consumer-groups.js';
+import { healthRoutes } from './routes/health.js';
+import { identityRoutes } from './routes/identity.js';
+import { streamRoutes } from './routes/streams.js';
+import { systemRoutes } from './routes/system.js';
+import { userRoutes } from './routes/users.js';
+import { processSystemInfo, type SystemInfo } from './system-info.js';
+
+/** Iggy `[http] max_request_size = "2 MB"` (byte-unit decimal: 2,000,000 bytes). */
+export const MAX_REQUEST_SIZE_BYTES = 2_000_000;
+/** Longer path segments are refused by the router (414) before any handler runs. */
+export const PATH_PARAM_LENGTH_MAX = 1024;
+/** Reported as `iggy_server_version` unless the node layer passes the package version. */
+export const SERVER_VERSION_DEFAULT = '0.1.0';
+
+export interface BuildAppOptions {
+  readonly node: NodeApi;
+  /** HS256 key, >= 32 bytes, identical on every replica (forwarded bearers must verify anywhere). */
+  readonly jwtSecret: Uint8Array;
+  /** A pino logger (bound with `replica` by the node layer), `true` for fastify's default, or off. */
+  readonly logger?: FastifyBaseLogger | boolean;
+  readonly bodyLimitBytes?: number;
+  readonly accessTokenExpirySeconds?: number;
+  /** Server defaults that resolve the 0 sentinels of CreateTopic/UpdateTopic before proposing. */
+  readonly topicDefaults?: TopicDefaults;
+  /** Wall clock in ms (token times, PAT expiry, precheck timestamps); tests pin it. */
+  readonly nowMs?: () => number;
+  readonly forward?: Partial<ForwardOptions>;
+  /** Process and host facts for GET /stats; the node layer adds disk space and IO counters. */
+  readonly systemInfo?: () => SystemInfo;
+  readonly serverVersion?: string;
+}
+
+export type HttpApp = FastifyInstance;
+
+export function buildApp(options: BuildAppOptions): FastifyInstance {
+  const { node } = options;
+  const nowMs = options.nowMs ?? Date.now;
+  const bodyLimitBytes = options.bodyLimitBytes ?? MAX_REQUEST_SIZE_BYTES;
+  const app = Fastify({
+    ...loggerOptions(options.logger),
+    bodyLimit: bodyLimitBytes,
+    // A path name may be 255 UTF-8 bytes, up to 765 characters percent-encoded; find-my-way's
+    // default (100) would answer 414 before our own InvalidIdentifier check could.
+    routerOptions: { maxParamLength: PATH_PARAM_LENGTH_MAX },
+    // Replaced by the `closing` hook below, which answers in Iggy's error shape.
+    return503OnClosing: false,
+    // Each request's log lines carry the view it was served in (STYLE.md: replica, view bindings).
+    childLoggerFactory: (logger, bindings, childOptions) => logger.child({ ...bindings, view: node.view() }, childOptions),
+    // Router-level rejections (bad percent-encoding, over-long path segment) happen before any
+    // route, hook or error handler: answer them in Iggy's shape here.
+    frameworkErrors: (error, _request, reply) => {
+      const http = toHttpError(error, bodyLimitBytes);
+      // The generic reply type here knows no schema; the body is the error shape all routes share.
+      const untyped = reply as unknown as FastifyReply;
+      void untyped
+        .code(http.statusCode)
+        .headers({ ...http.headers, [VIEW_HEADER]: String(node.view()) })
+        .send(http.body);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // TypeBox's compiler instead of ajv: no type coercion of bodies (a string stays a string) and
+  // `bigint` support for the u64 fields of the lossless parser. Query and path values are
+  // converted (they arrive as strings).
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+
+  const ctx = createContext({
+    node,
+    auth: new Authenticator(node, {
+      jwtSecret: options.jwtSecret,
+      accessTokenExpirySeconds: options.accessTokenExpirySeconds ?? ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT,
+      nowMs,
+    }),
+    forwarder: new Forwarder(node, { ...FORWARD_DEFAULTS, ...options.forward }),
+    metrics: createMetrics(node),
+    topicDefaults: options.topicDefaults ?? TOPIC_DEFAULTS,
+    nowMs,
+    systemInfo: options.systemInfo ?? (() => processSystemInfo(nowMs)),
+    serverVersion: options.serverVersion ?? SERVER_VERSION_DEFAULT,
+    bodyLimitBytes,
+  });
+
+  installBodyParser(app, ctx);
+  installErrorHandling(app, ctx);
+  installHooks(app, ctx);
+
+  app.register(healthRoutes, { ctx });
+  app.register(identityRoutes, { ctx });
+  app.register(async (authenticated) => {
+    authenticated.addHook('onRequest', async (request) => {
+      ctx.setIdentity(request, await ctx.auth.authenticate(request.headers.authorization));
+    });
+    await authenticated.register(systemRoutes, { ctx });
+    await authenticated.register(async (controlPlane) => {
+      controlPlane.addHook('preValidation', async (request, reply) => {
+        if (needsPrimary(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
+        return undefined;
+      });
+      await controlPlane.register(userRoutes, { ctx });
+      await controlPlane.register(streamRoutes, { ctx });
+      await controlPlane.register(consumerGroupRoutes, { ctx });
+    });
+  });
+  return app;
+}
+
+function loggerOptions(logger: FastifyBaseLogger | boolean | undefined): { logger?: boolean; loggerInstance?: FastifyBaseLogger } {
+  if (logger === undefined || typeof logger === 'boolean') return { logger: logger ?? false };
+  return { loggerInstance: logger };
+}
+
+/** Writes always; reads only when the caller asks for linearizable reads (Iggy `?consistency=`). */
+function needsPrimary(request: FastifyRequest): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return true;
+  return /[?&]consistency=linearizable(?:&|$)/.test(request.url);
+}
+
+function isPing(request: FastifyRequest): boolean {
+  return request.url === '/ping' || request.url.startsWith('/ping?');
+}
+
+/** The instance as configured above: default server types, TypeBox type provider. */
+type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** JSON only, parsed losslessly (json.ts); the raw text is kept for forwarding. */
+function installBodyParser(app: App, ctx: HttpContext): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    ctx.setRawBody(request, text);
+    // Clients send `content-type: application/json` on bodiless DELETEs; treat as no body.
+    if (text.trim().length === 0) {
+      done(null, undefined);
+      return;
+    }
+    try {
+      done(null, parseJsonLossless(text));
+    } catch (error) {
+      const reason = error instanceof JsonSyntaxError ? error.message : 'unparsable';
+      done(httpError(400, 'invalid_json', `Body is not valid JSON: ${reason}`) as unknown as FastifyError, undefined);
+    }
+  });
+}
+
+/** Field named by a schema violation: the missing property, or the path of the bad value. */
+function validationField(error: FastifyError): string | null {
+  const first = error.validation?.[0];
+  if (first === undefined) return null;
+  const missing = (first.params as { requiredProperties?: unknown } | undefined)?.requiredProperties;
+  if (Array.isArray(missing) && typeof missing[0] === 'string') return missing[0];
+  const path = first.instancePath.split('/').filter((segment) => segment.length > 0);
+  return path.length === 0 ? null : path.join('.');
+}
+
+function toHttpError(error: FastifyError, bodyLimitBytes: number): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error.validation !== undefined) return invalidRequest(validationField(error) ?? error.validationContext ?? 'body', error.message);
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge(bodyLimitBytes);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return httpError(415, 'unsupported_media_type', 'Unsupported media type: send application/json');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return httpError(414, 'uri_too_long', `a path segment is longer than ${PATH_PARAM_LENGTH_MAX} characters`);
+    case 'FST_ERR_BAD_URL':
+      return httpError(400, 'invalid_url', 'the URL is not valid (bad percent-encoding)');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return httpError(400, 'invalid_json', 'Body is not valid JSON');
+    default:
+      break;
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return httpError(status, 'bad_request', error.message);
+  return internalError();
+}
+
+function installErrorHandling(app: App, ctx: HttpContext): void {
+  const render = (error: FastifyError, request: FastifyRequest) => {
+    const http = toHttpError(error, ctx.bodyLimitBytes);
+    if (http.statusCode >= 500 && !(error instanceof HttpError)) request.log.error({ err: error }, 'request failed');
+    return http;
+  };
+
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    let http: HttpError;
+    if (error instanceof ForwardToPrimary) {
+      try {
+        return await ctx.forwarder.forward(request, ctx.rawBody(request), reply);
+      } catch (forwardError) {
+        http = render(forwardError as FastifyError, request);
+      }
+    } else {
+      http = render(error, request);
+    }
+    return reply
+      .code(http.statusCode)
+      .headers(http.headers)
+      .send(http.body as never);
+  });
+
+  app.setNotFoundHandler(async (_request, reply) => {
+    const http = notFound();
+    return reply.code(http.statusCode).send(http.body as never);
+  });
+}
+
+function installHooks(app: App, ctx: HttpContext): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // While shutting down, new requests get a retryable 503 and the connection is closed, so the
+  // client retries on another replica instead of waiting on one that is going away.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return undefined;
+    const http = httpError(503, 'shutting_down', 'this replica is shutting down; retry on another replica');
+    return reply
+      .code(http.statusCode)
+      .headers({ ...http.headers, connection: 'close' })
+      .send(http.body as never);
+  });
+
+  // Every response but /ping names the view it was served in. A response relayed from the
+  // primary already carries the primary's view, which must not be overwritten with ours.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!isPing(request) && !reply.hasHeader(VIEW_HEADER)) reply.header(VIEW_HEADER, String(ctx.node.view()));
+    return payload;
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url;
+    ctx.metrics.observeRequest(request.method, route === undefined || route === '*' ? UNMATCHED_ROUTE : route, reply.statusCode, reply.elapsedTime / 1000);
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * The only door from the HTTP edge into a replica (STYLE.md: `src/http/` talks to the replica
+ * through a client facade). The node layer (src/node) implements it on a live replica; HTTP tests
+ * implement it in process.
+ *
+ * Reads are served from the local state machine (serializable, as Iggy does by default). Writes
+ * go through VSR: `write` resolves once the op committed (or could not be committed), with the
+ * committed result. HTTP sessions are VSR client sessions: the node registers one lazily per
+ * session key on the first write and keeps at most clients_table_max / 2 of them.
+ */
+import type { MetadataStateMachine } from '../metadata/state-machine.js';
+
+/** The credential a request authenticated with: a JWT id, or the hash of a personal access token. */
+export type SessionKey = string;
+
+export type WriteOutcome =
+  /** Committed; `payload` is the state machine's success payload (e.g. the new id). */
+  | { readonly kind: 'committed'; readonly payload: Uint8Array }
+  /** Committed as a deterministic no-op: a business rejection with its Iggy error code. */
+  | { readonly kind: 'rejected'; readonly errorCode: number }
+  /** Never entered the log (no caught-up primary, full pipeline, view change): retry. 503. */
+  | { readonly kind: 'unavailable'; readonly reason: string }
+  /** This replica is not the primary: forward to the primary's HTTP address (null: unknown). */
+  | { readonly kind: 'not_primary'; readonly primaryHttp: string | null }
+  /** The VSR session was evicted: the client must log in again. 401. */
+  | { readonly kind: 'evicted' }
+  /** Submitted but no reply in time: the outcome is unknown (Iggy 57). 503. */
+  | { readonly kind: 'unknown'; readonly reason: string };
+
+export interface StateTransferStatus {
+  readonly stage: 'awaiting_target' | 'fetching' | 'installing';
+  readonly peer: number | null;
+  readonly artifact: string | null;
+  readonly bytesDone: number;
+  readonly bytesTotal: number;
+  readonly startedAtMs: number;
+  readonly etaMs: number | null;
+}
+
+export interface PeerStatus {
+  readonly replica: number;
+  readonly address: string;
+  readonly connected: boolean;
+  /** The peer's commit_max as last heard, null if never. */
+  readonly commitMax: number | null;
+  readonly lagOps: number | null;
+}
+
+/** GET /cluster/status (DESIGN.md §2.3). No secrets. */
+export interface ClusterStatus {
+  readonly replica: number;
+  readonly replicaCount: number;
+  readonly view: number;
+  readonly status: 'normal' | 'view_change' | 'recovering';
+  readonly primary: number;
+  readonly op: number;
+  readonly commitMin: number;
+  readonly commitMax: number;
+  readonly checkpointOp: number;
+  /** The checkpoint id (XXH3-64 of the snapshot) as 16 hex digits. */
+  readonly checkpointId: string;
+  readonly stateTransfer: StateTransferStatus | null;
+  readonly replicas: readonly PeerStatus[];
+}
+
+export interface ClusterNode {
+  readonly replica: number;
+  readonly name: string;
+  /** host:port of the node's HTTP listener. */
+  readonly http: string;
+  readonly role: 'leader' | 'follower';
+  readonly status: 'healthy' | 'starting' | 'unreachable';
+}
+
+export interface ClientSessionInfo {
+  /** The VSR client id (a u128) in decimal digits. */
+  readonly clientId: string;
+  readonly userId: number;
+  readonly session: number;
+  readonly consumerGroups: readonly { streamId: number; topicId: number; groupId: number }[];
+  /** The peer address the session was last used from (Iggy `ClientInfo.address`); '' if unknown. */
+  readonly address?: string;
+  /** Iggy `ClientInfo.transport`; 'http' when absent. */
+  readonly transport?: string;
+}
+
+export interface NodeApi {
+  readonly replica: number;
+  readonly clusterName: string;
+  /** The replicated state as applied locally: reads, precheck, credentials. */
+  readonly state: MetadataStateMachine;
+  /** The current view (the `iggy-view` header). */
+  view(): number;
+  isPrimary(): boolean;
+  primaryHttpAddress(): string | null;
+  status(): ClusterStatus;
+  /** /readyz: normal, not transferring, caught up within the lag threshold. */
+  ready(): boolean;
+  nodes(): readonly ClusterNode[];
+  clients(): readonly ClientSessionInfo[];
+  /**
+   * Commits `body` as `operation` for `session` acting as `userId` (stamped by the primary).
+   * Resolves only after the committed op was applied to `state` here, so the HTTP layer can read
+   * the created object back from `state.queries` (Iggy answers creates with the object).
+   */
+  write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome>;
+  /** Ends the session's VSR registration (a replicated Logout), if it has one. */
+  logout(session: SessionKey): Promise<void>;
+}

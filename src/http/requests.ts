@@ -1,0 +1,67 @@
+/**
+ * Request-side translation shared by the route plugins: path identifiers, u64 fields, and the
+ * shape rules a schema cannot state. Each returns a value or throws the 400 that names the field.
+ *
+ * These run before anything is encoded: the operation codec asserts its field sizes (names of at
+ * most 255 bytes, u8/u32 ranges), because a body it writes must decode on every replica. Untrusted
+ * input therefore never reaches the encoder unchecked.
+ */
+import { ErrorCode } from '../metadata/errors.js';
+import { decodeIdPayload, parseIdentifier, type Identifier } from '../metadata/operations.js';
+import { NAME_SIZE_MAX, utf8Size } from '../metadata/validation.js';
+import { assert } from '../stdx/assert.js';
+import { httpError, iggyError, invalidRequest, type HttpError } from './errors.js';
+import { toU64 } from './json.js';
+
+/**
+ * A path segment as an Identifier: digits that fit a u32 are an id, anything else a name of
+ * 1..=255 UTF-8 bytes (Iggy `Identifier::from_str_value`; InvalidIdentifier otherwise).
+ */
+export function pathIdentifier(text: string): Identifier {
+  const identifier = parseIdentifier(text);
+  if (identifier === null) throw iggyError(ErrorCode.invalidIdentifier);
+  if (identifier.kind === 'name') {
+    const size = utf8Size(identifier.name);
+    if (size < 1 || size > NAME_SIZE_MAX) throw iggyError(ErrorCode.invalidIdentifier);
+  }
+  return identifier;
+}
+
+/** A u64 body field (number or bigint from the lossless parser) as a bigint. */
+export function u64Field(value: number | bigint, field: string): bigint {
+  const u64 = toU64(value);
+  if (u64 === null) throw invalidRequest(field, `${field} must be an integer in 0..=18446744073709551615`);
+  return u64;
+}
+
+/** vrmeta implements no resource option: a non-empty map is refused rather than ignored. */
+export function noOptions(options: Readonly<Record<string, string>> | undefined): void {
+  const keys = options === undefined ? [] : Object.keys(options);
+  if (keys.length > 0) throw invalidRequest('options', `unsupported option "${keys[0]}": this server implements no resource options`);
+}
+
+/** Runs a metadata validator and throws its Iggy code (e.g. 1013 invalid_stream_name). */
+export function check(code: ErrorCode): void {
+  if (code !== ErrorCode.ok) throw iggyError(code);
+}
+
+export function throwIf(error: HttpError | null): void {
+  if (error !== null) throw error;
+}
+
+/**
+ * The object a create committed, read back from the local state (NodeApi.write resolves after the
+ * local apply). Null only if a later op already deleted it again; the create did commit, so the
+ * answer says so instead of pretending it failed.
+ */
+export function createdView<T>(view: T | null): T {
+  if (view === null) throw httpError(404, 'not_found', 'Resource was created, then deleted before it could be read back');
+  return view;
+}
+
+/** The id a create's success payload carries (operations.ts: u32 LE). */
+export function createdId(payload: Uint8Array): number {
+  const id = decodeIdPayload(payload);
+  assert(id !== null, 'a committed create replies with its id');
+  return id;
+}

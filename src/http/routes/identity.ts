@@ -1,0 +1,65 @@
+/**
+ * Public identity routes: login with a password or a personal access token, and token refresh
+ * (Iggy's `login_user`, `login_with_personal_access_token`, `refresh_token`). Node-local: a login
+ * reads the local state and mints a JWT every replica accepts, so it is never forwarded.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorCode } from '../../metadata/errors.js';
+import { UserStatus } from '../../metadata/snapshot-model.js';
+import { hashPassword, personalAccessTokenHash, verifyPassword } from '../../node/secrets.js';
+import { BEARER_SIZE_MAX } from '../auth.js';
+import type { HttpContext } from '../context.js';
+import { iggyError, unauthenticated } from '../errors.js';
+import { IdentityInfo, LoginBody, PatLoginBody, RefreshTokenBody, responses } from '../schemas.js';
+
+/**
+ * Verified against when the username does not exist, so a login takes the same Argon2id time
+ * whether or not the user exists (no username enumeration by timing). Hashed once per process.
+ */
+let dummyHash: Promise<string> | null = null;
+function dummyPasswordHash(): Promise<string> {
+  dummyHash ??= hashPassword('vrmeta: no such user');
+  return dummyHash;
+}
+
+export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
+  const { node, auth } = ctx;
+
+  app.post('/users/login', { schema: { body: LoginBody, response: responses({ 200: IdentityInfo }) } }, async (request) => {
+    const { username, password } = request.body;
+    const credentials = node.state.credentials(username);
+    const verified = await verifyPassword(credentials?.passwordHash ?? (await dummyPasswordHash()), password);
+    // Iggy answers a wrong username or password with InvalidCredentials (42), a 400.
+    if (credentials === null || !verified) throw iggyError(ErrorCode.invalidCredentials);
+    if (credentials.status !== UserStatus.active) throw iggyError(ErrorCode.userInactive);
+    return auth.issue(credentials.id);
+  });
+
+  app.post(
+    '/personal-access-tokens/login',
+    { schema: { body: PatLoginBody, response: responses({ 200: IdentityInfo }) } },
+    async (request) => {
+      const { token } = request.body;
+      if (token.length === 0 || token.length > BEARER_SIZE_MAX) throw iggyError(ErrorCode.invalidPersonalAccessToken);
+      const found = node.state.personalAccessTokenByHash(personalAccessTokenHash(token));
+      if (found === null) throw iggyError(ErrorCode.invalidPersonalAccessToken);
+      if (found.expiryAtUs !== null && found.expiryAtUs <= ctx.nowMs() * 1000) {
+        throw iggyError(ErrorCode.invalidPersonalAccessToken, 'the token has expired');
+      }
+      if (auth.activePrincipal(found.userId) === null) throw iggyError(ErrorCode.userInactive);
+      return auth.issue(found.userId);
+    },
+  );
+
+  // Stateless (Iggy's current server): the presented token stays valid until its own expiry.
+  app.post(
+    '/users/refresh-token',
+    { schema: { body: RefreshTokenBody, response: responses({ 200: IdentityInfo }) } },
+    async (request) => {
+      const claims = await auth.verifyJwt(request.body.token);
+      if (claims === null) throw unauthenticated();
+      if (auth.activePrincipal(claims.userId, claims.userCreatedAtUs) === null) throw unauthenticated('the user no longer exists or is inactive');
+      return auth.issue(claims.userId);
+    },
+  );
+};

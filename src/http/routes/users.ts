@@ -1,0 +1,168 @@
+/**
+ * Users, permissions, passwords, logout and personal access tokens (Iggy's user routes). All in
+ * the control-plane scope: on a backup, writes are forwarded to the primary before they run here.
+ *
+ * Secrets: a password is validated and hashed (Argon2id) on the replica that runs the handler and
+ * only the hash enters the op body; a personal access token is minted here, only its SHA-256 is
+ * replicated, and the raw token is returned once, after the commit (src/node/secrets.ts).
+ *
+ * Checks run in apply's order (shape, then permission, then state) so the caller sees the code
+ * apply would commit, and the expensive Argon2id hash runs only for a caller allowed to write.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ErrorCode } from '../../metadata/errors.js';
+import { encodeRequest } from '../../metadata/operation-codec.js';
+import { idOf, Operation } from '../../metadata/operations.js';
+import { canManageUsers, canReadUsers } from '../../metadata/permissions.js';
+import { validatePassword, validatePatName, validateUsername } from '../../metadata/validation.js';
+import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../../node/secrets.js';
+import type { HttpContext } from '../context.js';
+import { HttpError, iggyError, notFound, unauthorized } from '../errors.js';
+import { permissionsFromJson } from '../permissions-json.js';
+import { renderPersonalAccessToken, renderUser, renderUserDetails, userStatusCode } from '../render.js';
+import { check, createdId, createdView, noOptions, pathIdentifier, u64Field } from '../requests.js';
+import {
+  ChangePasswordBody,
+  CreatePatBody,
+  CreateUserBody,
+  Empty,
+  PatParams,
+  PersonalAccessTokenInfo,
+  RawPersonalAccessToken,
+  UpdatePermissionsBody,
+  UpdateUserBody,
+  UserInfo,
+  UserInfoDetails,
+  UserParams,
+  responses,
+} from '../schemas.js';
+
+/** GET /users/me resolves to the caller (Iggy's `CURRENT_USER_ALIAS`). */
+const CURRENT_USER_ALIAS = 'me';
+
+export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
+  const { node } = ctx;
+  const { queries } = node.state;
+
+  app.delete('/users/logout', { schema: { response: responses({ 204: Empty }) } }, async (request, reply) => {
+    await node.logout(ctx.identity(request).sessionKey);
+    return reply.code(204).send();
+  });
+
+  app.get('/users', { schema: { response: responses({ 200: Type.Array(UserInfo) }) } }, async (request) => {
+    if (!canReadUsers(ctx.identity(request).principal)) throw unauthorized();
+    return queries.users().map(renderUser);
+  });
+
+  app.get('/users/:user_id', { schema: { params: UserParams, response: responses({ 200: UserInfoDetails }) } }, async (request) => {
+    const identity = ctx.identity(request);
+    const target = request.params.user_id === CURRENT_USER_ALIAS ? idOf(identity.userId) : pathIdentifier(request.params.user_id);
+    const user = queries.user(target);
+    // Anyone may read themselves; reading others needs read_users (checked before existence, so
+    // an unauthorized caller cannot probe which users exist).
+    if (user?.id !== identity.userId && !canReadUsers(identity.principal)) throw unauthorized();
+    if (user === null) throw notFound();
+    return renderUserDetails(user);
+  });
+
+  app.post('/users', { schema: { body: CreateUserBody, response: responses({ 200: UserInfoDetails }) } }, async (request) => {
+    const identity = ctx.identity(request);
+    const { username, password, status } = request.body;
+    check(validateUsername(username));
+    check(validatePassword(password));
+    const permissions = permissionsFromJson(request.body.permissions);
+    if (permissions instanceof HttpError) throw permissions;
+    if (!canManageUsers(identity.principal)) throw unauthorized();
+    if (node.state.credentials(username) !== null) throw iggyError(ErrorCode.userAlreadyExists);
+    const built = await createUserBody({ username, password, status: userStatusCode(status), permissions });
+    if (!built.ok) throw iggyError(built.errorCode);
+    const id = createdId(await ctx.commit(identity, Operation.createUser, built.body));
+    return renderUserDetails(createdView(queries.user(idOf(id))));
+  });
+
+  app.put(
+    '/users/:user_id',
+    { schema: { params: UserParams, body: UpdateUserBody, response: responses({ 204: Empty }) } },
+    async (request, reply) => {
+      const { username, status, options } = request.body;
+      noOptions(options);
+      const userId = pathIdentifier(request.params.user_id);
+      if (username !== undefined && username !== null) check(validateUsername(username));
+      const body = encodeRequest({
+        operation: Operation.updateUser,
+        userId,
+        username: username ?? null,
+        status: status === undefined || status === null ? null : userStatusCode(status),
+      });
+      await ctx.commit(ctx.identity(request), Operation.updateUser, body);
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete('/users/:user_id', { schema: { params: UserParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
+    const body = encodeRequest({ operation: Operation.deleteUser, userId: pathIdentifier(request.params.user_id) });
+    await ctx.commit(ctx.identity(request), Operation.deleteUser, body);
+    return reply.code(204).send();
+  });
+
+  app.put(
+    '/users/:user_id/password',
+    { schema: { params: UserParams, body: ChangePasswordBody, response: responses({ 204: Empty }) } },
+    async (request, reply) => {
+      const identity = ctx.identity(request);
+      const { current_password: currentPassword, new_password: newPassword } = request.body;
+      check(validatePassword(currentPassword));
+      check(validatePassword(newPassword));
+      const userId = pathIdentifier(request.params.user_id);
+      const target = queries.user(userId);
+      if (target === null) throw iggyError(ErrorCode.resourceNotFound);
+      // Before verifying: a caller who may not change this password learns nothing about it.
+      if (target.id !== identity.userId && !canManageUsers(identity.principal)) throw unauthorized();
+      const built = await changePasswordBody(node.state, userId, currentPassword, newPassword);
+      if (!built.ok) throw iggyError(built.errorCode);
+      await ctx.commit(identity, Operation.changePassword, built.body);
+      return reply.code(204).send();
+    },
+  );
+
+  app.put(
+    '/users/:user_id/permissions',
+    { schema: { params: UserParams, body: UpdatePermissionsBody, response: responses({ 204: Empty }) } },
+    async (request, reply) => {
+      const permissions = permissionsFromJson(request.body.permissions);
+      if (permissions instanceof HttpError) throw permissions;
+      const body = encodeRequest({ operation: Operation.updatePermissions, userId: pathIdentifier(request.params.user_id), permissions });
+      await ctx.commit(ctx.identity(request), Operation.updatePermissions, body);
+      return reply.code(204).send();
+    },
+  );
+
+  // Personal access tokens are self-scoped: every route acts on the caller's own tokens.
+
+  app.get('/personal-access-tokens', { schema: { response: responses({ 200: Type.Array(PersonalAccessTokenInfo) }) } }, async (request) => {
+    return (queries.personalAccessTokens(ctx.identity(request).userId) ?? []).map(renderPersonalAccessToken);
+  });
+
+  app.post(
+    '/personal-access-tokens',
+    { schema: { body: CreatePatBody, response: responses({ 200: RawPersonalAccessToken }) } },
+    async (request) => {
+      const { name } = request.body;
+      check(validatePatName(name));
+      const built = createPersonalAccessTokenBody(name, u64Field(request.body.expiry, 'expiry'));
+      if (!built.ok) throw iggyError(built.errorCode);
+      await ctx.commit(ctx.identity(request), Operation.createPersonalAccessToken, built.body);
+      // The only time the raw token exists outside the caller: the log holds its hash.
+      return { token: built.token };
+    },
+  );
+
+  app.delete('/personal-access-tokens/:name', { schema: { params: PatParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
+    const { name } = request.params;
+    check(validatePatName(name));
+    const body = encodeRequest({ operation: Operation.deletePersonalAccessToken, name, ownerUserId: null, onlyIfExpired: false });
+    await ctx.commit(ctx.identity(request), Operation.deletePersonalAccessToken, body);
+    return reply.code(204).send();
+  });
+};

@@ -1,0 +1,371 @@
+/**
+ * Replica authentication: the 3-message handshake every replica connection starts with, as two
+ * sans-IO state machines (one per side) that take decoded headers and return the frame to send.
+ * The connection owns the socket and the deadline; this file owns the rules.
+ *
+ *   initiator (lower index)                            acceptor (higher index)
+ *   Hello{replica=i, nonce_i, mode, peerReplica=a}  ->
+ *                                                   <-  Challenge{replica=a, nonce_a, mac_a, mode, status}
+ *   Finish{replica=i, mac_i, status}                ->
+ *
+ * Without a cluster secret (mode none) the exchange still runs with zero MACs: it establishes the
+ * peer's replica index and checks it against the configuration (the initiator dialled the address
+ * of replica `a`, and replica `a` answers; the acceptor is the replica the initiator meant, and
+ * the initiator is a lower index of this cluster), so swapped address lists fail loudly. Without
+ * a secret the claim is trusted; that mode is for loopback and trusted networks only.
+ *
+ * With a secret (mode psk) each side proves knowledge of a key derived from it:
+ *   key   = HKDF-SHA256(ikm = secret, salt = "vrmeta/replica-auth/v1", info = "mac key" || cluster u128 LE)
+ *   mac_x = HMAC-SHA256(key, transcript(direction_x)), 32 bytes (the header's MAC field, no truncation)
+ *   transcript = "vrmeta/replica-auth/v1\0" || direction u8 || mode u8 || cluster u128 LE
+ *                || initiator u8 || acceptor u8 || nonce_i[32] || nonce_a[32]
+ * direction is 1 for the acceptor's Challenge MAC and 2 for the initiator's Finish MAC, so a MAC
+ * reflected back at its sender does not verify; both fresh 32-byte nonces (node:crypto) make every
+ * transcript unique, so a recorded handshake cannot be replayed. HMAC-SHA256 stands in for the
+ * reference's keyed BLAKE3 (not in node:crypto); it fills the same 32-byte field.
+ *
+ * What this does not do: there is no TLS, so no exporter binds the handshake to the TCP stream and
+ * frames after it carry no MAC. It keeps out a replica (or anything else) that does not hold the
+ * secret: it cannot open a connection that delivers a frame. An on-path attacker who can hijack an
+ * established TCP stream is out of scope; that needs TLS.
+ *
+ * Mode mismatch (one side has a secret, the other not) is refused with status modeMismatch, never
+ * downgraded: each side insists on its own configured mode.
+ */
+import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { Command } from '../constants.js';
+import { assert } from '../stdx/assert.js';
+import { buildFrame, type ChecksumKernels } from '../vsr/frame.js';
+import { writeU128 } from '../vsr/header.js';
+import {
+  AUTH_MAC_SIZE,
+  AUTH_NONCE_SIZE,
+  ReplicaAuthMode,
+  ReplicaAuthStatus,
+  type Header,
+  type ReplicaChallengeHeader,
+  type ReplicaFinishHeader,
+  type ReplicaHelloHeader,
+} from '../vsr/header-types.js';
+
+export const AUTH_DOMAIN_TAG = 'vrmeta/replica-auth/v1';
+
+/** Which MAC a transcript is for; part of the transcript so a reflected MAC fails. */
+export const AuthDirection = {
+  /** The acceptor's MAC, sent in Challenge. */
+  challenge: 1,
+  /** The initiator's MAC, sent in Finish. */
+  finish: 2,
+} as const;
+export type AuthDirection = (typeof AuthDirection)[keyof typeof AuthDirection];
+
+/**
+ * Why a handshake failed. Stable snake_case strings: metric labels and log fields.
+ * The first three are detected locally and sent to the peer as a status; `peer_refused` means
+ * the peer sent a non-ok status.
+ */
+export const AuthFailure = {
+  modeMismatch: 'mode_mismatch',
+  macMismatch: 'mac_mismatch',
+  replicaMismatch: 'replica_mismatch',
+  peerRefused: 'peer_refused',
+  /** A frame other than the next handshake message arrived before the handshake completed. */
+  unexpectedFrame: 'unexpected_frame',
+  /** A handshake frame failed the frame checks (counted by reason among rejected frames too). */
+  frameRejected: 'frame_rejected',
+  /** The handshake did not complete before the deadline. */
+  timeout: 'timeout',
+  /** The socket closed or failed before the handshake completed. */
+  closed: 'closed',
+} as const;
+export type AuthFailure = (typeof AuthFailure)[keyof typeof AuthFailure];
+export const AUTH_FAILURES: readonly AuthFailure[] = Object.values(AuthFailure);
+
+export function authFailureCounters(): Record<AuthFailure, number> {
+  const counters = {} as Record<AuthFailure, number>;
+  for (const failure of AUTH_FAILURES) counters[failure] = 0;
+  return counters;
+}
+
+/**
+ * Connection topology: one connection per replica pair, dialled by the lower index. Deterministic
+ * (no tie-break race between two simultaneous dials) and checked by the acceptor.
+ */
+export function dials(replica: number, peer: number): boolean {
+  return replica < peer;
+}
+
+/** The MAC key for a cluster, derived once at startup. Opaque so it is never logged as bytes. */
+export function deriveAuthKey(secret: Uint8Array, cluster: bigint): KeyObject {
+  assert(secret.byteLength > 0, 'replica auth: the cluster secret is not empty');
+  const info = new Uint8Array(7 + 16);
+  info.set(new TextEncoder().encode('mac key'), 0);
+  writeU128(info, 7, cluster);
+  const key = hkdfSync('sha256', secret, new TextEncoder().encode(AUTH_DOMAIN_TAG), info, 32);
+  return createSecretKey(new Uint8Array(key));
+}
+
+export interface TranscriptInput {
+  readonly direction: AuthDirection;
+  readonly mode: ReplicaAuthMode;
+  readonly cluster: bigint;
+  readonly initiator: number;
+  readonly acceptor: number;
+  readonly nonceInitiator: Uint8Array;
+  readonly nonceAcceptor: Uint8Array;
+}
+
+const DOMAIN_TAG_BYTES = new TextEncoder().encode(`${AUTH_DOMAIN_TAG}\0`);
+export const TRANSCRIPT_SIZE = DOMAIN_TAG_BYTES.byteLength + 1 + 1 + 16 + 1 + 1 + AUTH_NONCE_SIZE * 2;
+
+export function authTranscript(input: TranscriptInput): Uint8Array {
+  assert(input.nonceInitiator.byteLength === AUTH_NONCE_SIZE && input.nonceAcceptor.byteLength === AUTH_NONCE_SIZE);
+  assert(input.initiator >= 0 && input.initiator <= 0xff && input.acceptor >= 0 && input.acceptor <= 0xff);
+  const transcript = new Uint8Array(TRANSCRIPT_SIZE);
+  let offset = 0;
+  transcript.set(DOMAIN_TAG_BYTES, offset);
+  offset += DOMAIN_TAG_BYTES.byteLength;
+  transcript[offset++] = input.direction;
+  transcript[offset++] = input.mode;
+  writeU128(transcript, offset, input.cluster);
+  offset += 16;
+  transcript[offset++] = input.initiator;
+  transcript[offset++] = input.acceptor;
+  transcript.set(input.nonceInitiator, offset);
+  offset += AUTH_NONCE_SIZE;
+  transcript.set(input.nonceAcceptor, offset);
+  offset += AUTH_NONCE_SIZE;
+  assert(offset === TRANSCRIPT_SIZE);
+  return transcript;
+}
+
+export function authMac(key: KeyObject, input: TranscriptInput): Uint8Array {
+  const mac = new Uint8Array(createHmac('sha256', key).update(authTranscript(input)).digest());
+  assert(mac.byteLength === AUTH_MAC_SIZE, 'HMAC-SHA256 fills the 32-byte MAC field');
+  return mac;
+}
+
+/** Constant-time: a MAC comparison must not leak how many leading bytes matched. */
+export function macMatches(expected: Uint8Array, actual: Uint8Array): boolean {
+  return expected.byteLength === actual.byteLength && timingSafeEqual(expected, actual);
+}
+
+const ZERO_32: Uint8Array = new Uint8Array(32);
+
+export type HandshakeStep =
+  /** Send `send` and wait for the next handshake frame. */
+  | { readonly kind: 'continue'; readonly send: Uint8Array }
+  /** Authenticated: send `send` (if any) first, then frames may flow both ways. */
+  | { readonly kind: 'established'; readonly peer: number; readonly send: Uint8Array | null }
+  /** Refused: send `send` (if any, it carries the status), then close. */
+  | { readonly kind: 'refused'; readonly failure: AuthFailure; readonly send: Uint8Array | null };
+
+export interface HandshakeOptions {
+  readonly kernels: ChecksumKernels;
+  readonly cluster: bigint;
+  /** This replica's index. */
+  readonly replica: number;
+  readonly replicaCount: number;
+  /** From `deriveAuthKey`; null runs mode none. */
+  readonly key: KeyObject | null;
+  /** Tests inject fixed nonces; production uses node:crypto. */
+  readonly nonce?: () => Uint8Array;
+}
+
+function freshNonce(options: HandshakeOptions): Uint8Array {
+  const nonce = options.nonce?.() ?? new Uint8Array(randomBytes(AUTH_NONCE_SIZE));
+  assert(nonce.byteLength === AUTH_NONCE_SIZE, 'replica auth: 32-byte nonce');
+  return nonce;
+}
+
+function modeOf(key: KeyObject | null): ReplicaAuthMode {
+  return key === null ? ReplicaAuthMode.none : ReplicaAuthMode.psk;
+}
+
+const STATUS_FAILURE = {
+  [ReplicaAuthStatus.modeMismatch]: AuthFailure.modeMismatch,
+  [ReplicaAuthStatus.macMismatch]: AuthFailure.macMismatch,
+  [ReplicaAuthStatus.replicaMismatch]: AuthFailure.replicaMismatch,
+} as const;
+type RefusalStatus = keyof typeof STATUS_FAILURE;
+
+/** The dialling side: sends Hello, checks Challenge, answers Finish. */
+export class InitiatorHandshake {
+  readonly peer: number;
+  readonly #options: HandshakeOptions;
+  readonly #mode: ReplicaAuthMode;
+  #nonce: Uint8Array | null = null;
+  #stage: 'hello' | 'challenge' | 'done' = 'hello';
+
+  constructor(options: HandshakeOptions & { readonly peer: number }) {
+    assert(options.replica < options.replicaCount && options.peer < options.replicaCount);
+    assert(dials(options.replica, options.peer), 'the lower index dials');
+    this.#options = options;
+    this.#mode = modeOf(options.key);
+    this.peer = options.peer;
+  }
+
+  hello(): Uint8Array {
+    assert(this.#stage === 'hello', 'Hello is sent once, first');
+    this.#stage = 'challenge';
+    this.#nonce = freshNonce(this.#options);
+    return buildFrame(this.#options.kernels, {
+      command: Command.replicaHello,
+      cluster: this.#options.cluster,
+      view: 0,
+      release: 0,
+      replica: this.#options.replica,
+      nonce: this.#nonce,
+      mode: this.#mode,
+      peerReplica: this.peer,
+    });
+  }
+
+  onFrame(header: Header): HandshakeStep {
+    if (this.#stage !== 'challenge' || header.command !== Command.replicaChallenge) {
+      this.#stage = 'done';
+      return { kind: 'refused', failure: AuthFailure.unexpectedFrame, send: null };
+    }
+    this.#stage = 'done';
+    return this.#onChallenge(header);
+  }
+
+  #onChallenge(challenge: ReplicaChallengeHeader): HandshakeStep {
+    const nonce = this.#nonce;
+    assert(nonce !== null);
+    if (challenge.status !== ReplicaAuthStatus.ok) {
+      return { kind: 'refused', failure: AuthFailure.peerRefused, send: null };
+    }
+    // The address we dialled belongs to replica `peer`; anything else is a misconfiguration.
+    if (challenge.replica !== this.peer) return this.#refuse(ReplicaAuthStatus.replicaMismatch);
+    if (challenge.mode !== this.#mode) return this.#refuse(ReplicaAuthStatus.modeMismatch);
+    const key = this.#options.key;
+    let mac: Uint8Array = ZERO_32;
+    if (key !== null) {
+      const transcript = {
+        mode: this.#mode,
+        cluster: this.#options.cluster,
+        initiator: this.#options.replica,
+        acceptor: this.peer,
+        nonceInitiator: nonce,
+        nonceAcceptor: challenge.nonce,
+      };
+      const expected = authMac(key, { ...transcript, direction: AuthDirection.challenge });
+      if (!macMatches(expected, challenge.mac)) return this.#refuse(ReplicaAuthStatus.macMismatch);
+      mac = authMac(key, { ...transcript, direction: AuthDirection.finish });
+    }
+    return { kind: 'established', peer: this.peer, send: this.#finish(ReplicaAuthStatus.ok, mac) };
+  }
+
+  #refuse(status: RefusalStatus): HandshakeStep {
+    return { kind: 'refused', failure: STATUS_FAILURE[status], send: this.#finish(status, ZERO_32) };
+  }
+
+  #finish(status: ReplicaAuthStatus, mac: Uint8Array): Uint8Array {
+    return buildFrame(this.#options.kernels, {
+      command: Command.replicaFinish,
+      cluster: this.#options.cluster,
+      view: 0,
+      release: 0,
+      replica: this.#options.replica,
+      mac,
+      status,
+    });
+  }
+}
+
+/** The listening side: checks Hello, sends Challenge, checks Finish. */
+export class AcceptorHandshake {
+  readonly #options: HandshakeOptions;
+  readonly #mode: ReplicaAuthMode;
+  #stage: 'hello' | 'finish' | 'done' = 'hello';
+  #hello: ReplicaHelloHeader | null = null;
+  #nonce: Uint8Array | null = null;
+  /** The claimed initiator index, known once Hello arrived (not yet authenticated). */
+  claimedPeer: number | null = null;
+
+  constructor(options: HandshakeOptions) {
+    assert(options.replica < options.replicaCount);
+    this.#options = options;
+    this.#mode = modeOf(options.key);
+  }
+
+  onFrame(header: Header): HandshakeStep {
+    if (this.#stage === 'hello' && header.command === Command.replicaHello) return this.#onHello(header);
+    if (this.#stage === 'finish' && header.command === Command.replicaFinish) {
+      this.#stage = 'done';
+      return this.#onFinish(header);
+    }
+    this.#stage = 'done';
+    return { kind: 'refused', failure: AuthFailure.unexpectedFrame, send: null };
+  }
+
+  #onHello(hello: ReplicaHelloHeader): HandshakeStep {
+    this.claimedPeer = hello.replica;
+    if (hello.mode !== this.#mode) return this.#refuse(ReplicaAuthStatus.modeMismatch);
+    const replica = this.#options.replica;
+    // The initiator must be another replica of this cluster with a lower index (only the lower
+    // index dials), and must have meant to reach us (its address list agrees with ours).
+    if (
+      hello.replica >= this.#options.replicaCount ||
+      !dials(hello.replica, replica) ||
+      hello.peerReplica !== replica
+    ) {
+      return this.#refuse(ReplicaAuthStatus.replicaMismatch);
+    }
+    this.#stage = 'finish';
+    this.#hello = hello;
+    this.#nonce = freshNonce(this.#options);
+    const key = this.#options.key;
+    const mac =
+      key === null ? ZERO_32 : authMac(key, { ...this.#transcript(hello, this.#nonce), direction: AuthDirection.challenge });
+    return { kind: 'continue', send: this.#challenge(ReplicaAuthStatus.ok, this.#nonce, mac) };
+  }
+
+  #onFinish(finish: ReplicaFinishHeader): HandshakeStep {
+    const hello = this.#hello;
+    const nonce = this.#nonce;
+    assert(hello !== null && nonce !== null);
+    if (finish.status !== ReplicaAuthStatus.ok) return { kind: 'refused', failure: AuthFailure.peerRefused, send: null };
+    // The same connection carries both messages, but the sender field is checked anyway: a Finish
+    // must come from the replica the Hello named.
+    if (finish.replica !== hello.replica) return { kind: 'refused', failure: AuthFailure.replicaMismatch, send: null };
+    const key = this.#options.key;
+    if (key !== null) {
+      const expected = authMac(key, { ...this.#transcript(hello, nonce), direction: AuthDirection.finish });
+      // No status goes back: Finish is the last message, the close says it.
+      if (!macMatches(expected, finish.mac)) return { kind: 'refused', failure: AuthFailure.macMismatch, send: null };
+    }
+    return { kind: 'established', peer: hello.replica, send: null };
+  }
+
+  #transcript(hello: ReplicaHelloHeader, nonce: Uint8Array): Omit<TranscriptInput, 'direction'> {
+    return {
+      mode: this.#mode,
+      cluster: this.#options.cluster,
+      initiator: hello.replica,
+      acceptor: this.#options.replica,
+      nonceInitiator: hello.nonce,
+      nonceAcceptor: nonce,
+    };
+  }
+
+  #refuse(status: RefusalStatus): HandshakeStep {
+    this.#stage = 'done';
+    return { kind: 'refused', failure: STATUS_FAILURE[status], send: this.#challenge(status, ZERO_32, ZERO_32) };
+  }
+
+  #challenge(status: ReplicaAuthStatus, nonce: Uint8Array, mac: Uint8Array): Uint8Array {
+    return buildFrame(this.#options.kernels, {
+      command: Command.replicaChallenge,
+      cluster: this.#options.cluster,
+      view: 0,
+      release: 0,
+      replica: this.#options.replica,
+      nonce,
+      mac,
+      mode: this.#mode,
+      status,
+    });
+  }
+}

@@ -1,0 +1,607 @@
+/**
+ * The replica-to-replica message bus over TCP: the production `MessageBus.sendToReplica` (the
+ * simulator's `NetworkSim` is the other implementation; the replica cannot tell them apart).
+ *
+ * Topology: one connection per replica pair, dialled by the lower index (`dials`) and accepted by
+ * the higher one, so two replicas never race to dial each other and there is nothing to
+ * tie-break. The acceptor refuses a Hello from a higher index. If a second connection from the
+ * same peer authenticates (the peer restarted before our side noticed the old socket died), the
+ * newer one wins and the older is closed.
+ *
+ * Every connection starts with the replica-auth handshake (`replica-auth.ts`), in mode psk when a
+ * cluster secret is configured and mode none otherwise; frames flow only after it, and each frame
+ * is delivered with `fromReplica` = the authenticated peer (`connection.ts` drops frames whose
+ * sender field names another replica).
+ *
+ * Sending never blocks or throws on network conditions: each peer has a bounded queue (frames
+ * and bytes) that outlives its connections; a full queue drops its oldest frame, counted. Queued
+ * frames are flushed in one corked batch per microtask tick, so a replica handler that sends to
+ * the same peer several times produces one writev.
+ *
+ * Reconnects use jittered exponential backoff with a cap (`backoff.ts`); a link that
+ * authenticates resets it. After `close()` nothing fires: no timer, no callback, no dial.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { HEADER_SIZE, MESSAGE_SIZE_MAX, REPLICAS_MAX } from '../constants.js';
+import { assert } from '../stdx/assert.js';
+import type { ChecksumKernels } from '../vsr/frame.js';
+import { readSize } from '../vsr/header.js';
+import type { Logger, MessageBus } from '../vsr/io.js';
+import { BACKOFF_DEFAULTS, assertBackoffOptions, backoffDelayMs, type BackoffOptions } from './backoff.js';
+import { Connection, rejectionCounters, type ConnectionEvents, type RejectionReason } from './connection.js';
+import type { DecodedFrame } from './frame-decoder.js';
+import {
+  AcceptorHandshake,
+  InitiatorHandshake,
+  authFailureCounters,
+  deriveAuthKey,
+  dials,
+  type AuthFailure,
+} from './replica-auth.js';
+import { SendQueue } from './send-queue.js';
+
+export { TransportRejection, type RejectionReason } from './connection.js';
+export { AuthFailure } from './replica-auth.js';
+
+/** Frames queued per peer by default. */
+export const PEER_QUEUE_FRAME_COUNT_DEFAULT = 256;
+/** Bytes queued per peer by default (32 full-size frames). */
+export const PEER_QUEUE_SIZE_DEFAULT = 32 * MESSAGE_SIZE_MAX;
+export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
+/**
+ * Inbound connections still in their handshake. Bounds what unauthenticated sockets can hold
+ * (256 staged bytes, a timer); the excess is closed at accept, counted.
+ */
+export const INBOUND_HANDSHAKES_MAX_DEFAULT = 2 * REPLICAS_MAX;
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `host:port` or `[v6]:port`; throws a configuration error naming the problem. */
+export function parseHostPort(address: string): HostPort {
+  const match = /^\[([^\]]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
+  const port = Number(match?.[2]);
+  if (match === null || match[1] === undefined || !(port >= 0 && port <= 0xffff)) {
+    throw new Error(`invalid replica address ${JSON.stringify(address)}: expected host:port`);
+  }
+  return { host: match[1], port };
+}
+
+export interface ReplicaBusOptions {
+  readonly replica: number;
+  /** `host:port` of every replica's replication listener, in replica order. Port 0 for a peer
+   * means "not known yet" (see `setPeerAddress`); for this replica, an ephemeral port. */
+  readonly addresses: readonly string[];
+  readonly cluster: bigint;
+  readonly kernels: ChecksumKernels;
+  /** Pre-shared key; when set, only replicas holding it can connect (mode psk). */
+  readonly clusterSecret?: Uint8Array | undefined;
+  /** Every frame that passed every check, with the authenticated sender. */
+  readonly onMessage: (frame: DecodedFrame, fromReplica: number) => void;
+  readonly logger?: Logger | undefined;
+  /** Frames queued per peer before the oldest is dropped. */
+  readonly queueCapacity?: number | undefined;
+  /** Bytes queued per peer before the oldest frame is dropped (>= MESSAGE_SIZE_MAX). */
+  readonly queueSizeMax?: number | undefined;
+  readonly reconnect?: Partial<BackoffOptions> | undefined;
+  readonly handshakeTimeoutMs?: number | undefined;
+  readonly inboundHandshakesMax?: number | undefined;
+  /** Jitter source in [0, 1); tests pass a seeded one. */
+  readonly random?: (() => number) | undefined;
+}
+
+export interface PeerStats {
+  readonly replica: number;
+  readonly address: string;
+  /** This replica dials the peer (lower index) rather than accepting from it. */
+  readonly outbound: boolean;
+  /** An authenticated connection is open. */
+  readonly connected: boolean;
+  /** Frames and bytes waiting in the send queue. */
+  readonly queued: number;
+  readonly queuedBytes: number;
+  /** Frames handed to the socket (a connection that then fails may lose some). */
+  readonly sent: number;
+  /** Frames delivered to `onMessage`. */
+  readonly received: number;
+  /** Frames dropped from the send queue, in all and by bound. */
+  readonly dropped: number;
+  readonly droppedQueueFull: number;
+  readonly droppedQueueBytes: number;
+  readonly dialAttempts: number;
+  /** Authenticated connections established, and how many of them replaced an earlier one. */
+  readonly connects: number;
+  readonly reconnects: number;
+  /** Inbound frames rejected on connections to/from this peer, by reason (zeros omitted). */
+  readonly rejected: Partial<Record<RejectionReason, number>>;
+  /** Failed handshakes with this peer, by reason (zeros omitted). */
+  readonly authFailures: Partial<Record<AuthFailure, number>>;
+}
+
+export interface ReplicaBusStats {
+  readonly replica: number;
+  /** The bound port, or null before `listen()`. */
+  readonly port: number | null;
+  /** Every other replica, in index order. */
+  readonly peers: readonly PeerStats[];
+  /** Inbound connections before they authenticate: attributed to no peer (the claim is unproven). */
+  readonly inbound: {
+    readonly accepted: number;
+    readonly handshaking: number;
+    /** Closed at accept: `inboundHandshakesMax` handshakes were already in progress. */
+    readonly refusedHandshakesMax: number;
+    readonly rejected: Partial<Record<RejectionReason, number>>;
+    readonly authFailures: Partial<Record<AuthFailure, number>>;
+  };
+  /** `sendToReplica` to this replica itself (dropped, as the simulator does). */
+  readonly droppedSelf: number;
+  /** `sendToReplica` after `close()`. */
+  readonly droppedClosed: number;
+}
+
+interface Peer {
+  readonly replica: number;
+  readonly outbound: boolean;
+  address: HostPort | null;
+  readonly queue: SendQueue;
+  /** The authenticated connection, if any. */
+  connection: Connection | null;
+  /** Outbound only: a dial in progress (TCP connect or handshake). */
+  dialing: Connection | null;
+  reconnectTimer: NodeJS.Timeout | null;
+  /** Failed dials since the last authenticated connection (the backoff exponent). */
+  attempt: number;
+  flushScheduled: boolean;
+  /** Whether the last push dropped frames (log once per episode, not per frame). */
+  dropping: boolean;
+  sent: number;
+  received: number;
+  dialAttempts: number;
+  connects: number;
+  readonly rejected: Record<RejectionReason, number>;
+  readonly authFailures: Record<AuthFailure, number>;
+}
+
+function nonZero<K extends string>(counters: Record<K, number>): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = {};
+  for (const key of Object.keys(counters) as K[]) if (counters[key] > 0) out[key] = counters[key];
+  return out;
+}
+
+function formatHostPort(address: HostPort | null): string {
+  if (address === null) return '';
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}
+
+const NO_LOGGER: Logger = { log: () => {} };
+
+export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
+  readonly replica: number;
+  readonly replicaCount: number;
+  readonly cluster: bigint;
+
+  readonly #options: ReplicaBusOptions;
+  readonly #logger: Logger;
+  readonly #backoff: BackoffOptions;
+  readonly #handshakeTimeoutMs: number;
+  readonly #inboundHandshakesMax: number;
+  readonly #random: () => number;
+  readonly #key: ReturnType<typeof deriveAuthKey> | null;
+  readonly #listenAddress: HostPort;
+  /** Indexed by replica; null at our own index. */
+  readonly #peers: (Peer | null)[];
+  /** Inbound connections still in their handshake. */
+  readonly #inboundHandshaking = new Set<Connection>();
+  /** Every live connection, so close() can wait for each socket to close. */
+  readonly #connections = new Set<Connection>();
+  readonly #events: ConnectionEvents;
+
+  #server: Server | null = null;
+  /** Settles when `listen()` has bound or failed; close() waits for it so no listener leaks. */
+  #listening: Promise<void> | null = null;
+  #port: number | null = null;
+  #closed = false;
+  #closing: Promise<void> | null = null;
+  #inboundAccepted = 0;
+  #inboundRefusedHandshakesMax = 0;
+  readonly #inboundRejected = rejectionCounters();
+  readonly #inboundAuthFailures = authFailureCounters();
+  #droppedSelf = 0;
+  #droppedClosed = 0;
+
+  constructor(options: ReplicaBusOptions) {
+    const replicaCount = options.addresses.length;
+    assert(replicaCount >= 1 && replicaCount <= REPLICAS_MAX, 'bus: 1..REPLICAS_MAX addresses');
+    assert(Number.isInteger(options.replica) && options.replica >= 0 && options.replica < replicaCount, 'bus: replica index within addresses');
+    assert(options.cluster >= 0n && options.cluster < 1n << 128n, 'bus: cluster is a u128');
+    const addresses = options.addresses.map(parseHostPort);
+    this.replica = options.replica;
+    this.replicaCount = replicaCount;
+    this.cluster = options.cluster;
+    this.#options = options;
+    this.#logger = options.logger ?? NO_LOGGER;
+    this.#backoff = { ...BACKOFF_DEFAULTS, ...options.reconnect };
+    assertBackoffOptions(this.#backoff);
+    this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
+    assert(this.#handshakeTimeoutMs > 0, 'bus: handshakeTimeoutMs > 0');
+    this.#inboundHandshakesMax = options.inboundHandshakesMax ?? INBOUND_HANDSHAKES_MAX_DEFAULT;
+    assert(this.#inboundHandshakesMax > 0, 'bus: inboundHandshakesMax > 0');
+    this.#random = options.random ?? Math.random;
+    this.#key = options.clusterSecret === undefined ? null : deriveAuthKey(options.clusterSecret, options.cluster);
+    const own = addresses[options.replica];
+    assert(own !== undefined);
+    this.#listenAddress = own;
+    const queueCapacity = options.queueCapacity ?? PEER_QUEUE_FRAME_COUNT_DEFAULT;
+    const queueSizeMax = options.queueSizeMax ?? PEER_QUEUE_SIZE_DEFAULT;
+    this.#peers = addresses.map((address, replica) =>
+      replica === options.replica
+        ? null
+        : {
+            replica,
+            outbound: dials(options.replica, replica),
+            address: address.port === 0 ? null : address,
+            queue: new SendQueue(queueCapacity, queueSizeMax),
+            connection: null,
+            dialing: null,
+            reconnectTimer: null,
+            attempt: 0,
+            flushScheduled: false,
+            dropping: false,
+            sent: 0,
+            received: 0,
+            dialAttempts: 0,
+            connects: 0,
+            rejected: rejectionCounters(),
+            authFailures: authFailureCounters(),
+          },
+    );
+    this.#events = {
+      onEstablished: (connection) => this.#onEstablished(connection),
+      onFrame: (connection, frame) => this.#onFrame(connection, frame),
+      onRejected: (connection, reason) => this.#onRejected(connection, reason),
+      onAuthFailure: (connection, failure) => this.#onAuthFailure(connection, failure),
+      onWritable: (connection) => this.#onWritable(connection),
+      onClose: (connection) => this.#onClose(connection),
+    };
+  }
+
+  /** Binds this replica's address (only its host) and starts dialling the higher-index peers. */
+  async listen(): Promise<{ readonly port: number }> {
+    assert(this.#server === null && !this.#closed, 'bus: listen() once, before close()');
+    const server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
+    this.#server = server;
+    this.#listening = new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: this.#listenAddress.host, port: this.#listenAddress.port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    await this.#listening;
+    server.on('error', (error) => this.#logger.log('error', 'replica bus: listener error', { error: String(error) }));
+    const bound = server.address();
+    assert(bound !== null && typeof bound === 'object', 'a TCP server has an address');
+    this.#port = bound.port;
+    this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port });
+    if (this.#closed) return { port: bound.port };
+    for (const peer of this.#peers) if (peer !== null && peer.outbound) this.#dial(peer);
+    return { port: bound.port };
+  }
+
+  /**
+   * Sets a peer's address after construction (a peer listening on an ephemeral port, a moved
+   * replica). An outbound peer that is not connected is dialled at once.
+   */
+  setPeerAddress(replica: number, address: string): void {
+    const peer = this.#peers[replica];
+    assert(peer !== null && peer !== undefined, 'setPeerAddress: another replica of this cluster');
+    const parsed = parseHostPort(address);
+    assert(parsed.port !== 0, 'setPeerAddress: a concrete port');
+    peer.address = parsed;
+    if (this.#closed || this.#server === null || !peer.outbound) return;
+    if (peer.connection !== null || peer.dialing !== null) return;
+    this.#clearReconnect(peer);
+    peer.attempt = 0;
+    this.#dial(peer);
+  }
+
+  /**
+   * Queues `frame` for `replica`. Never blocks and never throws on network conditions: a down or
+   * slow peer fills its bounded queue and the oldest frames are dropped, counted. The frame must
+   * not be modified afterwards (it is written by reference). Sending to this replica itself is
+   * dropped, counted, as the simulator does.
+   */
+  sendToReplica(replica: number, frame: Uint8Array): void {
+    assert(Number.isInteger(replica) && replica >= 0 && replica < this.replicaCount, 'sendToReplica: replica index');
+    assert(frame.byteLength >= HEADER_SIZE && frame.byteLength <= MESSAGE_SIZE_MAX, 'sendToReplica: a whole frame');
+    // A frame whose size field lies would make the peer reject it and drop the whole connection.
+    assert(readSize(frame) === frame.byteLength, 'sendToReplica: size field equals the frame length');
+    if (this.#closed) {
+      this.#droppedClosed += 1;
+      return;
+    }
+    const peer = this.#peers[replica];
+    if (peer === null || peer === undefined) {
+      this.#droppedSelf += 1;
+      return;
+    }
+    const dropped = peer.queue.push(frame);
+    if (dropped > 0 && !peer.dropping) {
+      peer.dropping = true;
+      this.#logger.log('warn', 'replica bus: send queue full, dropping oldest frames', {
+        peer: replica,
+        connected: peer.connection !== null,
+        queued: peer.queue.length,
+      });
+    }
+    this.#scheduleFlush(peer);
+  }
+
+  /** Closes the listener and every connection and stops every timer; nothing fires afterwards. */
+  close(): Promise<void> {
+    if (this.#closing !== null) return this.#closing;
+    this.#closed = true;
+    for (const peer of this.#peers) {
+      if (peer === null) continue;
+      this.#clearReconnect(peer);
+      peer.queue.clear();
+    }
+    const sockets = [...this.#connections].map((connection) => {
+      connection.destroy();
+      return connection.closed;
+    });
+    const server = this.#server;
+    const listening = this.#listening ?? Promise.resolve();
+    const listener =
+      server === null
+        ? Promise.resolve()
+        : listening.then(
+            () => new Promise<void>((resolve) => server.close(() => resolve())),
+            // listen() failed: nothing is bound, and listen() reports the error itself.
+            () => undefined,
+          );
+    this.#closing = Promise.all([...sockets, listener])
+      // The listener's close callback runs before libuv has released its handle (that happens in
+      // the loop's close phase); two check-phase turns later it has, so when close() resolves no
+      // handle of ours is left, not even one being torn down.
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.#logger.log('info', 'replica bus: closed', {});
+      });
+    return this.#closing;
+  }
+
+  get port(): number | null {
+    return this.#port;
+  }
+
+  /** Whether an authenticated connection to `replica` is open. */
+  connected(replica: number): boolean {
+    return this.#peers[replica]?.connection?.open === true;
+  }
+
+  stats(): ReplicaBusStats {
+    const peers: PeerStats[] = [];
+    for (const peer of this.#peers) {
+      if (peer === null) continue;
+      const configured = parseHostPort(this.#options.addresses[peer.replica] ?? '');
+      peers.push({
+        replica: peer.replica,
+        address: formatHostPort(peer.address ?? configured),
+        outbound: peer.outbound,
+        connected: peer.connection?.open === true,
+        queued: peer.queue.length,
+        queuedBytes: peer.queue.size,
+        sent: peer.sent,
+        received: peer.received,
+        dropped: peer.queue.dropped,
+        droppedQueueFull: peer.queue.droppedCountFull,
+        droppedQueueBytes: peer.queue.droppedSizeFull,
+        dialAttempts: peer.dialAttempts,
+        connects: peer.connects,
+        reconnects: Math.max(0, peer.connects - 1),
+        rejected: nonZero(peer.rejected),
+        authFailures: nonZero(peer.authFailures),
+      });
+    }
+    return {
+      replica: this.replica,
+      port: this.#port,
+      peers,
+      inbound: {
+        accepted: this.#inboundAccepted,
+        handshaking: this.#inboundHandshaking.size,
+        refusedHandshakesMax: this.#inboundRefusedHandshakesMax,
+        rejected: nonZero(this.#inboundRejected),
+        authFailures: nonZero(this.#inboundAuthFailures),
+      },
+      droppedSelf: this.#droppedSelf,
+      droppedClosed: this.#droppedClosed,
+    };
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  #handshakeOptions() {
+    return {
+      kernels: this.#options.kernels,
+      cluster: this.cluster,
+      replica: this.replica,
+      replicaCount: this.replicaCount,
+      key: this.#key,
+    };
+  }
+
+  #connectionOptions() {
+    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs };
+  }
+
+  #dial(peer: Peer): void {
+    assert(peer.outbound && peer.connection === null && peer.dialing === null && peer.reconnectTimer === null);
+    if (this.#closed || peer.address === null) return;
+    peer.dialAttempts += 1;
+    const socket = connect({ host: peer.address.host, port: peer.address.port });
+    const handshake = new InitiatorHandshake({ ...this.#handshakeOptions(), peer: peer.replica });
+    const connection = new Connection({
+      socket,
+      handshake,
+      peer: peer.replica,
+      events: this.#events,
+      connection: this.#connectionOptions(),
+    });
+    this.#connections.add(connection);
+    peer.dialing = connection;
+    connection.start(handshake.hello());
+  }
+
+  #onAccept(socket: Socket): void {
+    if (this.#closed) {
+      socket.destroy();
+      return;
+    }
+    if (this.#inboundHandshaking.size >= this.#inboundHandshakesMax) {
+      this.#inboundRefusedHandshakesMax += 1;
+      socket.destroy();
+      return;
+    }
+    this.#inboundAccepted += 1;
+    const connection = new Connection({
+      socket,
+      handshake: new AcceptorHandshake(this.#handshakeOptions()),
+      peer: null,
+      events: this.#events,
+      connection: this.#connectionOptions(),
+    });
+    this.#connections.add(connection);
+    this.#inboundHandshaking.add(connection);
+  }
+
+  /** The peer a connection's counters belong to: the dialled peer, or the authenticated one. */
+  #peerOf(connection: Connection): Peer | null {
+    if (connection.peer === null) return null;
+    return this.#peers[connection.peer] ?? null;
+  }
+
+  #onEstablished(connection: Connection): void {
+    if (this.#closed) {
+      connection.destroy();
+      return;
+    }
+    const peer = this.#peerOf(connection);
+    assert(peer !== null, 'the handshake authenticates another replica of this cluster');
+    this.#inboundHandshaking.delete(connection);
+    if (connection.direction === 'outbound') {
+      assert(peer.dialing === connection);
+      peer.dialing = null;
+    } else {
+      assert(!peer.outbound, 'only lower indexes dial us');
+    }
+    const previous = peer.connection;
+    if (previous !== null) {
+      // The peer restarted (or re-dialled) before our side saw the old socket fail.
+      this.#logger.log('info', 'replica bus: newer connection replaces the old one', { peer: peer.replica });
+      previous.destroy();
+    }
+    peer.connection = connection;
+    peer.connects += 1;
+    peer.attempt = 0;
+    peer.dropping = false;
+    this.#logger.log('info', 'replica bus: connected', {
+      peer: peer.replica,
+      direction: connection.direction,
+      remote: connection.remoteAddress,
+      authenticated: this.#key !== null,
+    });
+    this.#flush(peer);
+  }
+
+  #onFrame(connection: Connection, frame: DecodedFrame): void {
+    if (this.#closed) return;
+    const peer = this.#peerOf(connection);
+    assert(peer !== null && peer.connection === connection, 'frames arrive on the current authenticated connection');
+    peer.received += 1;
+    this.#options.onMessage(frame, peer.replica);
+  }
+
+  #onRejected(connection: Connection, reason: RejectionReason): void {
+    if (this.#closed) return;
+    const peer = connection.open || connection.direction === 'outbound' ? this.#peerOf(connection) : null;
+    if (peer === null) this.#inboundRejected[reason] += 1;
+    else peer.rejected[reason] += 1;
+    this.#logger.log('warn', 'replica bus: frame rejected', {
+      peer: peer?.replica ?? null,
+      remote: connection.remoteAddress,
+      reason,
+    });
+  }
+
+  #onAuthFailure(connection: Connection, failure: AuthFailure): void {
+    if (this.#closed) return;
+    // Inbound failures stay unattributed: the index the peer claimed was never proven.
+    const peer = connection.direction === 'outbound' ? this.#peerOf(connection) : null;
+    if (peer === null) this.#inboundAuthFailures[failure] += 1;
+    else peer.authFailures[failure] += 1;
+    this.#logger.log('warn', 'replica bus: handshake failed', {
+      peer: peer?.replica ?? null,
+      remote: connection.remoteAddress,
+      failure,
+    });
+  }
+
+  #onWritable(connection: Connection): void {
+    const peer = this.#peerOf(connection);
+    if (peer !== null && peer.connection === connection) this.#flush(peer);
+  }
+
+  #onClose(connection: Connection): void {
+    this.#connections.delete(connection);
+    this.#inboundHandshaking.delete(connection);
+    const peer = this.#peerOf(connection);
+    if (peer === null) return;
+    if (peer.dialing === connection) peer.dialing = null;
+    if (peer.connection === connection) {
+      peer.connection = null;
+      if (!this.#closed) this.#logger.log('warn', 'replica bus: disconnected', { peer: peer.replica });
+    }
+    if (!this.#closed && peer.outbound && peer.connection === null && peer.dialing === null) this.#scheduleReconnect(peer);
+  }
+
+  // ---------------------------------------------------------------- sending and timers
+
+  #scheduleFlush(peer: Peer): void {
+    if (peer.flushScheduled || peer.connection === null) return;
+    peer.flushScheduled = true;
+    // One batch per tick: everything a replica handler sends to this peer goes out in one writev.
+    queueMicrotask(() => {
+      peer.flushScheduled = false;
+      if (!this.#closed) this.#flush(peer);
+    });
+  }
+
+  #flush(peer: Peer): void {
+    const connection = peer.connection;
+    if (connection === null) return;
+    const written = connection.flush(peer.queue);
+    peer.sent += written;
+    if (written > 0 && peer.queue.length === 0) peer.dropping = false;
+  }
+
+  #scheduleReconnect(peer: Peer): void {
+    assert(peer.outbound && !this.#closed);
+    if (peer.reconnectTimer !== null || peer.address === null) return;
+    const delayMs = backoffDelayMs(peer.attempt, this.#backoff, this.#random);
+    peer.attempt += 1;
+    peer.reconnectTimer = setTimeout(() => {
+      peer.reconnectTimer = null;
+      if (!this.#closed && peer.connection === null && peer.dialing === null) this.#dial(peer);
+    }, delayMs);
+  }
+
+  #clearReconnect(peer: Peer): void {
+    if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
+    peer.reconnectTimer = null;
+  }
+}

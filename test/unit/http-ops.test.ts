@@ -1,0 +1,158 @@
+/**
+ * Operational endpoints (DESIGN.md §2.3): /livez, /readyz, /cluster/status, /metrics, plus
+ * Iggy's /stats, /cluster/metadata and /clients. Shapes are snake_case and the metrics carry the
+ * replica gauges, read from the node at scrape time.
+ */
+import { decodeJwt } from 'jose';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { createTestNode } from '../../src/http/test-node.js';
+import { expectErrorShape, harness, JWT_SECRET, type Harness } from './http-fixtures.js';
+
+let h: Harness;
+let token: string;
+
+beforeEach(async () => {
+  h = await harness({ node: { replica: 1, clusterName: 'blue' } });
+  token = await h.rootToken();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+describe('health', () => {
+  it('/livez is 200 without a token', async () => {
+    const reply = await h.request('GET', '/livez');
+    expect(reply.status).toBe(200);
+    expect(reply.json).toEqual({ status: 'live' });
+  });
+
+  it('/readyz is 200 only when the node is ready, else 503 with the reason', async () => {
+    expect((await h.request('GET', '/readyz')).json).toEqual({ status: 'ready' });
+    h.node.isReady = false;
+    h.node.stateTransfer = { stage: 'fetching', peer: 2, artifact: 'snapshot', bytesDone: 10, bytesTotal: 100, startedAtMs: 1, etaMs: 5 };
+    const reply = await h.request('GET', '/readyz');
+    expect(reply.status).toBe(503);
+    expect(reply.headers['retry-after']).toBe('1');
+    expect(expectErrorShape(reply)).toMatchObject({ id: 503, code: 'not_ready', reason: 'state transfer in progress (fetching)' });
+    h.node.replicaStatus = 'view_change';
+    expect(expectErrorShape(await h.request('GET', '/readyz')).reason).toBe('replica status is view_change');
+  });
+});
+
+describe('/cluster/status', () => {
+  it('renders ClusterStatus in snake_case for any valid token', async () => {
+    h.node.stateTransfer = { stage: 'installing', peer: 0, artifact: 'snapshot.bin', bytesDone: 64, bytesTotal: 128, startedAtMs: 1_000, etaMs: null };
+    h.node.peers = [
+      { replica: 0, address: '127.0.0.1:9090', connected: true, commitMax: 12, lagOps: 0 },
+      { replica: 2, address: '127.0.0.1:9092', connected: false, commitMax: null, lagOps: null },
+    ];
+    h.node.currentView = 3;
+    const reply = await h.request('GET', '/cluster/status', { token });
+    expect(reply.status).toBe(200);
+    expect(reply.json).toEqual({
+      replica: 1,
+      replica_count: 3,
+      view: 3,
+      status: 'normal',
+      primary: 1,
+      op: h.node.lastOp,
+      commit_min: h.node.lastOp,
+      commit_max: h.node.lastOp,
+      checkpoint_op: 0,
+      checkpoint_id: '0000000000000000',
+      state_transfer: { stage: 'installing', peer: 0, artifact: 'snapshot.bin', bytes_done: 64, bytes_total: 128, started_at_ms: 1_000, eta_ms: null },
+      replicas: [
+        { replica: 0, address: '127.0.0.1:9090', connected: true, commit_max: 12, lag_ops: 0 },
+        { replica: 2, address: '127.0.0.1:9092', connected: false, commit_max: null, lag_ops: null },
+      ],
+    });
+    expect(reply.headers['iggy-view']).toBe('3');
+    expect((await h.request('GET', '/cluster/status')).status).toBe(401);
+  });
+});
+
+describe('/metrics', () => {
+  it('needs a token and exposes the replica gauges and the latency histogram', async () => {
+    expect((await h.request('GET', '/metrics')).status).toBe(401);
+    await h.request('POST', '/streams', { token, body: { name: 's' } });
+    h.node.currentView = 7;
+    h.node.peers = [{ replica: 0, address: 'a:1', connected: true, commitMax: 3, lagOps: 4 }];
+    h.node.stateTransfer = { stage: 'fetching', peer: 0, artifact: 'snapshot', bytesDone: 512, bytesTotal: 4096, startedAtMs: 1, etaMs: 10 };
+    const reply = await h.request('GET', '/metrics', { token });
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = reply.text;
+    for (const line of [
+      'vsr_view{replica="1"} 7',
+      `vsr_op{replica="1"} ${h.node.lastOp}`,
+      `vsr_commit_min{replica="1"} ${h.node.lastOp}`,
+      `vsr_commit_max{replica="1"} ${h.node.lastOp}`,
+      'vsr_checkpoint_op{replica="1"} 0',
+      'vsr_is_primary{replica="1"} 1',
+      'vsr_state_transfer_stage{stage="fetching",replica="1"} 1',
+      'vsr_state_transfer_bytes_done{replica="1"} 512',
+      'vsr_state_transfer_bytes_total{replica="1"} 4096',
+      'vsr_replica_lag_ops{peer="0",replica="1"} 4',
+      'streams{replica="1"} 1',
+      '# TYPE http_request_duration_seconds histogram',
+    ]) {
+      expect(text, line).toContain(line);
+    }
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="POST",route="\/streams",status_code="200",replica="1"\} 1/);
+  });
+
+  it('each app has its own registry', async () => {
+    const other = buildApp({ node: await createTestNode({ replica: 2 }), jwtSecret: JWT_SECRET });
+    await other.ready();
+    const mine = await h.request('GET', '/metrics', { token });
+    expect(mine.text).toContain('vsr_view{replica="1"}');
+    expect(mine.text).not.toContain('replica="2"');
+    await other.close();
+  });
+});
+
+describe('Iggy system routes', () => {
+  it('/stats carries Iggy fields with metadata counts', async () => {
+    await h.request('POST', '/streams', { token, body: { name: 's' } });
+    await h.request('POST', '/streams/s/topics', { token, body: { name: 't', partitions_count: 3, compression_algorithm: 'none', message_expiry: 0, max_topic_size: 0 } });
+    const reply = await h.request('GET', '/stats', { token });
+    expect(reply.status).toBe(200);
+    expect(reply.json).toMatchObject({ streams_count: 1, topics_count: 1, partitions_count: 3, consumer_groups_count: 0, clients_count: 1, messages_size_bytes: '0 B' });
+    expect(Object.keys(reply.json).sort()).toEqual(
+      [
+        'available_memory', 'cache_metrics', 'clients_count', 'consumer_groups_count', 'cpu_usage', 'free_disk_space', 'hostname',
+        'iggy_server_semver', 'iggy_server_version', 'kernel_version', 'memory_usage', 'messages_count', 'messages_size_bytes',
+        'os_name', 'os_version', 'partitions_count', 'process_id', 'read_bytes', 'run_time', 'segments_count', 'start_time',
+        'streams_count', 'threads_count', 'topics_count', 'total_cpu_usage', 'total_disk_space', 'total_memory', 'written_bytes',
+      ].sort(),
+    );
+    expect(reply.json.iggy_server_semver).toBe(1000);
+  });
+
+  it('/cluster/metadata renders the roster in Iggy shape', async () => {
+    h.node.clusterNodes = [
+      { replica: 0, name: 'node-0', http: '127.0.0.1:3000', role: 'follower', status: 'healthy' },
+      { replica: 1, name: 'node-1', http: '[::1]:3001', role: 'leader', status: 'healthy' },
+    ];
+    const reply = await h.request('GET', '/cluster/metadata', { token });
+    expect(reply.json).toEqual({
+      name: 'blue',
+      nodes: [
+        { name: 'node-0', ip: '127.0.0.1', endpoints: { tcp: 0, quic: 0, http: 3000, websocket: 0 }, role: 'follower', status: 'healthy' },
+        { name: 'node-1', ip: '::1', endpoints: { tcp: 0, quic: 0, http: 3001, websocket: 0 }, role: 'leader', status: 'healthy' },
+      ],
+    });
+  });
+
+  it('/clients lists the VSR sessions; /clients/{id} adds memberships; unknown is 404', async () => {
+    await h.request('POST', '/streams', { token, body: { name: 's' } });
+    const session = h.node.sessionOf(decodeJwt(token).jti as string)!;
+    const list = await h.request('GET', '/clients', { token });
+    expect(list.json).toEqual([{ client_id: Number(session.clientId), user_id: 0, address: '127.0.0.1', transport: 'http', consumer_groups_count: 0 }]);
+    const details = await h.request('GET', `/clients/${session.clientId}`, { token });
+    expect(details.json).toMatchObject({ client_id: Number(session.clientId), consumer_groups: [] });
+    expect((await h.request('GET', '/clients/999', { token })).status).toBe(404);
+    expect((await h.request('GET', '/clients/abc', { token })).status).toBe(400);
+  });
+});
