@@ -75,8 +75,6 @@ export interface BuildAppOptions {
   readonly serverVersion?: string;
 }
 
-export type HttpApp = FastifyInstance;
-
 export function buildApp(options: BuildAppOptions): FastifyInstance {
   const { node } = options;
   const nowMs = options.nowMs ?? Date.now;

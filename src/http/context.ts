@@ -75,7 +75,7 @@ export function createContext(parts: HttpContextParts): HttpContext {
     },
     async commit(identity, operation, body) {
       // Fast rejection with the exact code apply would commit; apply checks again (state moves).
-      const code = node.state.precheck(identity.userId, operation, body, { timestampUs: nowMs() * 1000 });
+      const code = node.state.precheck(identity.userId, operation, body, { timestampUs: Math.floor(nowMs() * 1000) });
       if (code !== ErrorCode.ok) throw iggyError(code);
       const outcome = await node.write(identity.sessionKey, identity.userId, operation, body);
       switch (outcome.kind) {

@@ -7,7 +7,7 @@ import { canonicalPermissions } from '../metadata/permissions.js';
 import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../metadata/snapshot-model.js';
 import { PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from '../metadata/validation.js';
 import { invalidRequest, type HttpError } from './errors.js';
-import type { PermissionsJson } from './schemas.js';
+import type { PermissionsJson, PermissionsOutJson } from './schemas.js';
 
 /** JSON key -> bit, in Iggy's field order. */
 const GLOBAL_BITS = {
@@ -88,9 +88,9 @@ export function permissionsFromJson(json: PermissionsJson | null | undefined): P
 }
 
 /** Stored permissions as Iggy's JSON (`streams: null` when no stream carries any). */
-export function permissionsToJson(permissions: PermissionsSnapshot | null): PermissionsJson | null {
+export function permissionsToJson(permissions: PermissionsSnapshot | null): PermissionsOutJson | null {
   if (permissions === null) return null;
-  let streams: NonNullable<PermissionsJson['streams']> | null = null;
+  let streams: PermissionsOutJson['streams'] = null;
   if (permissions.streams.length > 0) {
     streams = {};
     for (const stream of permissions.streams) {

@@ -10,7 +10,7 @@ import { ErrorCode } from '../metadata/errors.js';
 import { decodeIdPayload, parseIdentifier, type Identifier } from '../metadata/operations.js';
 import { NAME_SIZE_MAX, utf8Size } from '../metadata/validation.js';
 import { assert } from '../stdx/assert.js';
-import { httpError, iggyError, invalidRequest, type HttpError } from './errors.js';
+import { httpError, iggyError, invalidRequest } from './errors.js';
 import { toU64 } from './json.js';
 
 /**
@@ -43,10 +43,6 @@ export function noOptions(options: Readonly<Record<string, string>> | undefined)
 /** Runs a metadata validator and throws its Iggy code (e.g. 1013 invalid_stream_name). */
 export function check(code: ErrorCode): void {
   if (code !== ErrorCode.ok) throw iggyError(code);
-}
-
-export function throwIf(error: HttpError | null): void {
-  if (error !== null) throw error;
 }
 
 /**

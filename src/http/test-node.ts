@@ -168,6 +168,7 @@ export class TestNode implements NodeApi {
   }
 
   async logout(sessionKey: SessionKey): Promise<void> {
+    if (this.logouts.length >= RECORDED_WRITES_MAX) this.logouts.shift();
     this.logouts.push(sessionKey);
     const session = this.sessions.get(sessionKey);
     if (session === undefined) return;
@@ -254,7 +255,10 @@ export interface CreateTestNodeOptions extends Omit<TestNodeOptions, 'state'> {
   readonly stateOptions?: MetadataStateMachineOptions;
 }
 
-/** Genesis root hashes, per password: Argon2id is deliberately slow, tests make many nodes. */
+/**
+ * Genesis root hashes, per password: Argon2id is deliberately slow and tests make many nodes.
+ * Bounded by the distinct passwords tests use (one or two).
+ */
 const genesisHashes = new Map<string, Promise<string>>();
 
 export async function createTestNode(options: CreateTestNodeOptions = {}): Promise<TestNode> {

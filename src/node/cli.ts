@@ -1,13 +1,102 @@
 #!/usr/bin/env node
 /**
- * The `vrmeta` command line. Subcommands are added per layer: `bench kernels` now; `start`, `dev`,
- * `inspect` and `simulate` as the server, storage and simulator land.
+ * The `vrmeta` command line (DESIGN.md §2.2): start, dev, inspect, simulate, bench.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatKernelReport, runKernelBench } from '../../bench/kernels.js';
+import { loadKernels, parseKernelsMode } from '../kernels/index.js';
+import { runInspect } from '../storage/inspect.js';
+import { runSimulate } from '../testing/simulate.js';
+import type { ConfigKey } from './config.js';
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return parsed;
+}
 
 const program = new Command();
 program.name('vrmeta').description('Replicated metadata server (Viewstamped Replication)').showHelpAfterError();
+
+/** Flags of `start` -> config keys (each also a TOML key and a VRMETA_* variable). */
+const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][] = [
+  ['--replica-id <n>', 'replica_id', 'this replica index in --replicas'],
+  ['--replicas <list>', 'replicas', "comma-separated host:port of every replica's replication listener, in replica order"],
+  ['--http <host:port>', 'http', 'HTTP listener'],
+  ['--http-peers <list>', 'http_peers', 'comma-separated HTTP host:port of every replica (write forwarding)'],
+  ['--data-dir <path>', 'data_dir', 'data directory'],
+  ['--cluster-name <name>', 'cluster_name', 'cluster name (hashed into every header; cannot change later)'],
+  ['--journal-slots <n>', 'journal_slots', 'WAL capacity in prepares between checkpoints'],
+  ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
+  ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
+  ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
+  ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared key for replica authentication (>= 32 chars)'],
+  ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
+];
+
+const start = program.command('start').description('run one replica in the foreground (pino JSON logs on stdout)');
+start.option('--config <file>', 'TOML configuration file');
+for (const [flag, , description] of START_FLAGS) start.option(flag, description);
+start.action(async (options: Record<string, string | undefined>) => {
+  const { start: run } = await import('./main.js');
+  const flags: Partial<Record<ConfigKey, unknown>> = {};
+  for (const [flag, key] of START_FLAGS) {
+    const name = flag.slice(2, flag.indexOf(' ')).replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
+    if (options[name] !== undefined) flags[key] = options[name];
+  }
+  process.exitCode = await run({ ...(options['config'] === undefined ? {} : { configFile: options['config'] }), flags });
+});
+
+program
+  .command('dev')
+  .description('a local cluster of child processes on 127.0.0.1 (what npm start runs)')
+  .option('--replicas <n>', 'replica count', positiveInteger, 3)
+  .option('--data-dir <path>', 'data directory (one sub-directory per replica)', './data')
+  .option('--http-port <port>', 'first HTTP port', positiveInteger, 3000)
+  .option('--replica-port <port>', 'first replication port', positiveInteger, 9090)
+  .addOption(new Option('--kernels <mode>', 'auto | wasm | ts').default('auto'))
+  .option('--log-level <level>', 'replica log level', 'info')
+  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; kernels: string; logLevel: string }) => {
+    const { dev } = await import('./dev.js');
+    process.exitCode = await dev(options);
+  });
+
+program
+  .command('inspect')
+  .description('verify and print a data file; exit 1 on corruption')
+  .argument('<kind>', 'snapshot | wal | superblock')
+  .argument('<path>', 'the file or the data directory')
+  .option('--json', 'print JSON')
+  .action((kind: string, path: string, options: { json?: boolean }) => {
+    const result = runInspect(kind, path, { json: options.json === true, kernels: loadKernels() });
+    process.stdout.write(`${result.output}\n`);
+    process.exitCode = result.exitCode;
+  });
+
+program
+  .command('simulate')
+  .description('the deterministic cluster simulator (network, disk and crash faults)')
+  .option('--seed <n>', 'replay one seed exactly', positiveInteger)
+  .option('--seeds <k>', 'run K seeds', positiveInteger)
+  .option('--base <n>', 'base seed for --seeds', positiveInteger)
+  .option('--kernels <mode>', 'auto | wasm | ts', 'auto')
+  .option('--verbose', 'one line per seed')
+  .action((options: { seed?: number; seeds?: number; base?: number; kernels: string; verbose?: boolean }) => {
+    if (options.seed === undefined && options.seeds === undefined) {
+      process.stderr.write('vrmeta simulate: pass --seed N or --seeds K\n');
+      process.exitCode = 2;
+      return;
+    }
+    const summary = runSimulate({
+      ...(options.seed === undefined ? {} : { seed: options.seed }),
+      ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
+      ...(options.base === undefined ? {} : { base: options.base }),
+      verbose: options.verbose === true,
+      kernels: loadKernels(parseKernelsMode(options.kernels)),
+      write: (line) => process.stdout.write(`${line}\n`),
+    });
+    process.exitCode = summary.failures === 0 ? 0 : 1;
+  });
 
 const bench = program.command('bench').description('benchmarks (ratios measured in one run)');
 
@@ -16,11 +105,7 @@ bench
   .description('XXH3, journal scan, chunk manifest and snapshot encode: wasm vs ts vs npm peers vs memcpy')
   .option('--json', 'print the report as JSON')
   .option('--smoke', 'tiny inputs (keeps the bench running in the test suite; numbers meaningless)')
-  .option('--time-ms <ms>', 'sampling time per variant', (value) => {
-    const parsed = Number(value);
-    if (!Number.isInteger(parsed) || parsed <= 0) throw new InvalidArgumentError('a positive integer');
-    return parsed;
-  })
+  .option('--time-ms <ms>', 'sampling time per variant', positiveInteger)
   .action(async (options: { json?: boolean; smoke?: boolean; timeMs?: number }) => {
     const report = await runKernelBench({
       smoke: options.smoke === true,

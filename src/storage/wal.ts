@@ -204,7 +204,7 @@ export class Wal {
    * Preconditions (asserted: a violation is a bug in the caller): the frame verifies as a single
    * prepare; op >= checkpoint op; `hasRoomFor(op)`; it chains with the held ops op-1 and op+1.
    */
-  append(frame: Uint8Array): void {
+  append(frame: Uint8Array, options: { readonly sync?: boolean } = {}): void {
     this.checkUsable();
     const scan = this.kernels.journalScan(frame);
     assert(
@@ -242,7 +242,9 @@ export class Wal {
     const owned = frame.slice();
     try {
       this.disk.write(WAL_FILE, offset, owned);
-      this.disk.fsync(WAL_FILE);
+      // Group commit: a driver may append several prepares and fsync once (`sync()`), and
+      // acknowledges none of them before that fsync returned.
+      if (options.sync !== false) this.disk.fsync(WAL_FILE);
     } catch (error) {
       // A failed write or fsync may leave a torn entry at the end; appending after it would turn
       // a truncatable torn tail into interior corruption. Reopen to re-scan.
@@ -260,6 +262,17 @@ export class Wal {
     this.fileSizeBytes += owned.byteLength;
     this.fileEntryCount += 1;
     this.fileTail = { op, identity: fields.identity };
+  }
+
+  /** Makes every unsynced append durable (the end of a group commit). */
+  sync(): void {
+    this.checkUsable();
+    try {
+      this.disk.fsync(WAL_FILE);
+    } catch (error) {
+      this.poison(error);
+      throw error;
+    }
   }
 
   /**

@@ -39,9 +39,11 @@ import {
   type AuthFailure,
 } from './replica-auth.js';
 import { SendQueue } from './send-queue.js';
+import { formatHostPort, parseHostPort, type HostPort } from './address.js';
 
 export { TransportRejection, type RejectionReason } from './connection.js';
 export { AuthFailure } from './replica-auth.js';
+export { parseHostPort, type HostPort } from './address.js';
 
 /** Frames queued per peer by default. */
 export const PEER_QUEUE_FRAME_COUNT_DEFAULT = 256;
@@ -53,21 +55,6 @@ export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
  * (256 staged bytes, a timer); the excess is closed at accept, counted.
  */
 export const INBOUND_HANDSHAKES_MAX_DEFAULT = 2 * REPLICAS_MAX;
-
-export interface HostPort {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** `host:port` or `[v6]:port`; throws a configuration error naming the problem. */
-export function parseHostPort(address: string): HostPort {
-  const match = /^\[([^\]]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
-  const port = Number(match?.[2]);
-  if (match === null || match[1] === undefined || !(port >= 0 && port <= 0xffff)) {
-    throw new Error(`invalid replica address ${JSON.stringify(address)}: expected host:port`);
-  }
-  return { host: match[1], port };
-}
 
 export interface ReplicaBusOptions {
   readonly replica: number;
@@ -168,11 +155,6 @@ function nonZero<K extends string>(counters: Record<K, number>): Partial<Record<
   const out: Partial<Record<K, number>> = {};
   for (const key of Object.keys(counters) as K[]) if (counters[key] > 0) out[key] = counters[key];
   return out;
-}
-
-function formatHostPort(address: HostPort | null): string {
-  if (address === null) return '';
-  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
 }
 
 const NO_LOGGER: Logger = { log: () => {} };
@@ -311,7 +293,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
    * Queues `frame` for `replica`. Never blocks and never throws on network conditions: a down or
    * slow peer fills its bounded queue and the oldest frames are dropped, counted. The frame must
    * not be modified afterwards (it is written by reference). Sending to this replica itself is
-   * dropped, counted, as the simulator does.
+   * dropped, counted, as the simulator does. An index outside the cluster or a frame whose size
+   * field is not its length is a bug in the caller and asserts (STYLE.md: invariants crash).
    */
   sendToReplica(replica: number, frame: Uint8Array): void {
     assert(Number.isInteger(replica) && replica >= 0 && replica < this.replicaCount, 'sendToReplica: replica index');

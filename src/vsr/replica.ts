@@ -1272,7 +1272,7 @@ export class Replica {
    */
   private suffixSlots(): SuffixSlot[] {
     const slots: SuffixSlot[] = [];
-    for (let op = this.op; op > this.journal.floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+    for (let op = this.op; op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
       const entry = this.journal.get(op);
       if (entry === undefined) {
         if (op <= this.commitMin) break;
@@ -1454,7 +1454,7 @@ export class Replica {
   private sendStartView(target: number | null, incarnation: bigint): void {
     if (!this.primaryActive()) return;
     const slots: SuffixSlot[] = [];
-    for (let op = this.op; op > this.journal.floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+    for (let op = this.op; op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
       const entry = this.journal.get(op);
       if (entry === undefined) break;
       slots.push({ op, header: entry.header, present: true, nack: false });
@@ -1487,6 +1487,10 @@ export class Replica {
       // newer than any we knew.
       if (header.incarnation !== this.incarnation && header.view <= this.view) return;
     } else if (header.view === this.view && this.status === 'view_change' && this.isPrimary()) {
+      return;
+    } else if (header.view === this.view && this.status === 'normal' && this.logView === this.view && header.op < this.op) {
+      // Within one log view our log only grows: a StartView announcing less is stale (delayed or
+      // duplicated). Adopting it would truncate prepares we may already have acknowledged.
       return;
     }
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, 0n, 0n);

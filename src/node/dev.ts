@@ -1,0 +1,108 @@
+/**
+ * `vrmeta dev` (what `npm start` runs): a local cluster of child processes on 127.0.0.1, one
+ * replica each, data under ./data/replica-N, HTTP on consecutive ports from 3000. Prints the URLs
+ * and the credentials, forwards every child's log lines with a replica prefix, and stops all
+ * children on Ctrl-C (or when one of them dies). Refuses clearly when a port is taken.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export interface DevOptions {
+  readonly replicas: number;
+  readonly dataDir: string;
+  readonly httpPort: number;
+  readonly replicaPort: number;
+  readonly kernels: string;
+  readonly logLevel: string;
+}
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+const COLORS = ['\x1b[36m', '\x1b[35m', '\x1b[33m', '\x1b[32m', '\x1b[34m'];
+
+export async function dev(options: DevOptions): Promise<number> {
+  const httpPorts = Array.from({ length: options.replicas }, (_, index) => options.httpPort + index);
+  const replicaPorts = Array.from({ length: options.replicas }, (_, index) => options.replicaPort + index);
+  for (const port of [...httpPorts, ...replicaPorts]) {
+    if (!(await portFree(port))) {
+      process.stderr.write(`vrmeta dev: port ${port} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port\n`);
+      return 2;
+    }
+  }
+  const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
+  const replicas = replicaPorts.map((port) => `127.0.0.1:${port}`).join(',');
+  const httpPeers = httpPorts.map((port) => `127.0.0.1:${port}`).join(',');
+  const children: ChildProcess[] = [];
+  const tty = process.stdout.isTTY === true;
+  let stopping = false;
+  const stopAll = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    for (const child of children) if (child.exitCode === null) child.kill(signal);
+  };
+  const exited = Promise.all(
+    httpPorts.map((httpPort, index) => {
+      const child = spawn(
+        process.execPath,
+        [
+          cli,
+          'start',
+          '--replica-id',
+          String(index),
+          '--replicas',
+          replicas,
+          '--http',
+          `127.0.0.1:${httpPort}`,
+          '--http-peers',
+          httpPeers,
+          '--data-dir',
+          join(options.dataDir, `replica-${index}`),
+          '--kernels',
+          options.kernels,
+          '--log-level',
+          options.logLevel,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: process.env },
+      );
+      children.push(child);
+      const prefix = tty ? `${COLORS[index % COLORS.length]}[replica ${index}]\x1b[0m ` : `[replica ${index}] `;
+      for (const stream of [child.stdout!, child.stderr!]) {
+        createInterface({ input: stream }).on('line', (line) => process.stdout.write(`${prefix}${line}\n`));
+      }
+      return new Promise<number>((resolve) => {
+        child.once('exit', (code, signal) => {
+          if (!stopping) {
+            process.stdout.write(`${prefix}exited (${signal ?? code}); stopping the cluster\n`);
+            stopAll('SIGTERM');
+          }
+          resolve(code ?? 0);
+        });
+      });
+    }),
+  );
+  process.once('SIGINT', () => stopAll('SIGINT'));
+  process.once('SIGTERM', () => stopAll('SIGTERM'));
+  const password = process.env['VRMETA_ROOT_PASSWORD'] === undefined ? 'iggy' : '(VRMETA_ROOT_PASSWORD)';
+  process.stdout.write(
+    [
+      '',
+      `vrmeta: a ${options.replicas}-replica cluster on 127.0.0.1, data under ${options.dataDir}`,
+      ...httpPorts.map((port, index) => `  replica ${index}: http://127.0.0.1:${port}`),
+      `  credentials: iggy / ${password}`,
+      `  try: curl -s -X POST http://127.0.0.1:${httpPorts[0]}/users/login -H 'content-type: application/json' -d '{"username":"iggy","password":"iggy"}'`,
+      '  Ctrl-C stops every replica.',
+      '',
+    ].join('\n') + '\n',
+  );
+  const codes = await exited;
+  return codes.every((code) => code === 0 || stopping) ? 0 : 1;
+}

@@ -1,0 +1,97 @@
+/**
+ * `vrmeta start`: one replica per process. Loads the configuration, recovers the data directory,
+ * starts the replica and its HTTP listener, and shuts down gracefully on SIGTERM/SIGINT (stop
+ * accepting, finish in-flight writes, close files). A kill -9 at any moment loses nothing that
+ * was acknowledged: acknowledgements follow fsync.
+ */
+import { pino, type Logger } from 'pino';
+import { buildApp } from '../http/app.js';
+import { setKernelsWarn } from '../kernels/index.js';
+import { StorageRefusal } from '../storage/refusal.js';
+import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
+import { DEFAULT_ROOT_PASSWORD, jwtSecretOf, ReplicaNode } from './replica-node.js';
+
+export interface StartOptions {
+  readonly configFile?: string;
+  /** Flag values by config key (highest precedence). */
+  readonly flags: Partial<Record<ConfigKey, unknown>>;
+}
+
+export function loadConfig(options: StartOptions, env: NodeJS.ProcessEnv = process.env): NodeConfig {
+  const file = options.configFile === undefined ? {} : readConfigFile(options.configFile);
+  return resolveConfig(file, readConfigEnv(env), options.flags);
+}
+
+function createLogger(config: NodeConfig): Logger {
+  const pretty = process.stdout.isTTY === true;
+  return pino({
+    level: config.logLevel,
+    base: { replica: config.replicaId },
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+  });
+}
+
+function splitHostPort(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(address.slice(at + 1)) };
+}
+
+/** Runs the replica until a signal; returns the process exit code. */
+export async function start(options: StartOptions): Promise<number> {
+  let config: NodeConfig;
+  try {
+    config = loadConfig(options);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`vrmeta: invalid configuration: ${error.key}: ${error.message.slice(error.key.length + 2)}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const logger = createLogger(config);
+  setKernelsWarn((message) => logger.warn(message));
+  const rootPassword = process.env['VRMETA_ROOT_PASSWORD'] ?? DEFAULT_ROOT_PASSWORD;
+  if (process.env['VRMETA_ROOT_PASSWORD'] === undefined) {
+    logger.warn('using the default root credentials (iggy/iggy); set VRMETA_ROOT_PASSWORD');
+  }
+  if (config.clusterSecret === null && config.replicas.length > 1) {
+    logger.warn('no cluster secret: replicas do not authenticate each other and tokens are signed with a key derived from the cluster name; set --cluster-secret');
+  }
+  let node: ReplicaNode;
+  try {
+    node = await ReplicaNode.create({ config, logger, rootPassword });
+  } catch (error) {
+    if (error instanceof StorageRefusal) {
+      logger.fatal({ file: error.file, reason: error.reason }, error.message);
+      return 1;
+    }
+    throw error;
+  }
+  logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
+  await node.start();
+  const app = buildApp({ node, jwtSecret: jwtSecretOf(config), logger: logger.child({ component: 'http' }) });
+  const { host, port } = splitHostPort(config.http);
+  await app.listen({ host, port });
+  logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      void (async () => {
+        try {
+          await app.close();
+          await node.close();
+          resolve(0);
+        } catch (error) {
+          logger.error({ err: error }, 'shutdown failed');
+          resolve(1);
+        }
+      })();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

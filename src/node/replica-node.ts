@@ -1,0 +1,325 @@
+/**
+ * One replica process, wired: the real disk (node:fs), recovery, the VSR core, the replica TCP
+ * bus, the 10 ms tick, the HTTP edge's client sessions, and the `NodeApi` the HTTP edge uses.
+ * This is the only place real IO meets the core (STYLE.md: src/node is where IO is wired).
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { Logger as PinoLogger } from 'pino';
+import type {
+  ClientSessionInfo,
+  ClusterNode,
+  ClusterStatus,
+  NodeApi,
+  SessionKey,
+  WriteOutcome,
+} from '../http/node-api.js';
+import { loadKernels } from '../kernels/index.js';
+import type { Kernels } from '../kernels/kernel.js';
+import { Operation as MetadataOperation } from '../metadata/operations.js';
+import { MetadataStateMachine } from '../metadata/state-machine.js';
+import { FsDisk } from '../storage/fs-disk.js';
+import { recover, toReplicaBootState } from '../storage/recovery.js';
+import { Prng } from '../stdx/prng.js';
+import { ReplicaBus } from '../transport/tcp-bus.js';
+import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
+import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
+import { Replica } from '../vsr/replica.js';
+import { ClientSessions } from './client-sessions.js';
+import type { NodeConfig } from './config.js';
+import { rootPasswordHash } from './secrets.js';
+import { StorageDriver } from './storage-driver.js';
+
+/** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
+export const TICK_MS = 10;
+/** /readyz: a replica more than this many ops behind its commit_max is not ready. */
+export const READY_LAG_OPS_MAX = 64;
+
+export const DEFAULT_ROOT_USERNAME = 'iggy';
+export const DEFAULT_ROOT_PASSWORD = 'iggy';
+
+/** The cluster id: the first 16 bytes of SHA-256(cluster name), read little-endian. */
+export function clusterIdOf(name: string): bigint {
+  const digest = createHash('sha256').update(`vrmeta-cluster\0${name}`).digest();
+  let value = 0n;
+  for (let index = 15; index >= 0; index--) value = (value << 8n) | BigInt(digest[index]!);
+  return value;
+}
+
+/**
+ * The HS256 key every replica derives the same way, so a token minted on one verifies on all
+ * (backups forward writes with the caller's bearer token). From the cluster secret when set.
+ */
+export function jwtSecretOf(config: NodeConfig): Uint8Array {
+  const material = config.clusterSecret ?? `insecure-default:${config.clusterName}`;
+  return new Uint8Array(createHash('sha256').update(`vrmeta-jwt\0${material}`).digest());
+}
+
+export interface ReplicaNodeOptions {
+  readonly config: NodeConfig;
+  readonly logger: PinoLogger;
+  readonly rootPassword?: string;
+  readonly kernels?: Kernels;
+}
+
+export class ReplicaNode implements NodeApi {
+  readonly config: NodeConfig;
+  readonly replica: number;
+  readonly clusterName: string;
+  readonly cluster: bigint;
+  readonly state: MetadataStateMachine;
+  readonly kernels: Kernels;
+  readonly core: Replica;
+  readonly bus: ReplicaBus;
+  readonly storage: StorageDriver;
+  readonly sessions: ClientSessions;
+  private readonly logger: PinoLogger;
+  private readonly disk: FsDisk;
+  private ticker: NodeJS.Timeout | null = null;
+  private closed = false;
+  private readonly startedAtMs = Date.now();
+
+  static async create(options: ReplicaNodeOptions): Promise<ReplicaNode> {
+    const cluster = clusterIdOf(options.config.clusterName);
+    const rootHash = await rootPasswordHash(cluster, options.rootPassword ?? DEFAULT_ROOT_PASSWORD);
+    return new ReplicaNode(options, cluster, rootHash);
+  }
+
+  private constructor(options: ReplicaNodeOptions, cluster: bigint, rootHash: string) {
+    const { config } = options;
+    this.config = config;
+    this.logger = options.logger;
+    this.replica = config.replicaId;
+    this.clusterName = config.clusterName;
+    this.cluster = cluster;
+    this.kernels = options.kernels ?? loadKernels(config.kernels);
+    mkdirSync(config.dataDir, { recursive: true });
+    this.disk = new FsDisk(config.dataDir, { create: true });
+    const coreLogger = this.coreLogger();
+    const replicaConfigValue: ReplicaConfig = replicaConfig({
+      cluster,
+      replica: config.replicaId,
+      replicaCount: config.replicas.length,
+      journalSlots: config.journalSlots,
+      prepareQueueDepth: config.prepareQueueDepth,
+      clientsTableMax: config.clientsTableMax,
+    });
+    const recovered = recover(this.disk, this.kernels, {
+      cluster,
+      replica: config.replicaId,
+      replicaCount: config.replicas.length,
+      journalSlots: config.journalSlots,
+      logger: coreLogger,
+    });
+    this.storage = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
+    this.state = new MetadataStateMachine({ rootUsername: DEFAULT_ROOT_USERNAME, rootPasswordHash: rootHash });
+    this.sessions = new ClientSessions(
+      {
+        cluster,
+        kernels: this.kernels,
+        submit: (header, body) => this.core.onRequest(header, body),
+        canAccept: () => this.core.canAcceptRequests(),
+      },
+      Math.max(1, Math.floor(config.clientsTableMax / 2)),
+    );
+    this.bus = new ReplicaBus({
+      replica: config.replicaId,
+      addresses: config.replicas,
+      cluster,
+      kernels: this.kernels,
+      clusterSecret: config.clusterSecret === null ? undefined : new TextEncoder().encode(config.clusterSecret),
+      onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
+      logger: coreLogger,
+    });
+    this.core = new Replica({
+      config: replicaConfigValue,
+      stateMachine: this.state,
+      boot: toReplicaBootState(recovered),
+      env: {
+        kernels: this.kernels,
+        storage: this.storage,
+        prng: new Prng(Number(BigInt.asUintN(48, cluster ^ BigInt(Date.now())))),
+        clock: { realtimeUs: () => Date.now() * 1000 },
+        logger: coreLogger,
+        bus: {
+          sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+          sendToClient: (client, frame) => this.sessions.onClientFrame(client, frame),
+        },
+      },
+    });
+    this.storage.onDone = (id, result) => this.guard(() => this.core.onStorageDone(id, result));
+  }
+
+  /** Binds the replication listener and starts the clock. */
+  async start(): Promise<void> {
+    await this.bus.listen();
+    this.ticker = setInterval(() => this.guard(() => this.core.tick()), TICK_MS);
+    this.logger.info(
+      { view: this.core.view, op: this.core.op, commit_min: this.core.commitMin, kernels: this.kernels.build },
+      'replica started',
+    );
+  }
+
+  /**
+   * Graceful stop: no new ticks or messages, finish in-flight storage (everything acknowledged
+   * is already durable; this completes what was queued), close sockets and files.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.sessions.close();
+    await this.bus.close();
+    try {
+      this.storage.close();
+    } finally {
+      this.disk.close();
+    }
+  }
+
+  /** An assertion failure in the core is fatal: log it and let the process die (fail-stop). */
+  private guard(fn: () => void): void {
+    if (this.closed) return;
+    try {
+      fn();
+    } catch (error) {
+      this.logger.fatal({ err: error, view: this.core?.view, op: this.core?.op }, 'replica failed; stopping');
+      this.closed = true;
+      if (this.ticker !== null) clearInterval(this.ticker);
+      setImmediate(() => {
+        throw error;
+      });
+    }
+  }
+
+  private coreLogger(): Logger {
+    return {
+      log: (level: CoreLogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
+        const bindings = {
+          ...toJson(fields),
+          view: this.core?.view,
+          op: this.core?.op,
+        };
+        this.logger[level](bindings, event);
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- NodeApi
+
+  view(): number {
+    return this.core.view;
+  }
+
+  isPrimary(): boolean {
+    return this.core.status === 'normal' && this.core.isPrimary();
+  }
+
+  primaryHttpAddress(): string | null {
+    const peers = this.config.httpPeers;
+    if (peers === null || this.core.status !== 'normal') return null;
+    return peers[this.core.primaryIndex()] ?? null;
+  }
+
+  ready(): boolean {
+    const core = this.core;
+    return (
+      core.status === 'normal' &&
+      core.logView === core.view &&
+      !core.stateTransfer.transferring &&
+      core.commitMax - core.commitMin <= READY_LAG_OPS_MAX
+    );
+  }
+
+  status(): ClusterStatus {
+    const core = this.core;
+    const progress = core.stateTransferProgress();
+    const elapsedMs = (this.ticksNow() - progress.startedAtTick) * TICK_MS;
+    const rate = elapsedMs > 0 ? progress.bytesDone / elapsedMs : 0;
+    const stats = this.bus.stats();
+    return {
+      replica: this.replica,
+      replicaCount: this.config.replicas.length,
+      view: core.view,
+      status: core.status,
+      primary: core.primaryIndex(),
+      op: core.op,
+      commitMin: core.commitMin,
+      commitMax: core.commitMax,
+      checkpointOp: core.checkpointOp,
+      checkpointId: core.checkpointChecksum.toString(16).padStart(16, '0'),
+      stateTransfer:
+        progress.stage === 'idle'
+          ? null
+          : {
+              stage: progress.stage,
+              peer: progress.peer,
+              artifact: progress.artifact,
+              bytesDone: progress.bytesDone,
+              bytesTotal: progress.bytesTotal,
+              startedAtMs: Date.now() - elapsedMs,
+              etaMs: rate > 0 ? Math.round((progress.bytesTotal - progress.bytesDone) / rate) : null,
+            },
+      replicas: this.config.replicas.map((address, replica) => ({
+        replica,
+        address,
+        connected: replica === this.replica ? true : (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false),
+        commitMax: replica === this.replica ? core.commitMax : null,
+        lagOps: replica === this.replica ? core.commitMax - core.commitMin : null,
+      })),
+    };
+  }
+
+  private ticksNow(): number {
+    return Math.floor((Date.now() - this.startedAtMs) / TICK_MS);
+  }
+
+  nodes(): readonly ClusterNode[] {
+    const peers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : ''));
+    const stats = this.bus.stats();
+    return this.config.replicas.map((_, replica) => ({
+      replica,
+      name: `${this.clusterName}-${replica}`,
+      http: peers[replica] ?? '',
+      role: replica === this.core.primaryIndex() ? 'leader' : 'follower',
+      status:
+        replica === this.replica || (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false)
+          ? 'healthy'
+          : 'unreachable',
+    }));
+  }
+
+  clients(): readonly ClientSessionInfo[] {
+    const out: ClientSessionInfo[] = [];
+    for (const entry of this.core.clientTable.entries()) {
+      out.push({
+        clientId: entry.clientId.toString(),
+        userId: entry.userId,
+        session: entry.epoch,
+        consumerGroups: this.state.consumerGroupsOfClient(entry.clientId),
+      });
+    }
+    return out;
+  }
+
+  async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {
+    if (!this.isPrimary()) return { kind: 'not_primary', primaryHttp: this.primaryHttpAddress() };
+    const outcome = await this.sessions.write(session, userId, operation, body);
+    if (outcome.kind === 'committed' && operation === MetadataOperation.deleteUser && outcome.payload.byteLength === 4) {
+      // The deleted user's id may be reused: its sessions must not act as the next owner.
+      this.sessions.dropUser(new DataView(outcome.payload.buffer, outcome.payload.byteOffset, 4).getUint32(0, true));
+    }
+    return outcome;
+  }
+
+  async logout(session: SessionKey): Promise<void> {
+    await this.sessions.logout(session);
+  }
+}
+
+function toJson(fields: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  if (fields === undefined) return {};
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) out[key] = typeof value === 'bigint' ? value.toString(16) : value;
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * `vrmeta simulate`: runs the deterministic cluster simulator. `--seed N` replays one seed exactly
+ * (same output, byte for byte); `--seeds K` runs K seeds drawn from a base seed and ends with a
+ * summary line `seeds=K failures=F` plus what the seeds exercised. A failure prints its seed and
+ * the command that replays it.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import { Prng } from '../stdx/prng.js';
+import { simulateSeed, type SimResult } from './cluster-sim.js';
+
+export interface SimulateOptions {
+  readonly seed?: number;
+  readonly seeds?: number;
+  /** Seeds for --seeds come from this base (random when absent; printed either way). */
+  readonly base?: number;
+  readonly verbose?: boolean;
+  readonly kernels: Kernels;
+  readonly write: (line: string) => void;
+}
+
+export interface SimulateSummary {
+  readonly seeds: number;
+  readonly failures: number;
+  readonly failedSeeds: readonly number[];
+  readonly commits: number;
+  readonly viewChanges: number;
+  readonly checkpoints: number;
+  readonly repairs: number;
+  readonly crashes: number;
+  readonly wipes: number;
+  readonly transfers: number;
+  readonly seedsWithTransfer: number;
+  readonly elapsedMs: number;
+}
+
+function describe(result: SimResult): string {
+  const o = result.options;
+  return (
+    `seed=${result.seed} ${result.ok ? 'ok' : 'FAILED'} replicas=${o.replicaCount} ticks=${result.ticks} ` +
+    `commits=${result.commits} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
+    `repairs=${result.repairs} crashes=${result.crashes} wipes=${result.wipes} transfers=${result.transfers}`
+  );
+}
+
+export function runSimulate(options: SimulateOptions): SimulateSummary {
+  const started = Date.now();
+  let seeds: number[];
+  if (options.seed !== undefined) {
+    seeds = [options.seed];
+  } else {
+    const base = options.base ?? Math.floor(Math.random() * 2 ** 32);
+    options.write(`base=${base} (replay this run: vrmeta simulate --seeds ${options.seeds ?? 1} --base ${base})`);
+    const prng = new Prng(base);
+    seeds = Array.from({ length: options.seeds ?? 1 }, () => prng.nextU32() * 1024 + prng.int(1024));
+  }
+  const totals = { commits: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
+  const failedSeeds: number[] = [];
+  for (const seed of seeds) {
+    const result = simulateSeed(seed, options.kernels);
+    totals.commits += result.commits;
+    totals.viewChanges += result.viewChanges;
+    totals.checkpoints += result.checkpoints;
+    totals.repairs += result.repairs;
+    totals.crashes += result.crashes;
+    totals.wipes += result.wipes;
+    totals.transfers += result.transfers;
+    if (result.transfers > 0) totals.seedsWithTransfer += 1;
+    if (options.seed !== undefined || options.verbose === true || !result.ok) options.write(describe(result));
+    if (!result.ok) {
+      failedSeeds.push(seed);
+      options.write(`  failure: ${result.failure}`);
+      options.write(`  replay:  vrmeta simulate --seed ${seed}`);
+      if (options.seed !== undefined) for (const line of result.log) options.write(`  ${line}`);
+    }
+  }
+  const summary: SimulateSummary = {
+    seeds: seeds.length,
+    failures: failedSeeds.length,
+    failedSeeds,
+    ...totals,
+    elapsedMs: Date.now() - started,
+  };
+  options.write(
+    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} view_changes=${summary.viewChanges} ` +
+      `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} wipes=${summary.wipes} ` +
+      `transfers=${summary.transfers} seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`,
+  );
+  return summary;
+}
