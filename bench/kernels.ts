@@ -84,7 +84,13 @@ async function measure(
   variants: Variant[],
   options: KernelBenchOptions,
 ): Promise<KernelBenchRow[]> {
-  const bench = new Bench({ time: options.timeMs ?? (options.smoke ? 5 : 400), warmup: true });
+  // A long warm-up: V8 tiers WASM up in a background thread that a loaded 2-core machine starves,
+  // and timing the baseline tier would understate the kernels by half.
+  const bench = new Bench({
+    time: options.timeMs ?? (options.smoke ? 5 : 400),
+    warmup: true,
+    warmupTime: options.smoke ? 5 : 1000,
+  });
   for (const variant of variants) bench.add(variant.name, variant.run);
   await bench.run();
   const medians = new Map<string, number>();
@@ -121,7 +127,7 @@ function check(condition: boolean, what: string): void {
 
 interface NodeRsXxhash {
   xxh64(input: Uint8Array, seed?: bigint): bigint;
-  xxh3: { Xxh3: new () => { update(input: Uint8Array): unknown; digest(): bigint; reset(): void } };
+  xxh3: { Xxh3: { withSeed(seed?: bigint): { update(input: Uint8Array): unknown; digest(): bigint; reset(): void } } };
 }
 interface HashWasm {
   createXXHash3(): Promise<{ init(): unknown; update(input: Uint8Array): unknown; digest(type: 'binary'): Uint8Array }>;
@@ -169,7 +175,7 @@ async function benchXxh3(
       { name: 'memcpy (Buffer.copy)', kind: 'memcpy', opsPerRun: count, run: () => messages.forEach((m) => m.copy(target)) },
     ];
     if (nodeRs !== null) {
-      const hasher = new nodeRs.xxh3.Xxh3();
+      const hasher = nodeRs.xxh3.Xxh3.withSeed(0n);
       hasher.update(messages[0]!);
       check(hasher.digest() === expected[0], '@node-rs/xxhash Xxh3 agrees with our XXH3');
       variants.push({
@@ -304,10 +310,13 @@ async function benchSnapshot(
     { name: 'wasm (marshal + encode + copy out)', kind: 'ours', opsPerRun: 1, run: () => wasm.snapshotEncode(snapshot) },
     { name: 'ts (schema-specialised)', kind: 'ours', opsPerRun: 1, run: () => ts.snapshotEncode(snapshot) },
   ];
+  // Generic encoders cannot write u128 (client ids, checksums) as integers: give them the same
+  // 16-byte big-endian bins our encoder writes, so every variant encodes the same information.
+  const plain = withU128AsBytes(snapshot);
   const msgpackr = await optionalImport<Msgpackr>('msgpackr', log);
   if (msgpackr !== null) {
     const packr = new msgpackr.Packr({ useRecords: false });
-    variants.push({ name: 'msgpackr pack (objects as maps)', kind: 'peer', opsPerRun: 1, run: () => packr.pack(snapshot) });
+    variants.push({ name: 'msgpackr pack (objects as maps)', kind: 'peer', opsPerRun: 1, run: () => packr.pack(plain) });
   }
   const msgpack = await optionalImport<MsgpackMsgpack>('@msgpack/msgpack', log);
   if (msgpack !== null) {
@@ -315,13 +324,32 @@ async function benchSnapshot(
       name: '@msgpack/msgpack encode (useBigInt64)',
       kind: 'peer',
       opsPerRun: 1,
-      run: () => msgpack.encode(snapshot, { useBigInt64: true }),
+      run: () => msgpack.encode(plain, { useBigInt64: true }),
     });
   }
   const replacer = (_key: string, value: unknown) =>
     typeof value === 'bigint' ? value.toString() : value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value;
   variants.push({ name: 'JSON.stringify (+ bigint/bytes replacer)', kind: 'context', opsPerRun: 1, run: () => JSON.stringify(snapshot, replacer) });
   return measure(`snapshot encode (${formatBytes(encoded.byteLength)} canonical msgpack)`, encoded.byteLength, variants, options);
+}
+
+/** The snapshot as plain objects with every u128 (above 2^64) replaced by 16 big-endian bytes. */
+function withU128AsBytes(value: unknown): unknown {
+  if (typeof value === 'bigint') {
+    if (value < 1n << 64n) return value;
+    const bytes = new Uint8Array(16);
+    let rest = value;
+    for (let index = 15; index >= 0; index--) {
+      bytes[index] = Number(rest & 0xffn);
+      rest >>= 8n;
+    }
+    return bytes;
+  }
+  if (Array.isArray(value)) return value.map(withU128AsBytes);
+  if (value instanceof Uint8Array || value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) out[key] = withU128AsBytes(field);
+  return out;
 }
 
 export function formatBytes(bytes: number): string {

@@ -37,6 +37,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
 const start = program.command('start').description('run one replica in the foreground (pino JSON logs on stdout)');
 start.option('--config <file>', 'TOML configuration file');
 for (const [flag, , description] of START_FLAGS) start.option(flag, description);
+start.option('--rejoin', 'this replica lost its disk: rejoin with an empty data directory by state transfer');
 start.action(async (options: Record<string, string | undefined>) => {
   const { start: run } = await import('./main.js');
   const flags: Partial<Record<ConfigKey, unknown>> = {};
@@ -44,6 +45,7 @@ start.action(async (options: Record<string, string | undefined>) => {
     const name = flag.slice(2, flag.indexOf(' ')).replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
     if (options[name] !== undefined) flags[key] = options[name];
   }
+  if (options['rejoin'] !== undefined) flags.rejoin = true;
   process.exitCode = await run({ ...(options['config'] === undefined ? {} : { configFile: options['config'] }), flags });
 });
 

@@ -31,6 +31,11 @@ export interface NodeConfig {
   readonly logLevel: LogLevel;
   /** HTTP addresses of every replica, in replica order (for forwarding and /cluster/metadata). */
   readonly httpPeers: readonly string[] | null;
+  /**
+   * This replica lost its disk and rejoins with an empty data directory: it must not vote on
+   * what it may have acknowledged before (ignored when the data directory is not empty).
+   */
+  readonly rejoin: boolean;
 }
 
 /** Key name (as in the TOML file) -> environment variable. */
@@ -47,6 +52,7 @@ export const CONFIG_KEYS = {
   kernels: 'VRMETA_KERNELS',
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
   log_level: 'VRMETA_LOG_LEVEL',
+  rejoin: 'VRMETA_REJOIN',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -63,6 +69,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   kernels: 'auto',
   cluster_secret: null,
   log_level: 'info',
+  rejoin: false,
 };
 
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
@@ -151,6 +158,10 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
   if (typeof logLevel !== 'string' || !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('log_level', `expected one of ${LOG_LEVELS.join(', ')}`);
   }
+  const rejoin = raw.rejoin === true || raw.rejoin === 'true' || raw.rejoin === '1';
+  if (!(rejoin || raw.rejoin === false || raw.rejoin === 'false' || raw.rejoin === '0')) {
+    throw new ConfigError('rejoin', 'expected true or false');
+  }
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -164,6 +175,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     clusterSecret: secret as string | null,
     logLevel: logLevel as LogLevel,
     httpPeers,
+    rejoin,
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({

@@ -135,6 +135,7 @@ export class ReplicaNode implements NodeApi {
       config: replicaConfigValue,
       stateMachine: this.state,
       boot: toReplicaBootState(recovered),
+      rejoin: config.rejoin,
       env: {
         kernels: this.kernels,
         storage: this.storage,

@@ -51,7 +51,7 @@ export const RefusalReason = {
 export type RefusalReason = (typeof RefusalReason)[keyof typeof RefusalReason];
 
 export const REFUSAL_REMEDY =
-  'wipe the data directory; the replica rejoins by state transfer';
+  'wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer';
 
 export class StorageRefusal extends Error {
   override name = 'StorageRefusal';

@@ -16,6 +16,7 @@ import { replicaConfig, type ReplicaConfig, type TimeoutTicks } from '../vsr/con
 import { decodeFrame, type DecodedFrame } from '../vsr/frame.js';
 import type { LogLevel, StorageResult } from '../vsr/io.js';
 import { Replica, StorageFailure } from '../vsr/replica.js';
+import type { StateMachine } from '../vsr/state-machine.js';
 import { CheckFailure, ClusterChecker } from './checkers.js';
 import { CLIENT_NODE_BASE, NETWORK_NO_FAULTS, NetworkSim, type NetworkOptions } from './network-sim.js';
 import { SimClient } from './sim-client.js';
@@ -45,6 +46,8 @@ export interface SimOptions {
   readonly journalSlots: number;
   readonly prepareQueueDepth: number;
   readonly clientsTableMax: number;
+  /** State-transfer chunk size: tiny, so a transfer takes many chunks. */
+  readonly stateChunkSize: number;
   readonly network: NetworkOptions;
   /** Per-tick probability that an up replica crashes. */
   readonly crashProbability: number;
@@ -116,6 +119,7 @@ export function swarmOptions(seed: number): SimOptions {
     journalSlots: 4 * prepareQueueDepth + prng.pick([0, 4, 16]),
     prepareQueueDepth,
     clientsTableMax: prng.pick([2, 3, 8]),
+    stateChunkSize: prng.pick([64, 256, 4096]),
     network,
     crashProbability: faulty ? prng.float() * 0.003 : 0,
     restartProbability: 0.02,
@@ -138,6 +142,8 @@ interface SimReplica {
   crashes: number;
   /** Set when the disk was lost: the cluster's commit point the replica must reach again. */
   wipedCatchUpOp: number | null;
+  /** The disk was lost since the last start: restart it as the operator would, with --rejoin. */
+  rejoinPending: boolean;
 }
 
 const LOG_LINES_MAX = 400;
@@ -178,6 +184,7 @@ export class ClusterSim {
           prepareQueueDepth: options.prepareQueueDepth,
           clientsTableMax: options.clientsTableMax,
           viewProbeAttemptsMax: 5,
+          stateChunkSize: options.stateChunkSize,
           timeouts: SIM_TIMEOUTS,
         }),
       );
@@ -192,6 +199,7 @@ export class ClusterSim {
         replica: null,
         crashes: 0,
         wipedCatchUpOp: null,
+        rejoinPending: false,
       };
       this.replicas.push(entry);
       this.start(entry);
@@ -232,10 +240,17 @@ export class ClusterSim {
       this.wipe(entry);
       boot = entry.store.boot(this.kernels);
     }
+    const rejoin = entry.rejoinPending;
+    entry.rejoinPending = false;
     const replica = new Replica({
       config,
-      stateMachine: new TestStateMachine(),
+      stateMachine: this.stateMachineFactory(index),
       boot,
+      rejoin,
+      observer: {
+        onCommitted: (header, body, reply) => this.checker.onCommitted(index, header, body, reply),
+        onCheckpoint: (op, id) => this.checker.onCheckpoint(index, op, id),
+      },
       env: {
         kernels: this.kernels,
         storage,
@@ -250,14 +265,13 @@ export class ClusterSim {
         },
         logger: {
           log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
+            this.events.set(event, (this.events.get(event) ?? 0) + 1);
             if (level === 'debug') return;
             this.log(`r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`);
           },
         },
       },
     });
-    replica.onCommitted = (header, body, reply) => this.checker.onCommitted(index, header, body, reply);
-    replica.onCheckpoint = (op, id) => this.checker.onCheckpoint(index, op, id);
     entry.replica = replica;
   }
 
@@ -279,6 +293,7 @@ export class ClusterSim {
 
   private wipe(entry: SimReplica): void {
     entry.store.wipe();
+    entry.rejoinPending = true;
     this.wipeCount += 1;
     entry.wipedCatchUpOp = Math.max(0, ...this.replicas.map((other) => other.replica?.commitMax ?? 0));
   }
@@ -366,9 +381,23 @@ export class ClusterSim {
     }
   }
 
+  /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
+  stateMachineFactory: (index: number) => StateMachine = () => new TestStateMachine();
+
+  /** How often each log event happened, across replicas and restarts (scenario markers). */
+  readonly events = new Map<string, number>();
+
+  /** Frames a scenario corrupted in flight, rejected as the transport would. */
+  framesRejected = 0;
+
   private deliver(from: number, to: number, frame: Uint8Array): void {
     const decoded = decodeFrame(this.kernels, frame);
-    assert(decoded.ok, `the network delivers frames intact (${decoded.ok ? '' : decoded.reason})`);
+    if (!decoded.ok) {
+      // Only a scenario's packet filter corrupts frames: the transport drops them, counted.
+      assert(this.network.filter !== null, `the network delivers frames intact (${decoded.reason})`);
+      this.framesRejected += 1;
+      return;
+    }
     if (to >= CLIENT_NODE_BASE) {
       this.deliverToClient(to - CLIENT_NODE_BASE, decoded);
       return;
@@ -389,7 +418,19 @@ export class ClusterSim {
     }
   }
 
+  /**
+   * A cluster forms when every replica has joined a log view once (what `tigerbeetle format`
+   * makes explicit). An empty replica cannot tell a new cluster from a lost disk, so it counts
+   * toward view-change quorums only after joining; faults wait until the cluster has formed, as
+   * an operator would not start a cluster while replacing its members.
+   */
+  private formed = false;
+
   private injectFaults(): void {
+    if (!this.formed) {
+      this.formed = this.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && (entry.replica.logView >= 1 || this.options.replicaCount === 1));
+      if (!this.formed) return;
+    }
     for (const entry of this.replicas) {
       if (entry.replica !== null) {
         if (this.prng.chance(this.options.crashProbability)) {
@@ -432,6 +473,42 @@ export class ClusterSim {
     return first.commitMin >= this.checker.ackedOpMax;
   }
 
+  /** Ticks until `predicate` holds; false if `ticksMax` ran out first. */
+  runUntil(predicate: () => boolean, ticksMax: number): boolean {
+    for (let tick = 0; tick < ticksMax; tick++) {
+      if (predicate()) return true;
+      this.tick();
+    }
+    return predicate();
+  }
+
+  replica(index: number): Replica {
+    const replica = this.replicas[index]!.replica;
+    assert(replica !== null, `replica ${index} is up`);
+    return replica;
+  }
+
+  /** The data directory is lost (while the replica is down); it restarts with --rejoin. */
+  loseDisk(index: number): void {
+    const entry = this.replicas[index]!;
+    assert(entry.replica === null, 'lose the disk of a stopped replica');
+    this.wipe(entry);
+  }
+
+  /** Heal, stop injecting faults, run to convergence and run the final checks; throws if not. */
+  converge(ticksMax = this.options.livenessTicksMax): void {
+    this.heal();
+    if (!this.runUntil(() => this.converged(), ticksMax)) {
+      throw new CheckFailure(`no convergence within ${ticksMax} ticks: ${this.describe()}\n${this.logLines.slice(-60).join('\n')}`);
+    }
+    this.checkFinal();
+  }
+
+  /** The recent log lines (for assertion messages and log-marker checks). */
+  get recentLog(): readonly string[] {
+    return this.logLines;
+  }
+
   run(): SimResult {
     let failure: string | null = null;
     try {
@@ -471,7 +548,7 @@ export class ClusterSim {
   }
 
   /** After convergence: every acknowledged op is applied everywhere, with the canonical identity. */
-  private checkFinal(): void {
+  checkFinal(): void {
     for (const entry of this.replicas) {
       const replica = entry.replica!;
       if (replica.commitMin < this.checker.ackedOpMax) {
@@ -495,6 +572,32 @@ export class ClusterSim {
 
 function stringify(fields: Readonly<Record<string, unknown>>): string {
   return JSON.stringify(fields, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+}
+
+/** A fault-free base for scenario tests: the scenario injects exactly the faults it names. */
+export function scenarioOptions(overrides: Partial<SimOptions> = {}): SimOptions {
+  return {
+    seed: 1,
+    replicaCount: 3,
+    clientCount: 2,
+    requestsPerClient: 20,
+    journalSlots: 16,
+    prepareQueueDepth: 2,
+    clientsTableMax: 8,
+    stateChunkSize: 128,
+    network: NETWORK_NO_FAULTS,
+    crashProbability: 0,
+    restartProbability: 0,
+    storageLatencyMaxTicks: 1,
+    superblockFailureProbability: 0,
+    crashInsideRequestProbability: 0,
+    tornWriteProbability: 0,
+    lostWriteProbability: 0,
+    diskLossProbability: 0,
+    safetyTicks: 0,
+    livenessTicksMax: 20_000,
+    ...overrides,
+  };
 }
 
 /** Runs one seed to completion. */

@@ -65,8 +65,13 @@ export interface NetworkCounters {
   partitions: number;
 }
 
+/** A scenario's hand on the wire: deliver, drop, or replace a packet at delivery time. */
+export type PacketFilter = (packet: { from: number; to: number; frame: Uint8Array }) => 'deliver' | 'drop' | Uint8Array;
+
 export class NetworkSim {
   options: NetworkOptions;
+  /** Scenario tests intercept packets here (null: deliver everything). */
+  filter: PacketFilter | null = null;
   private readonly prng: Prng;
   private readonly replicaCount: number;
   private queue: Packet[] = [];
@@ -134,8 +139,14 @@ export class NetworkSim {
     const delivered: Packet[] = [];
     for (const packet of due) {
       // A partition formed while the packet was in flight also eats it.
-      if (this.cut.has(this.key(packet.from, packet.to))) this.counters.lost += 1;
-      else delivered.push(packet);
+      if (this.cut.has(this.key(packet.from, packet.to))) {
+        this.counters.lost += 1;
+        continue;
+      }
+      const verdict = this.filter === null ? 'deliver' : this.filter(packet);
+      if (verdict === 'drop') this.counters.lost += 1;
+      else if (verdict === 'deliver') delivered.push(packet);
+      else delivered.push({ ...packet, frame: verdict });
     }
     this.counters.delivered += delivered.length;
     return delivered;

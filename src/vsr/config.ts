@@ -2,6 +2,7 @@
  * Replica configuration, quorums and the checkpoint arithmetic, all checked up front so a bad
  * combination fails at construction instead of wedging a running cluster.
  */
+import { STATE_CHUNK_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { CLIENTS_TABLE_MIN, CLIENTS_TABLE_SLOT_MAX } from './client-table.js';
 
@@ -47,6 +48,8 @@ export interface ReplicaConfigInput {
   readonly clientsTableMax?: number;
   /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
   readonly viewProbeAttemptsMax?: number;
+  /** State-transfer chunk size (default STATE_CHUNK_SIZE_MAX; the simulator uses tiny ones). */
+  readonly stateChunkSize?: number;
   readonly timeouts?: Partial<TimeoutTicks>;
 }
 
@@ -70,6 +73,7 @@ export interface ReplicaConfig {
   readonly quorumReplication: number;
   readonly quorumViewChange: number;
   readonly quorumNack: number;
+  readonly stateChunkSize: number;
   readonly timeouts: TimeoutTicks;
 }
 
@@ -116,6 +120,10 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   for (const [key, value] of Object.entries(timeouts)) {
     if (!Number.isInteger(value) || value < 1) throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
   }
+  const stateChunkSize = input.stateChunkSize ?? STATE_CHUNK_SIZE_MAX;
+  if (!Number.isInteger(stateChunkSize) || stateChunkSize < 1 || stateChunkSize > STATE_CHUNK_SIZE_MAX) {
+    throw new ConfigError('state_chunk_size', `must be 1..${STATE_CHUNK_SIZE_MAX}`);
+  }
   const q = quorums(replicaCount);
   const checkpointInterval = journalSlots - 2 * prepareQueueDepth;
   assert(checkpointInterval >= 2 * prepareQueueDepth, 'checkpoint interval leaves room for a pipeline');
@@ -132,6 +140,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     quorumReplication: q.replication,
     quorumViewChange: q.viewChange,
     quorumNack: q.nack,
+    stateChunkSize,
     timeouts,
   };
 }

@@ -55,7 +55,6 @@ import type { StateMachine } from './state-machine.js';
 import { decodeSuffix, encodeSuffix } from './suffix.js';
 import {
   ArtifactKind,
-  STATE_CHUNK_SIZE,
   STATE_TRANSFER_DECODE_FAILURES_MAX,
   STATE_TRANSFER_STALLS_MAX,
   TransferStageMachine,
@@ -138,6 +137,8 @@ export interface ReplicaCounters {
   stateChunksDamaged: number;
   offersServed: number;
   offersRefused: number;
+  /** Offer sources built (once per checkpoint: read, verified and chunk-checksummed). */
+  offerSourcesBuilt: number;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -190,6 +191,7 @@ export class Replica {
     stateChunksDamaged: 0,
     offersServed: 0,
     offersRefused: 0,
+    offerSourcesBuilt: 0,
   };
 
   status: Status = 'normal';
@@ -245,6 +247,10 @@ export class Replica {
   nackUnknown = false;
   /** Catching up clears `nackUnknown` once commitMin reaches this op in a normal log view. */
   private catchUpTarget = 0;
+  /** Booted from an empty data directory and has not joined a log view since. */
+  private pristine = false;
+  /** Peers that, since this empty boot, probed for a view from a durable view 0. */
+  private readonly virginWitnesses = new Set<number>();
   private heartbeatLast = 0;
   private heartbeatCounter = 0;
   private repair: RepairSession | null = null;
@@ -273,8 +279,26 @@ export class Replica {
   private storageIdNext = 1;
   private readonly storagePending = new Map<number, (result: StorageResult) => void>();
 
-  constructor(options: { config: ReplicaConfig; env: ReplicaEnv; stateMachine: StateMachine; boot: ReplicaBootState }) {
+  constructor(options: {
+    config: ReplicaConfig;
+    env: ReplicaEnv;
+    stateMachine: StateMachine;
+    boot: ReplicaBootState;
+    /**
+     * The data directory is empty because this replica's disk was lost (the operator restarts it
+     * with --rejoin): until it holds the cluster's log again it must not nack, nor count toward
+     * a view-change quorum's knowledge (see `nackUnknown`).
+     */
+    rejoin?: boolean;
+    /** Observers set before boot replay (the simulator's checkers see replayed ops too). */
+    observer?: {
+      onCommitted?: (header: PrepareHeader, body: Uint8Array, reply: Uint8Array) => void;
+      onCheckpoint?: (op: number, checksum: bigint) => void;
+    };
+  }) {
     const { config, env, stateMachine, boot } = options;
+    this.onCommitted = options.observer?.onCommitted ?? null;
+    this.onCheckpoint = options.observer?.onCheckpoint ?? null;
     this.config = config;
     this.env = env;
     this.stateMachine = stateMachine;
@@ -305,7 +329,7 @@ export class Replica {
     }
     this.journal = new Journal(config.journalSlots, this.checkpointOp);
     this.bootJournal(boot);
-    this.bootStatus(boot);
+    this.bootStatus(boot, options.rejoin === true);
     this.invariants();
   }
 
@@ -331,7 +355,7 @@ export class Replica {
     this.commitJournal();
   }
 
-  private bootStatus(boot: ReplicaBootState): void {
+  private bootStatus(boot: ReplicaBootState, rejoin: boolean): void {
     const state = boot.vsrState;
     if (state !== null) {
       assert(state.cluster === this.config.cluster, 'superblock belongs to this cluster');
@@ -356,7 +380,10 @@ export class Replica {
       // included: it cannot tell a new cluster from a replica whose disk was lost, and a wiped
       // replica that believed itself primary of view 0 could overwrite committed history. A new
       // cluster finds no live view and elects one when the probes run out.
-      if (fresh) this.nackUnknown = true;
+      if (fresh) {
+        this.nackUnknown = rejoin;
+        this.pristine = true;
+      }
       this.status = 'recovering';
       this.timeoutRequestStartView.start();
       this.broadcast(this.requestStartViewFrame());
@@ -1434,6 +1461,7 @@ export class Replica {
     this.pendingView = null;
     this.status = 'normal';
     this.logView = this.view;
+    this.pristine = false;
     this.catchUpTarget = Math.max(this.catchUpTarget, pending.head);
     this.advanceCommitMax(pending.commitMax);
     this.repair = null;
@@ -1518,6 +1546,16 @@ export class Replica {
     // in order), so entries recovered from the WAL are canonical for the recovered log view.
     const sameLogView = this.logView === header.view;
     this.reconcileJournal(canonical, header.op, sameLogView);
+    if (this.pristine) {
+      this.pristine = false;
+      if (header.op > 0 && !this.nackUnknown) {
+        // An empty replica joining a cluster that already has history: it may be a member whose
+        // disk was lost, so it must not nack until it holds the log again (--rejoin makes this
+        // explicit; this catches the common case without it).
+        this.nackUnknown = true;
+        this.env.logger.log('warn', 'empty data directory joining a cluster with history: treating it as a lost disk', { op: header.op });
+      }
+    }
     // A replica whose journal cannot hold the view's log (it is more than a WAL behind) follows the
     // view without adopting its log view: claiming log view v with a log that stops short of v's
     // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
@@ -1572,12 +1610,6 @@ export class Replica {
     if (this.probeAttempts >= this.config.viewProbeAttemptsMax) {
       // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
       this.env.logger.log('info', 'view probe exhausted; starting an election', { view: this.view });
-      if (this.nackUnknown && this.logView === 0 && this.op === 0 && this.commitMax === 0) {
-        // An empty replica that found no live cluster takes part in forming a new one. (If it was
-        // a member whose disk was lost while every peer was unreachable, that is a second fault
-        // on top of the lost disk: beyond what a cluster of this size tolerates.)
-        this.nackUnknown = false;
-      }
       this.status = 'view_change';
       this.startViewChange(this.view + 1);
       return;
@@ -1589,6 +1621,7 @@ export class Replica {
 
   private onRequestStartView(header: RequestStartViewHeader): void {
     if (header.replica === this.config.replica) return;
+    if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
     if (this.primaryActive()) {
       this.sendStartView(header.replica, header.incarnation);
       return;
@@ -1597,6 +1630,24 @@ export class Replica {
     if (this.status === 'normal' && header.replica === this.primaryIndex() && header.view === this.view) {
       this.startViewChange(this.view + 1);
     }
+  }
+
+  /**
+   * An empty data directory is a lost disk only if the cluster had history to lose. A commit
+   * needs acknowledgements from `quorumReplication >= 2` replicas, each from a durable view of at
+   * least 1 (views start at 1; prepares are acknowledged only once their view is durable). So when
+   * every peer probes from a durable view 0 after this boot (packets addressed to an earlier
+   * incarnation die with its sockets), nothing was ever committed that this disk could have held,
+   * and the replica is a new member, not a lost one: late starters of a new cluster are never
+   * mistaken for lost disks (too many of those would leave no quorum able to nack). An explicit
+   * --rejoin is never overridden.
+   */
+  private witnessVirginPeer(peer: number): void {
+    this.virginWitnesses.add(peer);
+    if (this.virginWitnesses.size < this.config.replicaCount - 1) return;
+    this.pristine = false;
+    this.virginWitnesses.clear();
+    this.env.logger.log('info', 'every peer reports a new cluster: the empty data directory lost nothing', {});
   }
 
   // ---------------------------------------------------------------- journal repair
@@ -1899,9 +1950,10 @@ export class Replica {
         for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
         return;
       }
-      const chunks = this.env.kernels.chunkManifest(payload, STATE_CHUNK_SIZE);
+      const chunkSize = this.config.stateChunkSize;
+      const chunks = this.env.kernels.chunkManifest(payload, chunkSize);
       const manifest: Manifest = {
-        chunkSize: STATE_CHUNK_SIZE,
+        chunkSize,
         entries: [
           {
             kind: ArtifactKind.metadataSnapshot,
@@ -1913,6 +1965,7 @@ export class Replica {
         ],
       };
       const anchor = this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? 0n;
+      this.counters.offerSourcesBuilt += 1;
       this.offerSource = { op, checksum, anchor, payload, manifest, manifestBytes: encodeManifest(this.env.kernels, manifest) };
       for (const [requester, nonce] of waiting) this.createOffer(requester, nonce, this.offerSource);
     });
@@ -1981,7 +2034,7 @@ export class Replica {
     if (entry === undefined) return;
     // At or past the end: never answer with an empty chunk (seed review, defect 4).
     if (header.offset >= entry.len) return;
-    const end = Math.min(entry.len, header.offset + header.len, header.offset + STATE_CHUNK_SIZE);
+    const end = Math.min(entry.len, header.offset + header.len, header.offset + offer.source.manifest.chunkSize);
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
     this.env.bus.sendToReplica(
@@ -2204,7 +2257,12 @@ export class Replica {
     const accepted = session.accepted!;
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
     this.stateTransfer.beginInstall();
-    if (this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);
+    // Journal entries above the checkpoint are canonical for our log view. When that is the
+    // current view they are the cluster's log and may have been acknowledged: keep them (dropping
+    // them would let us nack an acknowledged op later). Otherwise (we followed the view without
+    // its log) they may be stale branches: truncate them before the install, as §5.6 orders.
+    const keepSuffix = this.status === 'normal' && this.logView === this.view;
+    if (!keepSuffix && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);
     const startedAtTick = session.startedAtTick;
     this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
@@ -2222,7 +2280,11 @@ export class Replica {
       const snapshot = result.snapshot;
       assert(snapshot.sequenceNumber === accepted.op, 'the installed snapshot is the accepted checkpoint');
       assert(accepted.op > this.commitMin, 'an install never rewinds');
-      this.journal.reset(accepted.op);
+      if (keepSuffix && this.status === 'normal' && this.logView === this.view) this.journal.removeBelow(accepted.op);
+      else {
+        if (this.journal.head > accepted.op) this.truncateFrom(accepted.op + 1);
+        this.journal.reset(accepted.op);
+      }
       this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
         if (!drained.ok) this.fatal('wal_drain', drained);
       });

@@ -194,6 +194,8 @@ export class TransferStageMachine {
 
   /** Idle -> AwaitingTarget with a fresh session. */
   arm(nonce: bigint, startedAtTick: number): TransferSession {
+    // A new session starts only from Idle: a running session is cleared first, never replaced.
+    assert(this.current === 'idle', `illegal state transfer stage ${this.current} -> awaiting_target (arm)`);
     this.move('awaiting_target');
     this.active = {
       nonce,

@@ -323,7 +323,7 @@ describe.each(COMBINATIONS)('corruption matrix ($kind disk, $label kernels)', ({
       if (!('refusal' in result)) throw new Error(`expected refusal ${expected.refuse}, recovered head ${result.recovered.headOp}`);
       expect(result.refusal.reason).toBe(expected.refuse);
       expect(result.refusal.file).toBe(expected.file);
-      expect(result.refusal.message).toContain('wipe the data directory; the replica rejoins by state transfer');
+      expect(result.refusal.message).toContain('wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer');
     } else {
       if ('refusal' in result) throw result.refusal;
       expect(result.recovered.headOp).toBe(expected.headOp);

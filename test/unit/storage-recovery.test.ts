@@ -107,7 +107,7 @@ describe.each(kernelVariants())('recovery ($label kernels)', ({ kernels }) => {
     expect(refusal.reason).toBe(RefusalReason.identityMismatch);
     // The message names the full path (disk location + file), the reason and the remedy.
     expect(refusal.directory).toBe(disk.location);
-    expect(refusal.message).toMatch(/^refusing to boot: sim\/superblock\.a: identity_mismatch: .*; remedy: wipe the data directory; the replica rejoins by state transfer$/);
+    expect(refusal.message).toMatch(/^refusing to boot: sim\/superblock\.a: identity_mismatch: .*; remedy: wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer$/);
   });
 
   it('refuses when the superblock names a checkpoint newer than the snapshot (lost snapshot)', () => {

@@ -71,7 +71,7 @@ describe.each(kernelVariants())('WAL ($label kernels)', ({ kernels }) => {
     expect(refusal.reason).toBe(RefusalReason.walInteriorCorruption);
     expect(refusal.file).toBe(WAL_FILE);
     expect(refusal.offset).toBe(offset);
-    expect(refusal.message).toMatch(/wipe the data directory; the replica rejoins by state transfer/);
+    expect(refusal.message).toMatch(/wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer/);
   });
 
   it('does not truncate on a transient read fault', () => {

@@ -1,0 +1,470 @@
+/**
+ * State transfer, named like specs: the scenarios of issue 6 and one test per defect the seed
+ * review (seed-pr-3765-review.txt) names, each of which fails without its fix. Clusters are built
+ * fault-free (scenarioOptions) with tiny WALs and tiny chunks, so a lagging replica falls below
+ * every peer's checkpoint and a snapshot takes many chunks; then the scenario injects exactly the
+ * fault it names and requires convergence with every checker green.
+ */
+import { describe, expect, it } from 'vitest';
+import { Command, HEADER_SIZE } from '../../src/constants.js';
+import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
+import { WasmInstance } from '../../src/kernels/wasm-instance.js';
+import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
+import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
+import { ClientTable } from '../../src/vsr/client-table.js';
+import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
+import { METADATA_GROUP } from '../../src/vsr/config.js';
+import { TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
+
+const kernels = createWasmKernels(new WasmInstance('simd'));
+
+function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim {
+  return new ClusterSim(scenarioOptions({ journalSlots: 16, prepareQueueDepth: 2, stateChunkSize: 64, ...overrides }), kernels);
+}
+
+function formed(cluster: ClusterSim): void {
+  expect(
+    cluster.runUntil(() => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && entry.replica.logView >= 1), 5_000),
+    cluster.describe(),
+  ).toBe(true);
+}
+
+function commitMax(cluster: ClusterSim): number {
+  return Math.max(...cluster.replicas.map((entry) => entry.replica?.commitMax ?? 0));
+}
+
+function installs(cluster: ClusterSim): number {
+  return cluster.events.get('state transfer installed') ?? 0;
+}
+
+/** A backup, crashed until the cluster moved two checkpoints past it. */
+function lagBehindCheckpoints(cluster: ClusterSim): number {
+  formed(cluster);
+  const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+  cluster.crash(backup);
+  const interval = cluster.replicas[(backup + 1) % 3]!.replica!.config.checkpointInterval;
+  expect(cluster.runUntil(() => commitMax(cluster) >= 3 * interval, 20_000), cluster.describe()).toBe(true);
+  return backup;
+}
+
+describe('state transfer scenarios', () => {
+  it('a restart with an intact WAL below every peer checkpoint catches up by state transfer', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    cluster.converge();
+    expect(installs(cluster)).toBeGreaterThan(0);
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('a fresh late joiner with an empty data directory catches up by state transfer', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.loseDisk(backup);
+    cluster.restart(backup);
+    expect(cluster.replica(backup).nackUnknown).toBe(true);
+    cluster.converge();
+    expect(cluster.replica(backup).nackUnknown).toBe(false);
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('a stale rejoin after an election: the old primary, wiped, never acts as primary of view 1', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    formed(cluster);
+    const oldPrimary = cluster.replica(0).primaryIndex();
+    cluster.runUntil(() => commitMax(cluster) >= 10, 5_000);
+    cluster.crash(oldPrimary);
+    const survivors = [0, 1, 2].filter((index) => index !== oldPrimary);
+    expect(cluster.runUntil(() => survivors.some((index) => cluster.replica(index).isPrimary() && cluster.replica(index).status === 'normal' && cluster.replica(index).view > 1), 10_000)).toBe(true);
+    cluster.runUntil(() => commitMax(cluster) >= 40, 20_000);
+    cluster.loseDisk(oldPrimary);
+    cluster.restart(oldPrimary);
+    // It boots probing (never as a primary) and leaves view 0 by adopting the live view.
+    expect(cluster.replica(oldPrimary).status).toBe('recovering');
+    cluster.converge();
+    expect(cluster.replica(oldPrimary).view).toBeGreaterThan(1);
+    expect(cluster.replica(oldPrimary).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('the serving replica dies mid-transfer: the receiver resumes from another voucher', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    expect(cluster.runUntil(() => receiver.stateTransferProgress().stage === 'fetching' && receiver.stateTransferProgress().bytesDone > 0, 5_000)).toBe(true);
+    const server = receiver.stateTransferProgress().peer!;
+    const bytesBefore = receiver.stateTransferProgress().bytesDone;
+    cluster.crash(server);
+    expect(cluster.runUntil(() => receiver.counters.stateTransfersInstalled > 0, 5_000), cluster.describe()).toBe(true);
+    // Resumed at the verified offset, not from zero: the installed transfer kept those bytes.
+    expect(bytesBefore).toBeGreaterThan(0);
+    expect(receiver.counters.stateTransfersStarted).toBe(1);
+    cluster.converge();
+  });
+
+  it('several checkpoint generations pass during one transfer', () => {
+    const cluster = sim({ clientCount: 4, requestsPerClient: 60 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    cluster.runUntil(() => receiver.stateTransfer.transferring, 5_000);
+    const checkpointAtStart = cluster.replica((backup + 1) % 3).checkpointOp;
+    // Slow the transfer down (every other chunk lost) while the cluster keeps checkpointing.
+    let chunk = 0;
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to === backup && decoded.ok && decoded.header.command === Command.stateChunk && chunk++ % 2 === 0) return 'drop';
+      return 'deliver';
+    };
+    cluster.runUntil(() => cluster.replica((backup + 1) % 3).checkpointOp >= checkpointAtStart + 2 * receiver.config.checkpointInterval, 30_000);
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(receiver.counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('a second restart right after an install boots from the installed checkpoint', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 5_000);
+    const installed = cluster.replica(backup).checkpointOp;
+    cluster.runUntil(() => cluster.replicas[backup]!.storage.inFlight === 0, 100);
+    cluster.crash(backup);
+    cluster.restart(backup);
+    expect(cluster.replica(backup).commitMin).toBeGreaterThanOrEqual(installed);
+    cluster.converge();
+  });
+
+  it('corruption of the serving replica\'s snapshot at rest is refused there, never re-sealed on the receiver', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    // One server's snapshot rots; the other is healthy (a voucher quorum is two replicas).
+    const rotten = (backup + 1) % 3;
+    let rotted = false;
+    // Rot the snapshot at the moment the receiver asks for it (later checkpoints rewrite it).
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!rotted && to === rotten && decoded.ok && decoded.header.command === Command.requestStateTransfer) {
+        rotted = true;
+        cluster.replicas[rotten]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(cluster.replica(rotten).counters.offersRefused).toBeGreaterThan(0);
+    expect(cluster.events.get('state transfer offer refused: snapshot unreadable') ?? 0).toBeGreaterThan(0);
+    // The receiver's file holds exactly one trailer over the payload the healthy server shipped.
+    const file = cluster.replicas[backup]!.store.disk.readAll(SNAPSHOT_FILE);
+    const split = kernels.trailerSplit(file);
+    expect(split.status).toBe('valid');
+    expect(kernels.trailerSplit(split.payload).status).toBe('no_trailer');
+  });
+
+  it('a flipped byte in a chunk in flight is rejected on arrival and re-requested', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    let flipped = 0;
+    // Re-seal the damaged frame, as a faulty server would: only the manifest's chunk checksum
+    // can catch it.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to !== backup || !decoded.ok || decoded.header.command !== Command.stateChunk || flipped >= 2) return 'deliver';
+      flipped += 1;
+      const body = decoded.body.slice();
+      body[0]! ^= 0xff;
+      const { checksum: _c, checksumBody: _b, size: _s, ...input } = decoded.header;
+      return buildFrame(kernels, input, body);
+    };
+    cluster.restart(backup);
+    cluster.converge();
+    expect(flipped).toBe(2);
+    expect(cluster.replica(backup).counters.stateChunksDamaged).toBe(2);
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBe(1);
+  });
+
+  it('message loss, duplication and reordering during every stage still converge', () => {
+    const cluster = sim({
+      clientCount: 3,
+      requestsPerClient: 40,
+      network: { ...scenarioOptions().network, lossProbability: 0.1, duplicateProbability: 0.2, delayMeanTicks: 6 },
+    });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 20_000);
+    cluster.converge();
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('a session registered below the first floor resumes after a transfer, retries deduplicated', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 60 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    cluster.converge();
+    // The clients registered at the first ops (below every floor) kept working throughout, and
+    // the checkers (exactly-once, replies == canonical) held across the install.
+    expect(cluster.clients.every((client) => client.evictions === 0 && client.session > 0 && client.session < cluster.replica(backup).config.checkpointInterval)).toBe(true);
+    expect(cluster.replica(backup).clientTable.get(cluster.clients[0]!.client)).toBeDefined();
+  });
+});
+
+describe('state transfer: each defect of the seed review is impossible', () => {
+  it('1. only legal stage transitions exist, and clearing the stage drops the session', () => {
+    const machine = new TransferStageMachine();
+    expect(() => machine.beginInstall()).toThrow(/illegal|install whole/);
+    const session = machine.arm(7n, 0);
+    expect(machine.session(7n, 'awaiting_target')).toBe(session);
+    expect(machine.session(8n, 'awaiting_target')).toBeNull();
+    machine.accept({ op: 8, checksum: 1n, manifest: { chunkSize: 4, entries: [] }, entry: { kind: 0, frontier: 8, len: 8, checksum: 1n, chunkChecksums: [2n, 3n] }, servers: [1] });
+    expect(() => machine.arm(9n, 0)).toThrow(/illegal/);
+    machine.clear();
+    expect(machine.stage).toBe('idle');
+    expect(machine.sessionAny).toBeNull();
+    // Late chunks find no session in any stage: nothing can reach Installing.
+    expect(machine.session(7n, 'fetching')).toBeNull();
+    expect(() => machine.beginInstall()).toThrow();
+  });
+
+  it('1. an abandoned transfer ignores late chunks and never installs', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    const held: { from: number; frame: Uint8Array }[] = [];
+    let holding = true;
+    // Swallow every chunk until the receiver gives up, then deliver them all late.
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (holding && to === backup && decoded.ok && decoded.header.command === Command.stateChunk) {
+        held.push({ from, frame });
+        return 'drop';
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    expect(cluster.runUntil(() => receiver.counters.stateTransfersAbandoned > 0, 20_000), cluster.describe()).toBe(true);
+    holding = false;
+    const installedBefore = receiver.counters.stateTransfersInstalled;
+    for (const { frame } of held) {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok) receiver.onMessage(decoded);
+    }
+    expect(receiver.counters.stateTransfersInstalled).toBe(installedBefore);
+    expect(held.length).toBeGreaterThan(0);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('2. the stats registry survives an install (see test/unit/metadata-stats.test.ts for pruning)', async () => {
+    const { MetadataStateMachine } = await import('../../src/metadata/state-machine.js');
+    expect(typeof MetadataStateMachine.prototype.restore).toBe('function');
+    // The install restores the state machine in place through `restore`, which keeps the one
+    // shared registry and prunes it to the snapshot's keys; the metadata suite pins both halves.
+  });
+
+  it('3. the offer is built once per checkpoint and served from cache to repeated requests', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    // Duplicate every RequestStateTransfer three times.
+    cluster.network.filter = ({ frame }) => frame;
+    cluster.network.options = { ...cluster.network.options, duplicateProbability: 1 };
+    cluster.restart(backup);
+    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
+    cluster.network.options = { ...cluster.network.options, duplicateProbability: 0 };
+    for (const index of [0, 1, 2].filter((i) => i !== backup)) {
+      const replica = cluster.replica(index);
+      expect(replica.counters.offerSourcesBuilt).toBeLessThanOrEqual(1);
+    }
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('4. a chunk request at or past the artifact end is refused, never answered with an empty chunk', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    let rewritten = 0;
+    let emptyChunks = 0;
+    let pastEndAnswered = 0;
+    const pastEnd = new Map<string, number>();
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok) return 'deliver';
+      const header = decoded.header;
+      if (from === backup && header.command === Command.requestStateChunk && rewritten < 3) {
+        // Ask for the byte just past the end (offset = 1 GiB is past any artifact here).
+        rewritten += 1;
+        const { checksum: _c, checksumBody: _b, size: _s, ...input } = header;
+        pastEnd.set(`${to}:${header.nonce}`, 1 << 30);
+        return buildFrame(kernels, { ...input, offset: 1 << 30 });
+      }
+      if (header.command === Command.stateChunk) {
+        if (decoded.body.byteLength === 0) emptyChunks += 1;
+        if (header.offset >= 1 << 30) pastEndAnswered += 1;
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    cluster.converge();
+    expect(rewritten).toBe(3);
+    expect(emptyChunks).toBe(0);
+    expect(pastEndAnswered).toBe(0);
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('4. a zero-byte chunk is not a frame: the codec rejects it before any liveness counter', () => {
+    const frame = buildFrame(kernels, {
+      command: Command.stateChunk,
+      cluster: 1n,
+      view: 1,
+      release: 0,
+      replica: 0,
+      nonce: 5n,
+      offset: 0,
+      group: METADATA_GROUP,
+      artifact: 0,
+    } as never, new Uint8Array(1));
+    const empty = frame.slice(0, HEADER_SIZE);
+    new DataView(empty.buffer).setUint32(48, HEADER_SIZE, true);
+    const decoded = decodeFrame(kernels, empty);
+    expect(decoded.ok).toBe(false);
+  });
+
+  it('4. offers are first-wins per (requester, nonce): a retry after a new checkpoint gets the same manifest', () => {
+    const cluster = sim({ clientCount: 4, requestsPerClient: 60 });
+    const backup = lagBehindCheckpoints(cluster);
+    const targets = new Map<string, string>();
+    let mismatches = 0;
+    let holdTargets = true;
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to === backup && decoded.ok && decoded.header.command === Command.stateTransferTarget && decoded.header.available === 1) {
+        const key = `${from}:${decoded.header.nonce}`;
+        const body = Buffer.from(decoded.body).toString('hex');
+        if (targets.has(key) && targets.get(key) !== body) mismatches += 1;
+        targets.set(key, body);
+        // Lose the first targets: the receiver retries with the same nonce while checkpoints move.
+        if (holdTargets) return 'drop';
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    const peer = (backup + 1) % 3;
+    const before = cluster.replica(peer).checkpointOp;
+    cluster.runUntil(() => cluster.replica(peer).checkpointOp > before && targets.size > 0, 20_000);
+    holdTargets = false;
+    cluster.converge();
+    expect(targets.size).toBeGreaterThan(0);
+    expect(mismatches).toBe(0);
+  });
+
+  it('5. commit walks stay suppressed while transferring: commit_min never moves mid-transfer', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 60 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    cluster.runUntil(() => receiver.stateTransfer.transferring, 5_000);
+    const commitMin = receiver.commitMin;
+    let moved = false;
+    cluster.runUntil(() => {
+      if (receiver.stateTransfer.transferring && receiver.commitMin !== commitMin) moved = true;
+      return !receiver.stateTransfer.transferring;
+    }, 10_000);
+    expect(moved).toBe(false);
+    cluster.converge();
+  });
+
+  it('6. stale or wrong-primary StartViews neither mint a nonce nor reset the retry budget', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const startViews: Uint8Array[] = [];
+    cluster.network.filter = ({ frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && decoded.header.command === Command.startView) startViews.push(frame);
+      return 'deliver';
+    };
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    cluster.runUntil(() => receiver.stateTransfer.transferring, 5_000);
+    const session = receiver.stateTransfer.sessionAny!;
+    const nonce = session.nonce;
+    const stalls = session.stalls;
+    for (const frame of startViews) {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok) receiver.onMessage(decoded);
+    }
+    expect(receiver.stateTransfer.sessionAny?.nonce).toBe(nonce);
+    expect(receiver.stateTransfer.sessionAny?.stalls).toBe(stalls);
+    expect(startViews.length).toBeGreaterThan(0);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('7. header-only transfer frames are size-checked', () => {
+    const base = { cluster: 1n, view: 1, release: 0, replica: 0, nonce: 5n, group: METADATA_GROUP };
+    const request = buildFrame(kernels, { ...base, command: Command.requestStateTransfer });
+    const chunkRequest = buildFrame(kernels, { ...base, command: Command.requestStateChunk, offset: 0, len: 64, artifact: 0 });
+    const refusal = buildFrame(kernels, { ...base, command: Command.stateTransferTarget, commitOp: 0, available: 0, unavailableTransient: 1, commitMax: 0, checkpointAnchor: 0n });
+    for (const frame of [request, chunkRequest, refusal]) {
+      expect(decodeFrame(kernels, frame).ok).toBe(true);
+      // The same header claiming a body: rejected before the replica sees it.
+      const grown = new Uint8Array(frame.byteLength + 8);
+      grown.set(frame);
+      new DataView(grown.buffer).setUint32(48, grown.byteLength, true);
+      const resealed = decodeFrame(kernels, grown);
+      expect(resealed.ok).toBe(false);
+    }
+  });
+
+  it('8. a received client table decodes at the configured capacity and grows to fit, never a default', () => {
+    const cluster = sim({ clientCount: 4, requestsPerClient: 10, clientsTableMax: 3, replicaCount: 1 });
+    cluster.converge();
+    const snapshot = cluster.replica(0).clientTable.toSnapshot();
+    expect(snapshot.length).toBeGreaterThan(0);
+    expect(ClientTable.fromSnapshot(snapshot, 3).capacity).toBe(3);
+    const wide = snapshot.map((entry, index) => ({ ...entry, slot: 5 + index }));
+    expect(ClientTable.fromSnapshot(wide, 3).capacity).toBe(5 + wide.length);
+  });
+
+  it('9. a snapshot behind the local applied frontier is never restored: local state kept', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 60 });
+    formed(cluster);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    // Let the backup take a checkpoint of its own, then crash it until the cluster moved on.
+    expect(cluster.runUntil(() => cluster.replica(backup).checkpointOp > 0, 20_000), cluster.describe()).toBe(true);
+    cluster.crash(backup);
+    const interval = cluster.replicas[(backup + 1) % 3]!.replica!.config.checkpointInterval;
+    const base = commitMax(cluster);
+    expect(cluster.runUntil(() => commitMax(cluster) >= base + 3 * interval, 20_000), cluster.describe()).toBe(true);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    const frontier = receiver.checkpointOp;
+    const localId = receiver.checkpointIds.get(frontier);
+    expect(frontier).toBeGreaterThan(0);
+    expect(localId).toBeDefined();
+    // Every peer answers with a checkpoint at the receiver's own frontier (as peers that are
+    // themselves that far behind would): an honest id, but nothing newer than what it has.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to !== backup || !decoded.ok || decoded.header.command !== Command.stateTransferTarget || decoded.header.available !== 1) return 'deliver';
+      const parsed = decodeManifest(kernels, decoded.body);
+      if (!parsed.ok) return 'deliver';
+      const manifest = {
+        ...parsed.manifest,
+        entries: parsed.manifest.entries.map((entry) => ({ ...entry, frontier, checksum: localId! })),
+      };
+      const { checksum: _c, checksumBody: _b, size: _s, ...input } = decoded.header;
+      return buildFrame(kernels, input, encodeManifest(kernels, manifest));
+    };
+    const commitMinBefore = receiver.commitMin;
+    expect(
+      cluster.runUntil(() => (cluster.events.get('state transfer: offered snapshot is behind the local frontier; keeping local state') ?? 0) > 0, 10_000),
+      cluster.describe(),
+    ).toBe(true);
+    expect(receiver.commitMin).toBeGreaterThanOrEqual(commitMinBefore);
+    expect(receiver.counters.stateTransfersInstalled).toBe(0);
+    expect(cluster.events.get('state transfer: install refused') ?? 0).toBe(0);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+});
