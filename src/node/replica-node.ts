@@ -35,6 +35,11 @@ export const TICK_MS = 10;
 /** /readyz: a replica more than this many ops behind its commit_max is not ready. */
 export const READY_LAG_OPS_MAX = 64;
 
+/** How far a peer's last reported commit trails ours (0 when it is ahead); null when unheard. */
+function peerLag(commitMax: number, peerCommit: number | null): number | null {
+  return peerCommit === null ? null : Math.max(0, commitMax - peerCommit);
+}
+
 export const DEFAULT_ROOT_USERNAME = 'iggy';
 export const DEFAULT_ROOT_PASSWORD = 'iggy';
 
@@ -265,8 +270,8 @@ export class ReplicaNode implements NodeApi {
         replica,
         address,
         connected: replica === this.replica ? true : (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false),
-        commitMax: replica === this.replica ? core.commitMax : null,
-        lagOps: replica === this.replica ? core.commitMax - core.commitMin : null,
+        commitMax: replica === this.replica ? core.commitMax : core.peerCommits[replica] ?? null,
+        lagOps: replica === this.replica ? core.commitMax - core.commitMin : peerLag(core.commitMax, core.peerCommits[replica] ?? null),
       })),
     };
   }

@@ -247,6 +247,7 @@ export class Replica {
   nackUnknown = false;
   /** Catching up clears `nackUnknown` once commitMin reaches this op in a normal log view. */
   private catchUpTarget = 0;
+  private readonly peerCommitsReported: (number | null)[];
   /** Booted from an empty data directory and has not joined a log view since. */
   private pristine = false;
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
@@ -302,6 +303,7 @@ export class Replica {
     this.config = config;
     this.env = env;
     this.stateMachine = stateMachine;
+    this.peerCommitsReported = new Array<number | null>(config.replicaCount).fill(null);
     const t = config.timeouts;
     this.timeoutPrepare = new Timeout('prepare', t.prepare);
     this.timeoutCommitMessage = new Timeout('commit_message', t.commitMessage);
@@ -468,11 +470,36 @@ export class Replica {
     ];
   }
 
+  /**
+   * The commit number each peer last reported (prepares, commits and StartViews from a primary;
+   * PrepareOks and DoViewChanges from backups); null until heard from. For operators' lag view
+   * only: the protocol never acts on it.
+   */
+  get peerCommits(): readonly (number | null)[] {
+    return this.peerCommitsReported;
+  }
+
+  private notePeerCommit(header: DecodedFrame['header']): void {
+    if (header.replica === this.config.replica) return;
+    switch (header.command) {
+      case Command.prepare:
+      case Command.prepareOk:
+      case Command.commit:
+      case Command.doViewChange:
+      case Command.startView:
+        this.peerCommitsReported[header.replica] = header.commit;
+        break;
+      default:
+        break;
+    }
+  }
+
   /** A frame from the network, already verified and validated by the transport. */
   onMessage(message: DecodedFrame): void {
     const header = message.header;
     if (header.cluster !== this.config.cluster) return;
     if (header.replica >= this.config.replicaCount) return;
+    this.notePeerCommit(header);
     switch (header.command) {
       case Command.prepare:
         this.onPrepare(header, message.frame);

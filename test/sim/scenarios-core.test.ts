@@ -57,6 +57,28 @@ describe('normal operation', () => {
   });
 });
 
+describe('operator view of peers', () => {
+  it('the primary knows every backup\'s reported commit; a backup knows the primary\'s', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 10 });
+    cluster.converge();
+    cluster.runUntil(() => false, 200); // a few heartbeats and acknowledgements after the last commit
+    const primary = cluster.replica(0).primaryIndex();
+    const top = commitMax(cluster);
+    const view = cluster.replica(primary).peerCommits;
+    expect(view[primary]).toBeNull();
+    // A backup reports its commit when it acknowledges a prepare, which is before it learns that
+    // prepare committed: at most a pipeline behind, never ahead.
+    const depth = cluster.replica(primary).config.prepareQueueDepth;
+    for (let replica = 0; replica < 3; replica++) {
+      if (replica === primary) continue;
+      expect(view[replica]).toBeLessThanOrEqual(top);
+      expect(view[replica]).toBeGreaterThanOrEqual(top - depth);
+    }
+    const backup = (primary + 1) % 3;
+    expect(cluster.replica(backup).peerCommits[primary]).toBe(top);
+  });
+});
+
 describe('view change', () => {
   it('a primary crash elects a new primary without losing committed ops', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });

@@ -256,7 +256,7 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     cluster.converge();
   });
 
-  it('2. the stats registry survives an install (see test/unit/metadata-stats.test.ts for pruning)', async () => {
+  it('2. the stats registry survives an install (pruning: test/unit/metadata-stats-registry.test.ts)', async () => {
     const { MetadataStateMachine } = await import('../../src/metadata/state-machine.js');
     expect(typeof MetadataStateMachine.prototype.restore).toBe('function');
     // The install restores the state machine in place through `restore`, which keeps the one
