@@ -196,7 +196,18 @@ function stateReport(state: StoredVsrState): Record<string, unknown> {
     checkpointOp: state.checkpointOp,
     checkpointChecksum: hex(state.checkpointChecksum),
     flags: state.flags,
+    viewHeaderOps: viewHeaderOps(state.viewHeaders),
   };
+}
+
+/** The ops of the persisted view headers (canonical headers whose bodies the WAL lacks). */
+function viewHeaderOps(bytes: Uint8Array | undefined): number[] {
+  const ops: number[] = [];
+  if (bytes === undefined) return ops;
+  for (let offset = 0; offset + HEADER_SIZE <= bytes.byteLength; offset += HEADER_SIZE) {
+    ops.push(readPrepareFields(bytes.subarray(offset, offset + HEADER_SIZE)).op);
+  }
+  return ops;
 }
 
 function slotReport(name: string, slot: SlotRead): Record<string, unknown> {

@@ -8,8 +8,11 @@
  *   8  sequence u64 (1 for the first record, +1 per write)
  *  16  parent_checksum u64: the previous record's checksum (0 for sequence 1). The reference
  *      leaves this 0; we chain, so a slot that silently went back in time is detected as a fork.
- *  24  payload_len u32 = 66               28  payload: VsrState (66 bytes, below)
- *  94  checksum u64: XXH3-64 of bytes 0..94 (the record's identity, what a child's parent names)
+ *  24  payload_len u32 = 66 + 256 * k      28  payload: VsrState (66 bytes, below), then k view
+ *      headers (256-byte prepare headers, ascending op, k <= VIEW_HEADERS_MAX; a vrmeta extension:
+ *      the reference's record is the k = 0 case, byte for byte)
+ *  28 + payload_len  checksum u64: XXH3-64 of every byte before it (the record's identity, what a
+ *      child's parent names). With k = 0 the record is 102 bytes and the checksum sits at 94.
  * VsrState: cluster u128 @0, replica u8 @16, replica_count u8 @17, view u32 @18, log_view u32 @22,
  *   commit_max u64 @26, checkpoint_op u64 @34, checkpoint_checksum u128 @42, flags u64 @58
  *   (the reference's offset_frontier, partition plane only; vrmeta keeps VsrState flags here).
@@ -33,7 +36,7 @@
 import type { Kernels } from '../kernels/kernel.js';
 import { REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import { VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
+import { VIEW_HEADERS_MAX, VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
 import type { Disk } from './disk.js';
 import { DurableWriteError, readUntilStable, temporaryName, writeDurably } from './durable-file.js';
 import { hex } from './prepare-frame.js';
@@ -44,7 +47,11 @@ export const SUPERBLOCK_MAGIC = 0x5342_4c4b;
 export const SUPERBLOCK_VERSION = 1;
 export const SUPERBLOCK_HEADER_SIZE = 28;
 export const VSR_STATE_SIZE = 66;
+/** The record without view headers (the reference's layout). */
 export const SUPERBLOCK_RECORD_SIZE = SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE + 8;
+const VIEW_HEADER_SIZE = 256;
+/** The largest record: every view header present. */
+export const SUPERBLOCK_RECORD_SIZE_MAX = SUPERBLOCK_RECORD_SIZE + VIEW_HEADERS_MAX * VIEW_HEADER_SIZE;
 
 assert(SUPERBLOCK_RECORD_SIZE === 102);
 
@@ -90,17 +97,23 @@ export function encodeSuperblockRecord(
   parentChecksum: bigint,
   state: VsrState,
 ): { bytes: Uint8Array; checksum: bigint } {
-  const bytes = new Uint8Array(SUPERBLOCK_RECORD_SIZE);
+  const viewHeaders = state.viewHeaders ?? new Uint8Array(0);
+  assert(viewHeaders.byteLength % VIEW_HEADER_SIZE === 0, 'view headers are whole headers');
+  assert(viewHeaders.byteLength <= VIEW_HEADERS_MAX * VIEW_HEADER_SIZE, 'view headers are bounded');
+  const payloadLength = VSR_STATE_SIZE + viewHeaders.byteLength;
+  const size = SUPERBLOCK_HEADER_SIZE + payloadLength + 8;
+  const bytes = new Uint8Array(size);
   const view = new DataView(bytes.buffer);
   view.setUint32(0, SUPERBLOCK_MAGIC, true);
   view.setUint16(4, SUPERBLOCK_VERSION, true);
   view.setUint16(6, 0, true);
   view.setBigUint64(8, BigInt(sequence), true);
   view.setBigUint64(16, parentChecksum, true);
-  view.setUint32(24, VSR_STATE_SIZE, true);
+  view.setUint32(24, payloadLength, true);
   encodeVsrState(state, bytes, SUPERBLOCK_HEADER_SIZE);
-  const checksum = kernels.xxh3_64(bytes.subarray(0, SUPERBLOCK_RECORD_SIZE - 8));
-  view.setBigUint64(SUPERBLOCK_RECORD_SIZE - 8, checksum, true);
+  bytes.set(viewHeaders, SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE);
+  const checksum = kernels.xxh3_64(bytes.subarray(0, size - 8));
+  view.setBigUint64(size - 8, checksum, true);
   return { bytes, checksum };
 }
 
@@ -134,24 +147,31 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
   const magic = view.getUint32(0, true);
   if (magic !== SUPERBLOCK_MAGIC) return corrupt(slotCorrupt, `magic ${hex(BigInt(magic), 4)}`);
   // The checksum decides before any field is trusted; a version we do not know is reported as
-  // such only when the record is intact (a bit flip is corruption, not a newer release).
-  if (bytes.byteLength !== SUPERBLOCK_RECORD_SIZE) {
+  // such only when the record is intact (a bit flip is corruption, not a newer release). The
+  // record's length must agree with its (not yet verified) payload_len: a flipped payload_len
+  // then fails either the length or the checksum.
+  const claimedPayload = bytes.byteLength >= SUPERBLOCK_HEADER_SIZE ? view.getUint32(24, true) : 0;
+  const payloadShapeOk =
+    claimedPayload >= VSR_STATE_SIZE &&
+    (claimedPayload - VSR_STATE_SIZE) % VIEW_HEADER_SIZE === 0 &&
+    claimedPayload - VSR_STATE_SIZE <= VIEW_HEADERS_MAX * VIEW_HEADER_SIZE;
+  const size = SUPERBLOCK_HEADER_SIZE + claimedPayload + 8;
+  if (!payloadShapeOk || bytes.byteLength !== size) {
     const version = view.getUint16(4, true);
     if (version !== SUPERBLOCK_VERSION) {
       return corrupt(RefusalReason.superblockVersion, `version ${version} (this build reads ${SUPERBLOCK_VERSION}), ${bytes.byteLength} bytes`);
     }
-    return corrupt(slotCorrupt, `${bytes.byteLength} bytes, expected ${SUPERBLOCK_RECORD_SIZE}`);
+    if (!payloadShapeOk) return corrupt(slotCorrupt, `payload_len ${claimedPayload}, ${bytes.byteLength} bytes`);
+    return corrupt(slotCorrupt, `${bytes.byteLength} bytes, expected ${size} for payload_len ${claimedPayload}`);
   }
-  const stored = view.getBigUint64(SUPERBLOCK_RECORD_SIZE - 8, true);
-  const actual = kernels.xxh3_64(bytes.subarray(0, SUPERBLOCK_RECORD_SIZE - 8));
+  const stored = view.getBigUint64(size - 8, true);
+  const actual = kernels.xxh3_64(bytes.subarray(0, size - 8));
   if (stored !== actual) return corrupt(slotCorrupt, `checksum ${hex(stored, 8)} != computed ${hex(actual, 8)}`);
   const version = view.getUint16(4, true);
   if (version !== SUPERBLOCK_VERSION) {
     return corrupt(RefusalReason.superblockVersion, `version ${version} (this build reads ${SUPERBLOCK_VERSION})`);
   }
   if (view.getUint16(6, true) !== 0) return corrupt(slotCorrupt, 'reserved bytes are not zero');
-  const payloadLength = view.getUint32(24, true);
-  if (payloadLength !== VSR_STATE_SIZE) return corrupt(slotCorrupt, `payload_len ${payloadLength}`);
   const sequence = safe(view.getBigUint64(8, true));
   const p = SUPERBLOCK_HEADER_SIZE;
   const commitMax = safe(view.getBigUint64(p + 26, true));
@@ -170,6 +190,7 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
     checkpointOp,
     checkpointChecksum: view.getBigUint64(p + 42, true) | (view.getBigUint64(p + 50, true) << 64n),
     flags,
+    ...(claimedPayload > VSR_STATE_SIZE ? { viewHeaders: bytes.slice(p + VSR_STATE_SIZE, size - 8) } : {}),
   };
   const problem = vsrStateProblem(state);
   if (problem !== null) return corrupt(RefusalReason.superblockInvalidState, problem);
@@ -183,7 +204,7 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
 // Reading both slots.
 
 /** A record is never larger than this; a bigger slot file is corrupt, and not worth reading whole. */
-const SLOT_READ_SIZE_MAX = 4096;
+const SLOT_READ_SIZE_MAX = SUPERBLOCK_RECORD_SIZE_MAX + 4096;
 
 export function readSlot(disk: Disk, kernels: Kernels, name: string): SlotRead {
   if (!disk.exists(name)) return { status: 'absent' };

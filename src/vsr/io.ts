@@ -21,7 +21,17 @@ export interface VsrState {
   readonly checkpointChecksum: bigint;
   /** VSR_FLAG_* bits. */
   readonly flags: number;
+  /**
+   * The log view's canonical prepare headers this replica knows but does not hold durably in its
+   * WAL (learned from the StartView it adopted, bodies still being repaired), ascending op, 256
+   * bytes each; absent or empty when the WAL holds the whole log. Without them a restart would
+   * shorten the log this replica claims for its log view (TigerBeetle's view headers).
+   */
+  readonly viewHeaders?: Uint8Array;
 }
+
+/** At most this many view headers are persisted (the highest ops win). */
+export const VIEW_HEADERS_MAX = 128;
 
 /**
  * The replica booted from an empty data directory and has not caught up with the cluster since:

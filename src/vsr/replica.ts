@@ -26,11 +26,12 @@ import { Command, HEADER_SIZE } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
-import { buildFrame, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
 import {
   EvictionReason,
   Operation,
   decodeHeader,
+  encodeHeader,
   type CommitHeader,
   type DoViewChangeHeader,
   type PrepareHeader,
@@ -48,7 +49,14 @@ import {
   type StateChunkHeader,
   type StateTransferTargetHeader,
 } from './header.js';
-import { VSR_FLAG_NACK_UNKNOWN, type ReplicaEnv, type StorageRequest, type StorageResult, type VsrState } from './io.js';
+import {
+  VIEW_HEADERS_MAX,
+  VSR_FLAG_NACK_UNKNOWN,
+  type ReplicaEnv,
+  type StorageRequest,
+  type StorageResult,
+  type VsrState,
+} from './io.js';
 import { Journal, type JournalEntry } from './journal.js';
 import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
 import type { StateMachine } from './state-machine.js';
@@ -248,6 +256,13 @@ export class Replica {
   /** Catching up clears `nackUnknown` once commitMin reaches this op in a normal log view. */
   private catchUpTarget = 0;
   private readonly peerCommitsReported: (number | null)[];
+  /**
+   * Canonical headers of our log view whose bodies we lacked when we adopted it (parked by a
+   * StartView). Persisted with the superblock until the WAL holds them, so a restart never claims
+   * a log view with a log shorter than the head that view announced: the merge trusts the
+   * longest log of the highest log view to contain every committed op.
+   */
+  private readonly viewHeaders = new Map<number, PrepareHeader>();
   /** Booted from an empty data directory and has not joined a log view since. */
   private pristine = false;
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
@@ -331,6 +346,8 @@ export class Replica {
     }
     this.journal = new Journal(config.journalSlots, this.checkpointOp);
     this.bootJournal(boot);
+    // Before bootStatus: its superblock write must carry the restored view headers again.
+    this.bootViewHeaders(boot.vsrState);
     this.bootStatus(boot, options.rejoin === true);
     this.invariants();
   }
@@ -578,7 +595,7 @@ export class Replica {
 
   // ---------------------------------------------------------------- superblock
 
-  private vsrState(): VsrState {
+  private vsrState(viewHeaders = this.viewHeadersToPersist()): VsrState {
     return {
       cluster: this.config.cluster,
       replica: this.config.replica,
@@ -589,7 +606,53 @@ export class Replica {
       checkpointOp: this.checkpointOp,
       checkpointChecksum: this.checkpointChecksum,
       flags: this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0,
+      viewHeaders: encodeViewHeaders(viewHeaders),
     };
+  }
+
+  /** The view headers a restart would still need: above commit_min and not durable in the WAL. */
+  private viewHeadersToPersist(): PrepareHeader[] {
+    for (const [op, header] of this.viewHeaders) {
+      const entry = this.journal.get(op);
+      const durable = entry !== undefined && entry.checksum === header.checksum && entry.durable && entry.frame !== null;
+      if (op <= this.commitMin || durable) this.viewHeaders.delete(op);
+    }
+    return [...this.viewHeaders.values()].sort((a, b) => a.op - b.op).slice(-VIEW_HEADERS_MAX);
+  }
+
+  /** Records the parked canonical headers of the log view just adopted from a StartView. */
+  private noteViewHeaders(logViewChanged: boolean): void {
+    if (logViewChanged) this.viewHeaders.clear();
+    for (const op of this.journal.ops()) {
+      if (op <= this.commitMin) continue;
+      const entry = this.journal.get(op)!;
+      if (!entry.durable || entry.frame === null) this.viewHeaders.set(op, entry.header);
+    }
+  }
+
+  /**
+   * After a restart: park the persisted view headers the WAL does not hold, so our DoViewChange
+   * reports the head our log view reached and repair fetches the bodies.
+   */
+  private bootViewHeaders(state: VsrState | null): void {
+    const bytes = state?.viewHeaders;
+    if (bytes === undefined || bytes.byteLength === 0) return;
+    for (let offset = 0; offset < bytes.byteLength; offset += HEADER_SIZE) {
+      const decoded = decodeHeader(bytes, offset);
+      assert(decoded.ok && decoded.header.command === Command.prepare, 'a persisted view header is a prepare header');
+      const header = decoded.header;
+      assert(header.cluster === this.config.cluster, 'a persisted view header belongs to this cluster');
+      assert(prepareIdentity(this.env.kernels, bytes, offset) === header.checksum, 'a persisted view header is sealed');
+      if (header.op <= this.commitMin || !this.journal.hasRoom(header.op)) continue;
+      const entry = this.journal.get(header.op);
+      if (entry !== undefined && entry.checksum === header.checksum) continue;
+      // The StartView's truncation is durable before the superblock naming its log view, so a
+      // different WAL entry here cannot be canonical: drop it and everything above it.
+      if (entry !== undefined) this.truncateFrom(header.op);
+      this.journal.put({ op: header.op, header, checksum: header.checksum, frame: null, durable: false });
+      this.viewHeaders.set(header.op, header);
+    }
+    this.env.logger.log('info', 'restored the log view headers the WAL lacks', { log_view: this.logView, head: this.op });
   }
 
   /** Makes the current (view, log view, checkpoint) durable; coalesces overlapping requests. */
@@ -600,7 +663,9 @@ export class Replica {
     }
     this.superblockWriting = true;
     this.superblockDirty = false;
-    const state = this.vsrState();
+    const viewHeaders = this.viewHeadersToPersist();
+    const state = this.vsrState(viewHeaders);
+    const writtenViewHeaders = new Set(viewHeaders.map((header) => header.checksum));
     const stateTransfer = this.superblockStateTransfer;
     this.superblockStateTransfer = false;
     this.submit({ kind: 'superblock_write', state, stateTransfer }, (result) => {
@@ -617,7 +682,9 @@ export class Replica {
       const wasDurable = this.viewDurable();
       this.durableView = state.view;
       this.durableLogView = state.logView;
-      if (this.superblockDirty || !this.matchesDurable(state)) this.persistView();
+      // Headers parked since the write started need a new one; headers repaired since do not.
+      const viewHeadersCovered = this.viewHeadersToPersist().every((header) => writtenViewHeaders.has(header.checksum));
+      if (this.superblockDirty || !this.matchesDurable(state) || !viewHeadersCovered) this.persistView();
       this.onSuperblockWritten(state);
       if (!wasDurable && this.viewDurable()) this.onViewDurable();
     });
@@ -856,6 +923,7 @@ export class Replica {
   /** Removes an uncommitted suffix from the journal and the WAL. */
   private truncateFrom(fromOp: number): void {
     assert(fromOp > this.commitMin, `truncation of applied op ${fromOp} (commit_min ${this.commitMin})`);
+    for (const op of [...this.viewHeaders.keys()]) if (op >= fromOp) this.viewHeaders.delete(op);
     if (fromOp > this.journal.head) return;
     this.journal.removeFrom(fromOp);
     this.pipeline = this.pipeline.filter((entry) => entry.op < fromOp);
@@ -1488,6 +1556,7 @@ export class Replica {
     this.pendingView = null;
     this.status = 'normal';
     this.logView = this.view;
+    this.viewHeaders.clear(); // the new primary holds every body of its log durably
     this.pristine = false;
     this.catchUpTarget = Math.max(this.catchUpTarget, pending.head);
     this.advanceCommitMax(pending.commitMax);
@@ -1594,7 +1663,11 @@ export class Replica {
     const wasView = this.view;
     const wasStatus = this.status;
     this.view = header.view;
-    if (!lagging) this.logView = header.view;
+    if (!lagging) {
+      const logViewChanged = this.logView !== header.view;
+      this.logView = header.view;
+      this.noteViewHeaders(logViewChanged);
+    }
     this.status = 'normal';
     this.advanceCommitMax(header.commit);
     this.pipeline = [];
@@ -2418,6 +2491,12 @@ export class Replica {
       durableView: this.durableView,
     };
   }
+}
+
+function encodeViewHeaders(headers: readonly PrepareHeader[]): Uint8Array {
+  const bytes = new Uint8Array(headers.length * HEADER_SIZE);
+  headers.forEach((header, index) => encodeHeader(header, bytes, index * HEADER_SIZE));
+  return bytes;
 }
 
 function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): number {

@@ -132,6 +132,33 @@ describe('restart and repair', () => {
     expect(cluster.events.get('state transfer installed') ?? 0).toBe(0);
   });
 
+  it('a backup that adopted a view with unrepaired gaps restarts claiming that view\'s head', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    cluster.crash(backup);
+    cluster.runUntil(() => commitMax(cluster) >= 20, 10_000);
+    // The backup may learn the log (the StartView answering its probe) but never its bodies.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      return to === backup && decoded.ok && decoded.header.command === Command.repairPrepare ? 'drop' : 'deliver';
+    };
+    cluster.restart(backup);
+    const walHead = cluster.replica(backup).op;
+    expect(cluster.runUntil(() => cluster.replica(backup).status === 'normal' && cluster.replica(backup).op >= 20, 5_000), cluster.describe()).toBe(true);
+    const head = cluster.replica(backup).op;
+    expect(head).toBeGreaterThan(walHead);
+    cluster.runUntil(() => false, 50); // the superblock naming the parked headers lands
+    cluster.crash(backup);
+    cluster.restart(backup);
+    // Straight from disk, before any message: the log it claims reaches the head it adopted.
+    expect(cluster.replica(backup).op).toBeGreaterThanOrEqual(head);
+    expect(cluster.recentLog.some((line) => line.includes('restored the log view headers the WAL lacks'))).toBe(true);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
   it('a torn WAL tail is truncated on restart and the replica rejoins', () => {
     const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4, tornWriteProbability: 1 });
     formed(cluster);

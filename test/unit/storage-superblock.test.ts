@@ -67,6 +67,40 @@ describe.each(kernelVariants())('superblock ($label kernels)', ({ kernels }) => 
     expect(decoded).toMatchObject({ status: 'valid', record: { sequence: 3, parentChecksum: 0xabcn, state } });
   });
 
+  it('carries view headers after the state: payload_len grows by 256 per header, and they round-trip', () => {
+    const headers = new Uint8Array(3 * 256).map((_, index) => (index * 7 + 1) & 0xff);
+    const state = vsrState({ view: 9, logView: 9, commitMax: 40, viewHeaders: headers });
+    const { bytes, checksum } = encodeSuperblockRecord(kernels, 5, 0x77n, state);
+    const view = new DataView(bytes.buffer);
+    expect(bytes.byteLength).toBe(SUPERBLOCK_RECORD_SIZE + 3 * 256);
+    expect(view.getUint32(24, true)).toBe(66 + 3 * 256);
+    expect([...bytes.subarray(28 + 66, 28 + 66 + 3 * 256)]).toEqual([...headers]);
+    expect(view.getBigUint64(bytes.byteLength - 8, true)).toBe(checksum);
+    const decoded = decodeSuperblockRecord(kernels, bytes);
+    expect(decoded).toMatchObject({ status: 'valid', record: { sequence: 5, state: { view: 9, commitMax: 40 } } });
+    if (decoded.status !== 'valid') throw new Error('valid');
+    expect([...decoded.record.state.viewHeaders!]).toEqual([...headers]);
+    // Without view headers the record is the reference's 102 bytes, and decodes without any.
+    const plain = decodeSuperblockRecord(kernels, encodeSuperblockRecord(kernels, 1, 0n, vsrState()).bytes);
+    if (plain.status !== 'valid') throw new Error('valid');
+    expect(plain.record.state.viewHeaders).toBeUndefined();
+  });
+
+  it('a record whose payload_len disagrees with its length, or is not whole headers, is corrupt', () => {
+    const { bytes } = encodeSuperblockRecord(kernels, 1, 0n, vsrState({ viewHeaders: new Uint8Array(2 * 256).fill(3) }));
+    const shortened = bytes.slice(0, bytes.byteLength - 256);
+    expect(decodeSuperblockRecord(kernels, shortened)).toMatchObject({ status: 'corrupt', reason: RefusalReason.superblockSlotCorrupt });
+    for (const payloadLength of [66 + 256, 66 + 100, 65, 66 + 129 * 256]) {
+      const forged = bytes.slice();
+      new DataView(forged.buffer).setUint32(24, payloadLength, true);
+      expect(decodeSuperblockRecord(kernels, forged)).toMatchObject({ status: 'corrupt', reason: RefusalReason.superblockSlotCorrupt });
+    }
+    const flipped = bytes.slice();
+    flipped[28 + 66 + 300]! ^= 1;
+    expect(decodeSuperblockRecord(kernels, flipped)).toMatchObject({ status: 'corrupt', reason: RefusalReason.superblockSlotCorrupt });
+    expect(() => encodeSuperblockRecord(kernels, 1, 0n, vsrState({ viewHeaders: new Uint8Array(129 * 256) }))).toThrow(AssertionError);
+  });
+
   it('a fresh directory has no state; the first write goes to slot a, then they alternate', () => {
     const { disk, superblock } = fresh();
     expect(superblock.state).toBeNull();
