@@ -8,9 +8,10 @@
  *   8  sequence u64 (1 for the first record, +1 per write)
  *  16  parent_checksum u64: the previous record's checksum (0 for sequence 1). The reference
  *      leaves this 0; we chain, so a slot that silently went back in time is detected as a fork.
- *  24  payload_len u32 = 66 + 256 * k      28  payload: VsrState (66 bytes, below), then k view
- *      headers (256-byte prepare headers, ascending op, k <= VIEW_HEADERS_MAX; a vrmeta extension:
- *      the reference's record is the k = 0 case, byte for byte)
+ *  24  payload_len u32                    28  payload: VsrState (66 bytes, below); then, when
+ *      flags has VSR_FLAG_CHECKPOINT_ANCHOR, the checkpoint anchor u128; then k view headers
+ *      (256-byte prepare headers, ascending op, k <= VIEW_HEADERS_MAX). These two are vrmeta
+ *      extensions: without them the record is the reference's, byte for byte.
  *  28 + payload_len  checksum u64: XXH3-64 of every byte before it (the record's identity, what a
  *      child's parent names). With k = 0 the record is 102 bytes and the checksum sits at 94.
  * VsrState: cluster u128 @0, replica u8 @16, replica_count u8 @17, view u32 @18, log_view u32 @22,
@@ -36,7 +37,7 @@
 import type { Kernels } from '../kernels/kernel.js';
 import { REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import { VIEW_HEADERS_MAX, VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
+import { VIEW_HEADERS_MAX, VSR_FLAG_CHECKPOINT_ANCHOR, VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
 import type { Disk } from './disk.js';
 import { DurableWriteError, readUntilStable, temporaryName, writeDurably } from './durable-file.js';
 import { hex } from './prepare-frame.js';
@@ -50,8 +51,9 @@ export const VSR_STATE_SIZE = 66;
 /** The record without view headers (the reference's layout). */
 export const SUPERBLOCK_RECORD_SIZE = SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE + 8;
 const VIEW_HEADER_SIZE = 256;
-/** The largest record: every view header present. */
-export const SUPERBLOCK_RECORD_SIZE_MAX = SUPERBLOCK_RECORD_SIZE + VIEW_HEADERS_MAX * VIEW_HEADER_SIZE;
+const ANCHOR_SIZE = 16;
+/** The largest record: the anchor and every view header present. */
+export const SUPERBLOCK_RECORD_SIZE_MAX = SUPERBLOCK_RECORD_SIZE + ANCHOR_SIZE + VIEW_HEADERS_MAX * VIEW_HEADER_SIZE;
 
 assert(SUPERBLOCK_RECORD_SIZE === 102);
 
@@ -88,7 +90,8 @@ export function encodeVsrState(state: VsrState, target: Uint8Array, offset: numb
   view.setBigUint64(34, BigInt(state.checkpointOp), true);
   view.setBigUint64(42, state.checkpointChecksum & U64_MASK, true);
   view.setBigUint64(50, (state.checkpointChecksum >> 64n) & U64_MASK, true);
-  view.setBigUint64(58, BigInt(state.flags), true);
+  const flags = (state.flags & ~VSR_FLAG_CHECKPOINT_ANCHOR) | (state.checkpointAnchor === undefined ? 0 : VSR_FLAG_CHECKPOINT_ANCHOR);
+  view.setBigUint64(58, BigInt(flags), true);
 }
 
 export function encodeSuperblockRecord(
@@ -100,7 +103,8 @@ export function encodeSuperblockRecord(
   const viewHeaders = state.viewHeaders ?? new Uint8Array(0);
   assert(viewHeaders.byteLength % VIEW_HEADER_SIZE === 0, 'view headers are whole headers');
   assert(viewHeaders.byteLength <= VIEW_HEADERS_MAX * VIEW_HEADER_SIZE, 'view headers are bounded');
-  const payloadLength = VSR_STATE_SIZE + viewHeaders.byteLength;
+  const anchorSize = state.checkpointAnchor === undefined ? 0 : ANCHOR_SIZE;
+  const payloadLength = VSR_STATE_SIZE + anchorSize + viewHeaders.byteLength;
   const size = SUPERBLOCK_HEADER_SIZE + payloadLength + 8;
   const bytes = new Uint8Array(size);
   const view = new DataView(bytes.buffer);
@@ -111,7 +115,11 @@ export function encodeSuperblockRecord(
   view.setBigUint64(16, parentChecksum, true);
   view.setUint32(24, payloadLength, true);
   encodeVsrState(state, bytes, SUPERBLOCK_HEADER_SIZE);
-  bytes.set(viewHeaders, SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE);
+  if (state.checkpointAnchor !== undefined) {
+    view.setBigUint64(SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE, state.checkpointAnchor & U64_MASK, true);
+    view.setBigUint64(SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE + 8, (state.checkpointAnchor >> 64n) & U64_MASK, true);
+  }
+  bytes.set(viewHeaders, SUPERBLOCK_HEADER_SIZE + VSR_STATE_SIZE + anchorSize);
   const checksum = kernels.xxh3_64(bytes.subarray(0, size - 8));
   view.setBigUint64(size - 8, checksum, true);
   return { bytes, checksum };
@@ -151,10 +159,11 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
   // record's length must agree with its (not yet verified) payload_len: a flipped payload_len
   // then fails either the length or the checksum.
   const claimedPayload = bytes.byteLength >= SUPERBLOCK_HEADER_SIZE ? view.getUint32(24, true) : 0;
+  const extension = claimedPayload - VSR_STATE_SIZE;
   const payloadShapeOk =
-    claimedPayload >= VSR_STATE_SIZE &&
-    (claimedPayload - VSR_STATE_SIZE) % VIEW_HEADER_SIZE === 0 &&
-    claimedPayload - VSR_STATE_SIZE <= VIEW_HEADERS_MAX * VIEW_HEADER_SIZE;
+    extension >= 0 &&
+    extension <= ANCHOR_SIZE + VIEW_HEADERS_MAX * VIEW_HEADER_SIZE &&
+    (extension % VIEW_HEADER_SIZE === 0 || extension % VIEW_HEADER_SIZE === ANCHOR_SIZE);
   const size = SUPERBLOCK_HEADER_SIZE + claimedPayload + 8;
   if (!payloadShapeOk || bytes.byteLength !== size) {
     const version = view.getUint16(4, true);
@@ -189,14 +198,25 @@ export function decodeSuperblockRecord(kernels: Kernels, bytes: Uint8Array): Slo
     commitMax,
     checkpointOp,
     checkpointChecksum: view.getBigUint64(p + 42, true) | (view.getBigUint64(p + 50, true) << 64n),
-    flags,
-    ...(claimedPayload > VSR_STATE_SIZE ? { viewHeaders: bytes.slice(p + VSR_STATE_SIZE, size - 8) } : {}),
+    flags: flags & ~VSR_FLAG_CHECKPOINT_ANCHOR,
+  };
+  // The flag, now verified, must agree with the payload's shape.
+  const anchorSize = (flags & VSR_FLAG_CHECKPOINT_ANCHOR) !== 0 ? ANCHOR_SIZE : 0;
+  if ((extension - anchorSize) % VIEW_HEADER_SIZE !== 0 || extension < anchorSize) {
+    return corrupt(RefusalReason.superblockInvalidState, `payload_len ${claimedPayload} does not match flags ${flags}`);
+  }
+  const withExtensions: StoredVsrState = {
+    ...state,
+    ...(anchorSize > 0
+      ? { checkpointAnchor: view.getBigUint64(p + VSR_STATE_SIZE, true) | (view.getBigUint64(p + VSR_STATE_SIZE + 8, true) << 64n) }
+      : {}),
+    ...(extension > anchorSize ? { viewHeaders: bytes.slice(p + VSR_STATE_SIZE + anchorSize, size - 8) } : {}),
   };
   const problem = vsrStateProblem(state);
   if (problem !== null) return corrupt(RefusalReason.superblockInvalidState, problem);
   return {
     status: 'valid',
-    record: { sequence, parentChecksum: view.getBigUint64(16, true), checksum: stored, state },
+    record: { sequence, parentChecksum: view.getBigUint64(16, true), checksum: stored, state: withExtensions },
   };
 }
 

@@ -28,6 +28,12 @@ export interface VsrState {
    * shorten the log this replica claims for its log view (TigerBeetle's view headers).
    */
   readonly viewHeaders?: Uint8Array;
+  /**
+   * The identity of the prepare at `checkpointOp` (the chain anchor the next op's `parent` names),
+   * when known; a replica that installed a checkpoint by state transfer holds no WAL entry at
+   * that op, so without it a restart could not prepare or verify the next op.
+   */
+  readonly checkpointAnchor?: bigint;
 }
 
 /** At most this many view headers are persisted (the highest ops win). */
@@ -39,7 +45,9 @@ export const VIEW_HEADERS_MAX = 128;
  * DoViewChanges carry no nacks. Persisted so a second crash during catch-up keeps it.
  */
 export const VSR_FLAG_NACK_UNKNOWN = 1;
-export const VSR_FLAGS_KNOWN = VSR_FLAG_NACK_UNKNOWN;
+/** The record carries `checkpointAnchor` (16 bytes after the fixed state). */
+export const VSR_FLAG_CHECKPOINT_ANCHOR = 2;
+export const VSR_FLAGS_KNOWN = VSR_FLAG_NACK_UNKNOWN | VSR_FLAG_CHECKPOINT_ANCHOR;
 
 export type StorageRequest =
   /** Append one prepare frame to the WAL and fsync. */

@@ -133,6 +133,8 @@ interface PendingView {
 /** Counters the node layer exports as metrics and the simulator summarises. */
 export interface ReplicaCounters {
   viewChanges: number;
+  /** Prepare timeouts that fired on a primary (each retransmits the unacknowledged pipeline). */
+  prepareTimeouts: number;
   checkpoints: number;
   repairsRequested: number;
   preparesRepaired: number;
@@ -187,6 +189,7 @@ export class Replica {
   readonly stateMachine: StateMachine;
   readonly counters: ReplicaCounters = {
     viewChanges: 0,
+    prepareTimeouts: 0,
     checkpoints: 0,
     repairsRequested: 0,
     preparesRepaired: 0,
@@ -230,7 +233,9 @@ export class Replica {
   checkpointPayload: Uint8Array | null = null;
   /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
   readonly checkpointIds = new Map<number, bigint>();
-  private checkpointInProgress: { op: number; checksum: bigint; payload: Uint8Array } | null = null;
+  private checkpointInProgress: { op: number; checksum: bigint; payload: Uint8Array; anchor: bigint } | null = null;
+  /** Identity of the prepare at `checkpointOp` (persisted: a transferred checkpoint has no WAL entry there). */
+  private checkpointAnchor: bigint | null = 0n;
 
   /** Primary: prepared, not yet committed, in op order. */
   private pipeline: PipelineEntry[] = [];
@@ -263,6 +268,10 @@ export class Replica {
    * longest log of the highest log view to contain every committed op.
    */
   private readonly viewHeaders = new Map<number, PrepareHeader>();
+  /** The view whose StartView our journal was last verified against (top-down, by reconcile). */
+  private reconciledView = -1;
+  /** That StartView's commit point: journal entries at or below it are committed. */
+  private reconciledCommit = -1;
   /** Booted from an empty data directory and has not joined a log view since. */
   private pristine = false;
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
@@ -343,6 +352,12 @@ export class Replica {
       this.commitMin = this.checkpointOp;
       this.commitMax = this.checkpointOp;
       this.commitMinChecksum = this.checkpointOp === 0 ? 0n : null;
+      this.checkpointAnchor = this.commitMinChecksum;
+      const state = boot.vsrState;
+      if (state?.checkpointAnchor !== undefined && state.checkpointOp === this.checkpointOp) {
+        this.checkpointAnchor = state.checkpointAnchor;
+        this.commitMinChecksum = state.checkpointAnchor;
+      }
     }
     this.journal = new Journal(config.journalSlots, this.checkpointOp);
     this.bootJournal(boot);
@@ -361,7 +376,10 @@ export class Replica {
       const header = decoded.header;
       if (header.op < this.checkpointOp) continue;
       // The kept checkpoint entry anchors the hash chain for the first op after it.
-      if (header.op === this.checkpointOp && this.commitMinChecksum === null) this.commitMinChecksum = header.checksum;
+      if (header.op === this.checkpointOp && this.commitMinChecksum === null) {
+        this.commitMinChecksum = header.checksum;
+        this.checkpointAnchor = header.checksum;
+      }
       if (!this.journal.hasRoom(header.op)) break;
       this.journal.put({ op: header.op, header, checksum: header.checksum, frame, durable: true });
       this.timestampLast = Math.max(this.timestampLast, header.timestamp);
@@ -607,6 +625,7 @@ export class Replica {
       checkpointChecksum: this.checkpointChecksum,
       flags: this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0,
       viewHeaders: encodeViewHeaders(viewHeaders),
+      ...(this.checkpointAnchor === null ? {} : { checkpointAnchor: this.checkpointAnchor }),
     };
   }
 
@@ -696,6 +715,7 @@ export class Replica {
       state.logView === this.logView &&
       state.checkpointOp === this.checkpointOp &&
       state.checkpointChecksum === this.checkpointChecksum &&
+      state.checkpointAnchor === (this.checkpointAnchor ?? undefined) &&
       state.flags === (this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0)
     );
   }
@@ -825,10 +845,15 @@ export class Replica {
     this.replicate(frame);
   }
 
-  /** Chain replication: hand the prepare to the next replica unless that is the primary. */
+  /**
+   * Star replication: the primary sends each prepare to every backup. Metadata prepares are small,
+   * so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls every
+   * write on the prepare timeout while the primary's successor is down.
+   */
   private replicate(frame: Uint8Array): void {
-    const next = (this.config.replica + 1) % this.config.replicaCount;
-    if (next !== this.primaryIndex() && next !== this.config.replica) this.env.bus.sendToReplica(next, frame);
+    for (let replica = 0; replica < this.config.replicaCount; replica++) {
+      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+    }
   }
 
   /** Journals a canonical prepare and writes it to the WAL. */
@@ -880,8 +905,6 @@ export class Replica {
     if (this.logView !== this.view) return;
     // A transferring replica ignores live prepares: its journal is about to be replaced.
     if (this.stateTransfer.transferring) return;
-    // Forward first: the chain's latency must not include our fsync.
-    this.replicate(frame);
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     this.advanceCommitMax(header.commit);
     this.ingestFromPrimary(header, frame);
@@ -1040,8 +1063,15 @@ export class Replica {
     }
     this.maybeCaughtUp();
     if (this.status === 'normal' && this.isPrimary()) {
-      while (this.pipeline.length > 0 && this.pipeline[0]!.op <= this.commitMin) this.pipeline.shift();
+      let popped = false;
+      while (this.pipeline.length > 0 && this.pipeline[0]!.op <= this.commitMin) {
+        this.pipeline.shift();
+        popped = true;
+      }
+      // The prepare timeout measures the oldest uncommitted prepare: progress restarts it (and
+      // its backoff), so one slow round does not delay every retransmission after it.
       if (this.pipeline.length === 0) this.timeoutPrepare.stop();
+      else if (popped) this.timeoutPrepare.start();
       this.promoteRequests();
     }
   }
@@ -1160,13 +1190,14 @@ export class Replica {
     for (const op of [...this.checkpointIds.keys()]) {
       if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
     }
-    this.checkpointInProgress = { op: header.op, checksum, payload };
+    this.checkpointInProgress = { op: header.op, checksum, payload, anchor: header.checksum };
     this.submit({ kind: 'snapshot_write', op: header.op, payload }, (result) => {
       if (!result.ok) this.fatal('snapshot_write', result);
       const done = this.checkpointInProgress;
       assert(done !== null && done.op === header.op, 'one checkpoint at a time');
       this.checkpointOp = done.op;
       this.checkpointChecksum = done.checksum;
+      this.checkpointAnchor = done.anchor;
       this.checkpointPayload = done.payload;
       this.persistView();
     });
@@ -1270,7 +1301,8 @@ export class Replica {
       return;
     }
     this.timeoutPrepare.backoff(this.env.prng);
-    // Retransmit straight to every replica that has not acknowledged (star, not chain).
+    this.counters.prepareTimeouts += 1;
+    // Retransmit to every replica that has not acknowledged.
     for (const entry of this.pipeline) {
       const journaled = this.journal.prepare(entry.op);
       if (journaled === undefined) continue;
@@ -1642,6 +1674,8 @@ export class Replica {
     // in order), so entries recovered from the WAL are canonical for the recovered log view.
     const sameLogView = this.logView === header.view;
     this.reconcileJournal(canonical, header.op, sameLogView);
+    this.reconciledView = header.view;
+    this.reconciledCommit = Math.min(header.commit, header.op);
     if (this.pristine) {
       this.pristine = false;
       if (header.op > 0 && !this.nackUnknown) {
@@ -1736,11 +1770,13 @@ export class Replica {
    * An empty data directory is a lost disk only if the cluster had history to lose. A commit
    * needs acknowledgements from `quorumReplication >= 2` replicas, each from a durable view of at
    * least 1 (views start at 1; prepares are acknowledged only once their view is durable). So when
-   * every peer probes from a durable view 0 after this boot (packets addressed to an earlier
-   * incarnation die with its sockets), nothing was ever committed that this disk could have held,
-   * and the replica is a new member, not a lost one: late starters of a new cluster are never
-   * mistaken for lost disks (too many of those would leave no quorum able to nack). An explicit
-   * --rejoin is never overridden.
+   * every peer probes from a durable view 0, nothing was ever committed that this disk could have
+   * held, and the replica is a new member, not a lost one: late starters of a new cluster are never
+   * mistaken for lost disks (too many of those would leave no quorum able to nack). A probe may
+   * also be an old one a peer queued while we were unreachable (the bus keeps a bounded queue per
+   * peer across reconnects, in order), but a probe is a peer's first message after its boot, so if
+   * every peer's view-0 probe was still queued, no peer had ever reached our earlier incarnation:
+   * it received no prepare and acknowledged nothing. An explicit --rejoin is never overridden.
    */
   private witnessVirginPeer(peer: number): void {
     this.virginWitnesses.add(peer);
@@ -1777,6 +1813,14 @@ export class Replica {
     if (!primaryElect && !primaryBehind && (this.status !== 'normal' || this.isPrimary())) return;
     if (this.commitMin < this.commitMax && this.journal.prepare(this.commitMin + 1) === undefined) {
       const from = this.commitMin + 1;
+      if (this.journal.get(from) !== undefined) {
+        // We hold the canonical headers (parked): any replica that journaled these prepares can
+        // serve them, applied or not, since each body is verified against its header.
+        let to = from;
+        while (to + 1 < from + REPAIR_CHUNK_MAX && this.journal.get(to + 1)?.frame === null) to += 1;
+        this.requestPrepares(this.repairPeer(to, false), from, to, false);
+        return;
+      }
       const to = Math.min(this.commitMax, this.commitMin + REPAIR_CHUNK_MAX);
       this.requestPrepares(this.repairPeer(from, true), from, to, true);
       return;
@@ -1908,6 +1952,10 @@ export class Replica {
       // The prepare at our commit point, from a peer's applied history: our chain anchor.
       session.buffer.delete(this.commitMin);
       this.commitMinChecksum = anchor.header.checksum;
+      if (this.commitMin === this.checkpointOp && this.checkpointAnchor === null) {
+        this.checkpointAnchor = anchor.header.checksum;
+        this.persistView();
+      }
       session.progressed = true;
     }
     for (;;) {
@@ -1975,6 +2023,9 @@ export class Replica {
   private onRangeEvicted(header: RangeEvictedHeader): void {
     const session = this.repair;
     if (session === null || session.nonce !== header.nonce) return;
+    // A late answer: we applied up to the peer's floor since we asked (from prepares that were
+    // still in flight), so nothing we need lies below it any more.
+    if (this.commitMin + 1 >= header.op) return;
     this.counters.rangeEvicted += 1;
     if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
@@ -2353,16 +2404,25 @@ export class Replica {
    * and the client table (at the configured capacity), jump the commit floor, raise commit_max,
    * then write the superblock pairing.
    */
+  /** Every journal entry above commit_min is canonical for the current view (see keepSuffix). */
+  private journalCanonicalForView(): boolean {
+    return this.status === 'normal' && (this.logView === this.view || this.reconciledView === this.view);
+  }
+
   private installTransferred(session: TransferSession): void {
     const accepted = session.accepted!;
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
     this.stateTransfer.beginInstall();
     // Journal entries above the checkpoint are canonical for our log view. When that is the
-    // current view they are the cluster's log and may have been acknowledged: keep them (dropping
-    // them would let us nack an acknowledged op later). Otherwise (we followed the view without
-    // its log) they may be stale branches: truncate them before the install, as §5.6 orders.
-    const keepSuffix = this.status === 'normal' && this.logView === this.view;
-    if (!keepSuffix && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);
+    // current view, or we verified them against the current view's StartView (a replica that
+    // followed the view without its log), they are the cluster's log and may be the last copy of
+    // an acknowledged prepare: keep them. Otherwise entries up to the commit point of the last
+    // StartView we verified the journal against are committed, so canonical in every view, and
+    // may be the last copy of a committed op: keep those too. Only the rest may be stale branches
+    // of an older view: truncate them before the install, as §5.6 orders.
+    const keepThrough = (): number =>
+      this.journalCanonicalForView() ? Number.POSITIVE_INFINITY : Math.max(this.commitMin, this.reconciledCommit);
+    if (this.journal.head > keepThrough()) this.truncateFrom(keepThrough() + 1);
     const startedAtTick = session.startedAtTick;
     this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
@@ -2380,11 +2440,9 @@ export class Replica {
       const snapshot = result.snapshot;
       assert(snapshot.sequenceNumber === accepted.op, 'the installed snapshot is the accepted checkpoint');
       assert(accepted.op > this.commitMin, 'an install never rewinds');
-      if (keepSuffix && this.status === 'normal' && this.logView === this.view) this.journal.removeBelow(accepted.op);
-      else {
-        if (this.journal.head > accepted.op) this.truncateFrom(accepted.op + 1);
-        this.journal.reset(accepted.op);
-      }
+      const keep = Math.max(accepted.op, keepThrough());
+      if (this.journal.head > keep) this.truncateFrom(keep + 1);
+      this.journal.removeBelow(accepted.op);
       this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
         if (!drained.ok) this.fatal('wal_drain', drained);
       });
@@ -2398,6 +2456,7 @@ export class Replica {
         if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
       }
       this.commitMinChecksum = anchor;
+      this.checkpointAnchor = anchor;
       this.advanceCommitMax(accepted.op);
       this.checkpointOp = accepted.op;
       this.checkpointChecksum = accepted.checksum;

@@ -57,6 +57,27 @@ describe('normal operation', () => {
   });
 });
 
+describe('replication with a backup down', () => {
+  /** Prepare timeouts the primary hits while 40 ops commit with backup `primary + offset` down. */
+  function prepareTimeouts(offset: number): number {
+    const cluster = sim({ clientCount: 4, requestsPerClient: 40, journalSlots: 64, prepareQueueDepth: 4 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    cluster.crash((primary + offset) % 3);
+    const start = commitMax(cluster);
+    const before = cluster.replica(primary).counters.prepareTimeouts;
+    expect(cluster.runUntil(() => commitMax(cluster) >= start + 40, 20_000), cluster.describe()).toBe(true);
+    return cluster.replica(primary).counters.prepareTimeouts - before;
+  }
+
+  it('losing the primary\'s successor costs no more retransmissions than losing the other backup', () => {
+    // A chain forwarding through the primary's successor waits out the prepare timeout for every
+    // op while the successor is down (13 timeouts against 4 here); the primary sends to every
+    // backup directly, so which backup is down does not matter.
+    expect(prepareTimeouts(1)).toBeLessThanOrEqual(prepareTimeouts(2) + 1);
+  });
+});
+
 describe('operator view of peers', () => {
   it('the primary knows every backup\'s reported commit; a backup knows the primary\'s', () => {
     const cluster = sim({ clientCount: 2, requestsPerClient: 10 });

@@ -135,6 +135,29 @@ describe('state transfer scenarios', () => {
     cluster.converge();
   });
 
+  it('a restart right after an install, with nothing journaled above it, still knows the chain anchor', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    // No repaired prepare lands above the installed checkpoint: its WAL holds nothing there.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to !== backup || !decoded.ok) return 'deliver';
+      const command = decoded.header.command;
+      return command === Command.repairPrepare || command === Command.prepare ? 'drop' : 'deliver';
+    };
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 5_000), cluster.describe()).toBe(true);
+    cluster.runUntil(() => cluster.replicas[backup]!.storage.inFlight === 0, 100);
+    const installed = cluster.replica(backup).checkpointOp;
+    cluster.crash(backup);
+    cluster.restart(backup);
+    const receiver = cluster.replica(backup);
+    expect(receiver.commitMin).toBe(installed);
+    expect(receiver.commitChecksum).toBe(cluster.checker.canonicalChecksum(installed));
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
   it('corruption of the serving replica\'s snapshot at rest is refused there, never re-sealed on the receiver', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
@@ -182,7 +205,9 @@ describe('state transfer scenarios', () => {
     cluster.converge();
     expect(flipped).toBe(2);
     expect(cluster.replica(backup).counters.stateChunksDamaged).toBe(2);
-    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBe(1);
+    // With 64-byte chunks the cluster may checkpoint past the installed op again before the
+    // receiver repaired up to it: then it installs the next checkpoint too.
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
   });
 
   it('message loss, duplication and reordering during every stage still converge', () => {

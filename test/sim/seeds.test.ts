@@ -43,3 +43,21 @@ describe.each([
     expect(transfers).toBeGreaterThan(0);
   });
 });
+
+/**
+ * Seeds that once failed, replayed on every run with the kernels they failed with (WASM): each
+ * names the defect it found.
+ */
+describe('regression seeds', () => {
+  const kernels = createWasmKernels(new WasmInstance('simd'));
+  it.each([
+    [100_003, 'late starters of a new cluster mistaken for lost disks wedged every view change'],
+    [3_530_378_188_510, 'a restart shortened the log claimed for an adopted log view'],
+    [70_837, 'a state-transfer install truncated the last copy of a committed prepare'],
+    [70_823, 'committed repair of parked headers asked only peers that had applied them'],
+    [72_186, 'the chain anchor of a transferred checkpoint was lost on restart'],
+  ])('seed %i: %s', (seed) => {
+    const result = simulateSeed(seed, kernels);
+    expect(result.ok, result.ok ? '' : report(result)).toBe(true);
+  });
+});

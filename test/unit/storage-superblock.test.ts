@@ -86,6 +86,27 @@ describe.each(kernelVariants())('superblock ($label kernels)', ({ kernels }) => 
     expect(plain.record.state.viewHeaders).toBeUndefined();
   });
 
+  it('carries the checkpoint anchor (flagged) before the view headers, and both round-trip', () => {
+    const headers = new Uint8Array(256).fill(9);
+    const anchor = (0x1234n << 64n) | 0xabcdn;
+    const state = vsrState({ checkpointOp: 4, commitMax: 6, checkpointAnchor: anchor, viewHeaders: headers });
+    const { bytes } = encodeSuperblockRecord(kernels, 2, 0n, state);
+    const view = new DataView(bytes.buffer);
+    expect(view.getUint32(24, true)).toBe(66 + 16 + 256);
+    expect(view.getBigUint64(28 + 58, true)).toBe(2n); // VSR_FLAG_CHECKPOINT_ANCHOR
+    expect(view.getBigUint64(28 + 66, true)).toBe(0xabcdn);
+    const decoded = decodeSuperblockRecord(kernels, bytes);
+    if (decoded.status !== 'valid') throw new Error('valid');
+    expect(decoded.record.state.checkpointAnchor).toBe(anchor);
+    expect(decoded.record.state.flags).toBe(0); // the extension flag is the codec's, not the state's
+    expect([...decoded.record.state.viewHeaders!]).toEqual([...headers]);
+    // The flag must agree with the payload: clear it, re-seal, and the record is refused.
+    const forged = bytes.slice();
+    new DataView(forged.buffer).setBigUint64(28 + 58, 0n, true);
+    new DataView(forged.buffer).setBigUint64(forged.byteLength - 8, kernels.xxh3_64(forged.subarray(0, forged.byteLength - 8)), true);
+    expect(decodeSuperblockRecord(kernels, forged)).toMatchObject({ status: 'corrupt', reason: RefusalReason.superblockInvalidState });
+  });
+
   it('a record whose payload_len disagrees with its length, or is not whole headers, is corrupt', () => {
     const { bytes } = encodeSuperblockRecord(kernels, 1, 0n, vsrState({ viewHeaders: new Uint8Array(2 * 256).fill(3) }));
     const shortened = bytes.slice(0, bytes.byteLength - 256);
