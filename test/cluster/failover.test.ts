@@ -1,0 +1,111 @@
+/**
+ * kill -9 of the primary under write load (issue 7): the survivors elect a new view, no write a
+ * client got a definitive success for is lost (on the survivors, and on the old primary once it
+ * is back), and retried writes never apply twice.
+ *
+ * Duplicates are checked two ways. Stream creates are retried until definitive, so every name is
+ * created at most once by construction of the state machine; what the test pins is that an
+ * "already exists" only ever answers a retry that followed an ambiguous attempt (never a first
+ * attempt, which would mean someone applied our write twice or invented one). Partition creates
+ * are NOT idempotent (each adds one partition) and are never retried by the client: the final
+ * count must lie between 1 + acknowledged and 1 + acknowledged + ambiguous, so a server-side
+ * retry that applied a write twice (a forward re-sent after the op entered a pipeline) shows.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { Cluster, attempt, sleep } from './harness.js';
+import { Writer, firstFailure, streamNames } from './workload.js';
+
+let cluster: Cluster | undefined;
+
+afterEach(async () => {
+  await cluster?.stopAll();
+  cluster = undefined;
+});
+
+it('kill -9 the primary under write load: a new view is elected, no acknowledged write is lost, retries do not duplicate', async () => {
+  const c = await Cluster.start({ journalSlots: 128, prepareQueueDepth: 8 });
+  cluster = c;
+  await c.explain(async () => {
+    const before = await c.waitForConverged(c.indices(), 20_000);
+    const oldPrimary = before[0]!.primary;
+    const oldView = before[0]!.view;
+    const root = c.client(oldPrimary);
+    await root.createStream('counter');
+    await root.createTopic('counter', { name: 'partitions', partitionsCount: 1 });
+
+    const writerCount = 4;
+    const writers = await Promise.all(Array.from({ length: writerCount }, (_, index) => Writer.login(`writer-${index}`, c, index)));
+    const attempted = new Set<string>();
+    const created = new Set<string>();
+    let killed = false;
+    let createdAfterKill = 0;
+    let stop = false;
+    let partitionsAcked = 0;
+    let partitionsUnknown = 0;
+
+    const streamLoops = writers.map(async (writer, w) => {
+      for (let n = 0; !stop; n++) {
+        const name = `f-${w}-${n}`;
+        attempted.add(name);
+        await writer.createStream(name);
+        created.add(name);
+        if (killed) createdAfterKill += 1;
+      }
+    });
+    const counterLoop = (async () => {
+      // One partition per request, never retried: an ambiguous answer stays ambiguous.
+      let target = 0;
+      while (!stop) {
+        const client = c.client(target, await c.rootToken(), 15_000);
+        const outcome = await attempt(() => client.createPartitions('counter', 'partitions', 1));
+        if (outcome.kind === 'ok') partitionsAcked += 1;
+        else if (outcome.kind === 'unknown') {
+          partitionsUnknown += 1;
+          target = (target + 1) % 3;
+          await sleep(200);
+        } else throw outcome.error;
+      }
+    })();
+
+    const failed = firstFailure([...streamLoops, counterLoop]);
+    try {
+      await Promise.race([failed, c.waitFor('20 acknowledged creates before the kill', () => created.size >= 20, 30_000)]);
+      await c.kill9(oldPrimary);
+      killed = true;
+      const createdAtKill = created.size;
+      // The survivors must keep committing: 20 more creates acknowledged after the kill.
+      await Promise.race([failed, c.waitFor('20 acknowledged creates after the kill (a new view serves writes)', () => createdAfterKill >= 20, 45_000)]);
+      expect(created.size).toBeGreaterThan(createdAtKill);
+    } finally {
+      stop = true;
+      await Promise.allSettled([...streamLoops, counterLoop]);
+    }
+    // A loop that failed (e.g. "already exists" on a first attempt) fails the test here.
+    await Promise.all([...streamLoops, counterLoop]);
+
+    const survivors = c.indices().filter((index) => index !== oldPrimary);
+    const after = await c.waitForConverged(survivors, 30_000, 'the survivors in a new view');
+    expect(after[0]!.view).toBeGreaterThan(oldView);
+    expect(after[0]!.primary).not.toBe(oldPrimary);
+
+    // The old primary comes back with whatever its WAL held (possibly uncommitted prepares of the
+    // old view) and must converge on the new history.
+    c.start(oldPrimary);
+    await c.waitForConverged(c.indices(), 45_000, 'the old primary rejoining');
+
+    for (const index of c.indices()) {
+      const names = await streamNames(c, index);
+      const unique = new Set(names);
+      expect(unique.size, `replica ${index}: a stream name appears twice`).toBe(names.length);
+      const lost = [...created].filter((name) => !unique.has(name));
+      expect(lost, `replica ${index} lost acknowledged creates`).toEqual([]);
+      const invented = names.filter((name) => name !== 'counter' && !attempted.has(name));
+      expect(invented, `replica ${index} has streams nobody created`).toEqual([]);
+      const topic = await c.client(index).getTopic('counter', 'partitions');
+      expect(topic.partitions_count, `replica ${index}: ${partitionsAcked} acked, ${partitionsUnknown} ambiguous`).toBeGreaterThanOrEqual(1 + partitionsAcked);
+      expect(topic.partitions_count, `replica ${index}: ${partitionsAcked} acked, ${partitionsUnknown} ambiguous`).toBeLessThanOrEqual(1 + partitionsAcked + partitionsUnknown);
+    }
+    await c.assertIdenticalReads(c.indices());
+    expect(partitionsAcked).toBeGreaterThan(0);
+  });
+}, 150_000);

@@ -1,0 +1,720 @@
+/**
+ * Multi-process cluster harness (STYLE.md "Tests", iggy-metadata-plane.md §8.1): every replica is
+ * a real `node dist/src/node/cli.js start` child on 127.0.0.1 with its own ports and data
+ * directory, driven only over HTTP (the package's VrmetaClient) and signals.
+ *
+ * What it guarantees, because a leaked replica poisons every later run on the machine:
+ *   - every child ever spawned is tracked in one module-level set and SIGKILLed by `stopAll`
+ *     (tests call it in afterEach/afterAll, so it runs on failure too) and, as a last resort, by
+ *     a process 'exit' hook of the test worker;
+ *   - only 127.0.0.1 is ever bound; ports come from listen(0)-then-close;
+ *   - data lives in one temp directory per cluster under os.tmpdir(), removed by `stopAll`
+ *     (kept when VRMETA_CLUSTER_KEEP=1, for post-mortems; every replica's full log is there too).
+ *
+ * It runs what was built: dist/ must be at least as new as src/ (`assertDistFresh`), otherwise the
+ * tests would silently exercise old code.
+ *
+ * Failures explain themselves: `waitFor` and `explain` attach the last lines of every replica's
+ * log (HTTP access lines left out) to the error, and an unexpected child exit (an assertion in
+ * the core is fail-stop) fails the next wait at once instead of at its budget.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, type WriteStream } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/http/client.js';
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI_PATH = join(REPO_ROOT, 'dist', 'src', 'node', 'cli.js');
+
+/** Poll interval of every wait (iggy §8.1 uses 200 ms). */
+export const POLL_MS = 150;
+/** Lines of each replica's log attached to a failure. */
+export const LOG_TAIL_LINES = 50;
+/** Lines of one replica run kept in memory for markers (the full log is in the data dir). */
+const LOG_LINES_MAX = 50_000;
+/** A child that ignores SIGTERM this long is SIGKILLed (graceful shutdown is bounded). */
+const STOP_GRACE_MS = 10_000;
+/** Per-request budget of the harness's own HTTP calls. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+export const ROOT_USERNAME = 'iggy';
+export const ROOT_PASSWORD = 'iggy';
+
+export type KernelsFlag = 'auto' | 'wasm' | 'ts';
+
+// ------------------------------------------------------------------------------ build freshness
+
+function newestMtimeMs(directory: string, suffix: string, skip: (path: string) => boolean = () => false): { path: string; mtimeMs: number } | null {
+  let newest: { path: string; mtimeMs: number } | null = null;
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(suffix) && !skip(path)) {
+        const mtimeMs = statSync(path).mtimeMs;
+        if (newest === null || mtimeMs > newest.mtimeMs) newest = { path, mtimeMs };
+      }
+    }
+  };
+  walk(directory);
+  return newest;
+}
+
+/**
+ * Throws unless dist/ holds a build of the current src/: every src/**\/*.ts has its
+ * dist/src/**\/*.js, none older than its source, and the WASM kernels exist. CI builds dist
+ * through `npm ci` (the `prepare` script); locally, run `npm run build:ts` after editing src.
+ */
+let distChecked = false;
+
+export function assertDistFresh(): void {
+  // Once per worker: a file's clusters all run the build it started with.
+  if (distChecked) return;
+  const srcRoot = join(REPO_ROOT, 'src');
+  const problems: string[] = [];
+  if (!existsSync(CLI_PATH)) problems.push(`${relative(REPO_ROOT, CLI_PATH)} is missing`);
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(path);
+        continue;
+      }
+      if (!entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) continue;
+      const built = join(REPO_ROOT, 'dist', relative(REPO_ROOT, path)).replace(/\.ts$/, '.js');
+      if (!existsSync(built)) problems.push(`${relative(REPO_ROOT, built)} is missing`);
+      else if (statSync(built).mtimeMs + 1 < statSync(path).mtimeMs) {
+        problems.push(`${relative(REPO_ROOT, path)} is newer than ${relative(REPO_ROOT, built)}`);
+      }
+    }
+  };
+  if (existsSync(srcRoot)) walk(srcRoot);
+  const wasm = existsSync(join(REPO_ROOT, 'build')) ? newestMtimeMs(join(REPO_ROOT, 'build'), '.wasm') : null;
+  if (wasm === null) problems.push('build/*.wasm is missing (run `npm run asbuild`)');
+  if (problems.length > 0) {
+    throw new Error(
+      `test/cluster runs the built server (dist/), which is stale or missing; run \`npm run build\` ` +
+        `(or \`npm run build:ts\` after editing src/):\n  ${problems.slice(0, 10).join('\n  ')}` +
+        (problems.length > 10 ? `\n  ... and ${problems.length - 10} more` : ''),
+    );
+  }
+  distChecked = true;
+}
+
+// ------------------------------------------------------------------------------ children
+
+/** Every child spawned by this worker and not yet reaped: killed on stopAll and at exit. */
+const LIVE_CHILDREN = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Last resort (a worker torn down without afterAll): never leave a replica behind.
+  process.on('exit', () => {
+    for (const child of LIVE_CHILDREN) child.kill('SIGKILL');
+  });
+}
+
+async function reservePorts(count: number): Promise<number[]> {
+  // Hold every socket until all are bound, so one call never hands out the same port twice.
+  const servers: Server[] = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const server = createServer();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => resolve());
+      });
+      servers.push(server);
+    }
+    return servers.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A pino line as parsed from stdout (fields vary by event). */
+export interface LogRecord {
+  readonly level?: number;
+  readonly msg?: string;
+  readonly [field: string]: unknown;
+}
+
+/** An HTTP access line: kept in the log file, left out of memory and failure tails. */
+function isAccessLine(line: string): boolean {
+  return line.includes('"msg":"incoming request"') || line.includes('"msg":"request completed"');
+}
+
+export interface ReplicaOverrides {
+  readonly kernels?: KernelsFlag;
+  /** A secret (>= 32 chars), or null for none. */
+  readonly clusterSecret?: string | null;
+}
+
+export interface ClusterOptions {
+  readonly replicaCount?: number;
+  /** Small, so checkpoints and WAL eviction happen after ~100 writes (interval = slots - 2 * depth). */
+  readonly journalSlots?: number;
+  readonly prepareQueueDepth?: number;
+  readonly clientsTableMax?: number;
+  readonly clusterName?: string;
+  /** One mode for all, or one per replica. */
+  readonly kernels?: KernelsFlag | readonly KernelsFlag[];
+  readonly clusterSecret?: string | null;
+  readonly logLevel?: string;
+  /** Budget for the first primary (5 unanswered 1 s probes, then an election). */
+  readonly formTimeoutMs?: number;
+  /** Another build's cli.js (e.g. an instrumented copy when chasing a bug); skips the freshness check. */
+  readonly cliPath?: string;
+}
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+  readonly startedAtMs: number;
+  readonly exited: Promise<void>;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
+  /** Set by kill9/stop: an exit we caused is not a failure. */
+  expectedExit: boolean;
+}
+
+class Replica {
+  readonly index: number;
+  readonly httpPort: number;
+  readonly replicaPort: number;
+  readonly dataDir: string;
+  readonly logFile: string;
+  overrides: ReplicaOverrides = {};
+  runs: Run[] = [];
+
+  constructor(index: number, httpPort: number, replicaPort: number, dataDir: string, logFile: string) {
+    this.index = index;
+    this.httpPort = httpPort;
+    this.replicaPort = replicaPort;
+    this.dataDir = dataDir;
+    this.logFile = logFile;
+  }
+
+  get run(): Run | null {
+    return this.runs.at(-1) ?? null;
+  }
+
+  get running(): boolean {
+    const run = this.run;
+    return run !== null && run.exit === null;
+  }
+}
+
+export class ClusterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterError';
+  }
+}
+
+/** Marks an error whose message already carries the log tails. */
+const EXPLAINED = Symbol('cluster-logs-attached');
+
+export class Cluster {
+  readonly root: string;
+  readonly options: Required<Omit<ClusterOptions, 'kernels' | 'clusterSecret' | 'cliPath'>> & {
+    readonly cliPath: string;
+    readonly kernels: readonly KernelsFlag[];
+    readonly clusterSecret: string | null;
+  };
+  private readonly replicas: Replica[];
+  private readonly logStreams: WriteStream[];
+  private token: string | null = null;
+  private stopped = false;
+
+  private constructor(root: string, options: Cluster['options'], replicas: Replica[]) {
+    this.root = root;
+    this.options = options;
+    this.replicas = replicas;
+    this.logStreams = replicas.map((replica) => createWriteStream(replica.logFile, { flags: 'a' }));
+  }
+
+  /** Spawns every replica and waits until they elected a primary and all are ready. */
+  static async start(options: ClusterOptions = {}): Promise<Cluster> {
+    if (options.cliPath === undefined) assertDistFresh();
+    installExitHook();
+    const replicaCount = options.replicaCount ?? 3;
+    const kernels = typeof options.kernels === 'string' || options.kernels === undefined
+      ? Array.from({ length: replicaCount }, () => (options.kernels as KernelsFlag | undefined) ?? 'auto')
+      : [...options.kernels];
+    if (kernels.length !== replicaCount) throw new Error('one kernels mode per replica');
+    const resolved: Cluster['options'] = {
+      replicaCount,
+      journalSlots: options.journalSlots ?? 128,
+      prepareQueueDepth: options.prepareQueueDepth ?? 8,
+      clientsTableMax: options.clientsTableMax ?? 128,
+      clusterName: options.clusterName ?? 'vrmeta-cluster-test',
+      kernels,
+      clusterSecret: options.clusterSecret ?? null,
+      logLevel: options.logLevel ?? 'info',
+      formTimeoutMs: options.formTimeoutMs ?? 30_000,
+      cliPath: options.cliPath ?? CLI_PATH,
+    };
+    // Ports are free when picked but not held: another process may take one before the child
+    // binds it. Such a start fails fast (the child exits); try again with new ports.
+    for (let attemptIndex = 1; ; attemptIndex++) {
+      const cluster = await Cluster.spawnAll(resolved);
+      try {
+        await cluster.waitForConverged(cluster.indices(), resolved.formTimeoutMs, 'the cluster to form');
+        return cluster;
+      } catch (error) {
+        const portTaken = cluster.indices().some((index) => cluster.lines(index).some((line) => line.includes('EADDRINUSE')));
+        await cluster.stopAll();
+        if (!portTaken || attemptIndex >= 3) throw error;
+      }
+    }
+  }
+
+  private static async spawnAll(options: Cluster['options']): Promise<Cluster> {
+    const replicaCount = options.replicaCount;
+    const root = mkdtempSync(join(tmpdir(), 'vrmeta-cluster-'));
+    const ports = await reservePorts(replicaCount * 2);
+    const replicas = Array.from(
+      { length: replicaCount },
+      (_, index) => new Replica(index, ports[index]!, ports[replicaCount + index]!, join(root, `replica-${index}`), join(root, `replica-${index}.log`)),
+    );
+    const cluster = new Cluster(root, options, replicas);
+    for (const replica of replicas) cluster.spawnReplica(replica);
+    return cluster;
+  }
+
+  // --------------------------------------------------------------------------- processes
+
+  indices(): number[] {
+    return this.replicas.map((replica) => replica.index);
+  }
+
+  /** Replicas whose current process is alive. */
+  runningIndices(): number[] {
+    return this.replicas.filter((replica) => replica.running).map((replica) => replica.index);
+  }
+
+  isRunning(index: number): boolean {
+    return this.replica(index).running;
+  }
+
+  httpAddress(index: number): string {
+    return `127.0.0.1:${this.replica(index).httpPort}`;
+  }
+
+  dataDir(index: number): string {
+    return this.replica(index).dataDir;
+  }
+
+  private replica(index: number): Replica {
+    const replica = this.replicas[index];
+    if (replica === undefined) throw new Error(`no replica ${index}`);
+    return replica;
+  }
+
+  private argsOf(replica: Replica): string[] {
+    const o = this.options;
+    const secret = replica.overrides.clusterSecret === undefined ? o.clusterSecret : replica.overrides.clusterSecret;
+    const args = [
+      o.cliPath,
+      'start',
+      '--replica-id', String(replica.index),
+      '--replicas', this.replicas.map((r) => `127.0.0.1:${r.replicaPort}`).join(','),
+      '--http', `127.0.0.1:${replica.httpPort}`,
+      '--http-peers', this.replicas.map((r) => `127.0.0.1:${r.httpPort}`).join(','),
+      '--data-dir', replica.dataDir,
+      '--cluster-name', o.clusterName,
+      '--journal-slots', String(o.journalSlots),
+      '--prepare-queue-depth', String(o.prepareQueueDepth),
+      '--clients-table-max', String(o.clientsTableMax),
+      '--kernels', replica.overrides.kernels ?? o.kernels[replica.index]!,
+      '--log-level', o.logLevel,
+    ];
+    if (secret !== null) args.push('--cluster-secret', secret);
+    return args;
+  }
+
+  private spawnReplica(replica: Replica): void {
+    if (this.stopped) throw new Error('cluster already stopped');
+    if (replica.running) throw new Error(`replica ${replica.index} is already running`);
+    // A clean environment: a VRMETA_* variable of the caller (VRMETA_KERNELS in CI) must not
+    // override what the test chose; flags win anyway, but e.g. VRMETA_ROOT_PASSWORD would not.
+    const env: NodeJS.ProcessEnv = {};
+    for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) env[key] = value;
+    const child = spawn(process.execPath, this.argsOf(replica), { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    LIVE_CHILDREN.add(child);
+    const lines: string[] = [];
+    const log = this.logStreams[replica.index]!;
+    log.write(`----- replica ${replica.index} run ${replica.runs.length} pid ${child.pid ?? '?'} at ${new Date().toISOString()}\n`);
+    const run: Run = {
+      child,
+      lines,
+      startedAtMs: Date.now(),
+      exit: null,
+      expectedExit: false,
+      exited: new Promise<void>((resolve) => {
+        child.once('exit', (code, signal) => {
+          LIVE_CHILDREN.delete(child);
+          run.exit = { code, signal };
+          lines.push(`[harness] replica ${replica.index} exited (code ${code}, signal ${signal})`);
+          resolve();
+        });
+        child.once('error', (error) => {
+          LIVE_CHILDREN.delete(child);
+          run.exit ??= { code: null, signal: null };
+          lines.push(`[harness] replica ${replica.index} failed to spawn: ${error.message}`);
+          resolve();
+        });
+      }),
+    };
+    const capture = (stream: NodeJS.ReadableStream | null, prefix: string): void => {
+      if (stream === null) return;
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+        log.write(`${prefix}${line}\n`);
+        if (isAccessLine(line)) return;
+        if (lines.length >= LOG_LINES_MAX) lines.splice(0, lines.length - LOG_LINES_MAX + 1);
+        lines.push(`${prefix}${line}`);
+      });
+    };
+    capture(child.stdout, '');
+    capture(child.stderr, '[stderr] ');
+    replica.runs.push(run);
+  }
+
+  /** Starts a stopped replica with its data directory as it is (optionally other flags). */
+  start(index: number, overrides?: ReplicaOverrides): void {
+    const replica = this.replica(index);
+    if (overrides !== undefined) replica.overrides = overrides;
+    this.spawnReplica(replica);
+  }
+
+  /** SIGKILL: no chance to flush or close anything (acknowledged writes must survive). */
+  async kill9(index: number): Promise<void> {
+    await this.signal(index, 'SIGKILL');
+  }
+
+  /** SIGTERM: graceful shutdown (stop accepting, finish in-flight writes, close files). */
+  async stop(index: number): Promise<void> {
+    await this.signal(index, 'SIGTERM');
+  }
+
+  /** Graceful stop, then start again on the same data directory. */
+  async restart(index: number, overrides?: ReplicaOverrides): Promise<void> {
+    if (this.isRunning(index)) await this.stop(index);
+    this.start(index, overrides);
+  }
+
+  /** Deletes the data directory of a stopped replica (it must rejoin by state transfer). */
+  wipe(index: number): void {
+    if (this.isRunning(index)) throw new Error(`wipe(${index}) needs the replica stopped first`);
+    rmSync(this.replica(index).dataDir, { recursive: true, force: true });
+  }
+
+  private async signal(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    const run = this.replica(index).run;
+    if (run === null || run.exit !== null) return;
+    run.expectedExit = true;
+    run.child.kill(signal);
+    if (signal === 'SIGTERM') {
+      const timer = setTimeout(() => {
+        run.lines.push(`[harness] replica ${index} ignored SIGTERM for ${STOP_GRACE_MS} ms; SIGKILL`);
+        run.child.kill('SIGKILL');
+      }, STOP_GRACE_MS);
+      await run.exited;
+      clearTimeout(timer);
+    } else {
+      await run.exited;
+    }
+  }
+
+  /**
+   * Kills every child (SIGKILL: teardown needs no grace) and removes the temp directory. Safe to
+   * call twice and from afterEach/afterAll whatever happened before.
+   */
+  async stopAll(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const waits: Promise<void>[] = [];
+    for (const replica of this.replicas) {
+      const run = replica.run;
+      if (run === null || run.exit !== null) continue;
+      run.expectedExit = true;
+      run.child.kill('SIGKILL');
+      waits.push(run.exited);
+    }
+    await Promise.race([Promise.all(waits), sleep(5_000)]);
+    await Promise.all(this.logStreams.map((stream) => new Promise<void>((resolve) => stream.end(() => resolve()))));
+    if (process.env['VRMETA_CLUSTER_KEEP'] === '1') {
+      process.stderr.write(`[cluster harness] kept ${this.root}\n`);
+    } else {
+      rmSync(this.root, { recursive: true, force: true });
+    }
+  }
+
+  // --------------------------------------------------------------------------- logs
+
+  /** The log lines of the replica's current (or last) run, access lines excluded. */
+  lines(index: number): readonly string[] {
+    return this.replica(index).run?.lines ?? [];
+  }
+
+  /** Parsed pino records of the current run whose `msg` contains `marker`. */
+  records(index: number, marker: string): LogRecord[] {
+    const out: LogRecord[] = [];
+    for (const line of this.lines(index)) {
+      if (!line.startsWith('{') || !line.includes(marker)) continue;
+      try {
+        const record = JSON.parse(line) as LogRecord;
+        if (typeof record.msg === 'string' && record.msg.includes(marker)) out.push(record);
+      } catch {
+        // A partial line: not a record.
+      }
+    }
+    return out;
+  }
+
+  stdoutContains(index: number, marker: string): boolean {
+    return this.records(index, marker).length > 0;
+  }
+
+  /** The last lines of every replica's current run, for failure messages. */
+  logTails(lineCount = LOG_TAIL_LINES): string {
+    const parts: string[] = [];
+    for (const replica of this.replicas) {
+      const run = replica.run;
+      const state = run === null ? 'never started' : run.exit === null ? `running (pid ${run.child.pid ?? '?'})` : `exited ${JSON.stringify(run.exit)}`;
+      parts.push(`===== replica ${replica.index} (http ${this.httpAddress(replica.index)}, ${state}, run ${replica.runs.length - 1}); last ${lineCount} lines:`);
+      // Long lines (error stacks) are cut: the full log is in the data directory's log file.
+      parts.push(...(run?.lines.slice(-lineCount) ?? []).map((line) => (line.length > 600 ? `${line.slice(0, 600)}...` : line)));
+    }
+    parts.push(`===== full logs: ${this.root}/replica-*.log (set VRMETA_CLUSTER_KEEP=1 to keep them)`);
+    return parts.join('\n');
+  }
+
+  /** Runs `fn`; a failure gets every replica's log tail appended to its message. */
+  async explain<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      throw this.withLogs(error);
+    }
+  }
+
+  withLogs(error: unknown): unknown {
+    if (!(error instanceof Error)) return new ClusterError(`${String(error)}\n${this.logTails()}`);
+    if ((error as { [EXPLAINED]?: boolean })[EXPLAINED] === true) return error;
+    error.message = `${error.message}\n${this.logTails()}`;
+    (error as { [EXPLAINED]?: boolean })[EXPLAINED] = true;
+    return error;
+  }
+
+  /** A replica that died without the test asking (an assertion is fail-stop). */
+  private unexpectedExits(): string[] {
+    const out: string[] = [];
+    for (const replica of this.replicas) {
+      const run = replica.run;
+      if (run !== null && run.exit !== null && !run.expectedExit) out.push(`replica ${replica.index} exited unexpectedly: ${JSON.stringify(run.exit)}`);
+    }
+    return out;
+  }
+
+  // --------------------------------------------------------------------------- HTTP
+
+  /** A client for replica `index` acting as root (the harness's token) or with `token`. */
+  client(index: number, token: string | null = this.token, timeoutMs = REQUEST_TIMEOUT_MS): VrmetaClient {
+    return new VrmetaClient({ baseUrl: `http://${this.httpAddress(index)}`, ...(token === null ? {} : { token }), timeoutMs });
+  }
+
+  /** Logs in as root on `index` (any replica: logins are local, the JWT key is shared). */
+  async login(index: number, username = ROOT_USERNAME, password = ROOT_PASSWORD): Promise<VrmetaClient> {
+    const client = this.client(index, null);
+    await client.login(username, password);
+    return client;
+  }
+
+  /** The root token the harness uses for its own reads. */
+  async rootToken(): Promise<string> {
+    if (this.token !== null) return this.token;
+    let lastError: unknown = null;
+    for (const index of this.runningIndices()) {
+      try {
+        const client = await this.login(index);
+        this.token = client.token;
+        if (this.token !== null) return this.token;
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw new ClusterError(`cannot log in as root on any replica: ${String(lastError)}`);
+  }
+
+  async status(index: number): Promise<ClusterStatusJson> {
+    await this.rootToken();
+    return this.client(index).getClusterStatus();
+  }
+
+  async ready(index: number): Promise<boolean> {
+    return this.client(index, null).ready();
+  }
+
+  /** GET `path` on replica `index` as root; the exact body text (for byte-identical reads). */
+  async rawGet(index: number, path: string): Promise<string> {
+    const token = await this.rootToken();
+    const response = await fetch(`http://${this.httpAddress(index)}${path}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    const text = await response.text();
+    if (response.status !== 200) throw new ClusterError(`GET ${path} on replica ${index}: HTTP ${response.status} ${text.slice(0, 200)}`);
+    return text;
+  }
+
+  // --------------------------------------------------------------------------- waiting
+
+  /**
+   * Polls `probe` every POLL_MS until it returns a value other than false/null/undefined; a
+   * throwing probe counts as "not yet" (its error is reported on timeout). Fails at once if a
+   * replica died unexpectedly.
+   */
+  async waitFor<T>(what: string, probe: () => Promise<T | false | null | undefined> | T | false | null | undefined, timeoutMs: number): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 'never probed';
+    for (;;) {
+      const dead = this.unexpectedExits();
+      if (dead.length > 0) throw this.withLogs(new ClusterError(`while waiting for ${what}: ${dead.join('; ')}`));
+      try {
+        const value = await probe();
+        if (value !== false && value !== null && value !== undefined) return value;
+        last = `probe returned ${String(value)}`;
+      } catch (error) {
+        last = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+      }
+      if (Date.now() >= deadline) {
+        throw this.withLogs(new ClusterError(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last})`));
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Fails with the log tails if a replica died without the test asking. */
+  assertNoUnexpectedExit(): void {
+    const dead = this.unexpectedExits();
+    if (dead.length > 0) throw this.withLogs(new ClusterError(dead.join('; ')));
+  }
+
+  /**
+   * Waits until `indices` agree: every one normal, ready, not transferring, in the same view with
+   * the same primary, and with commit_min == commit_max == the same op. Returns their statuses.
+   */
+  async waitForConverged(indices: readonly number[] = this.runningIndices(), timeoutMs = 30_000, what = 'convergence'): Promise<ClusterStatusJson[]> {
+    return this.waitFor(
+      `${what} of replicas ${indices.join(',')}`,
+      async () => {
+        const ready = await Promise.all(indices.map((index) => this.ready(index)));
+        const notReady = indices.filter((_, position) => !ready[position]);
+        if (notReady.length > 0) throw new ClusterError(`replicas ${notReady.join(',')} not ready`);
+        const statuses = await Promise.all(indices.map((index) => this.status(index)));
+        const first = statuses[0]!;
+        for (const status of statuses) {
+          if (status.status !== 'normal' || status.state_transfer !== null) throw new ClusterError(`replica ${status.replica} is ${status.status}`);
+          if (status.view !== first.view || status.primary !== first.primary) {
+            throw new ClusterError(`views differ: ${statuses.map((s) => `${s.replica}:v${s.view}/p${s.primary}`).join(' ')}`);
+          }
+          if (status.commit_min !== status.commit_max || status.commit_max !== first.commit_max || status.op !== first.op) {
+            throw new ClusterError(`commits differ: ${statuses.map((s) => `${s.replica}:op${s.op}/min${s.commit_min}/max${s.commit_max}`).join(' ')}`);
+          }
+        }
+        return statuses;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** The primary the running replicas agree on (after waiting for agreement). */
+  async primary(timeoutMs = 30_000): Promise<number> {
+    const statuses = await this.waitForConverged(this.runningIndices(), timeoutMs, 'agreement on a primary');
+    return statuses[0]!.primary;
+  }
+
+  /**
+   * The metadata reads every replica must serve identically, as exact response bodies: the
+   * stream list, each stream with its topics, each topic with its partitions, the user list and
+   * each user with its permissions. Paths come from replica `pathsFrom`; every replica answers
+   * the same paths.
+   */
+  async readPaths(pathsFrom: number): Promise<string[]> {
+    const paths = ['/streams', '/users'];
+    const streams = JSON.parse(await this.rawGet(pathsFrom, '/streams')) as { id: number; topics_count: number }[];
+    for (const stream of streams) {
+      paths.push(`/streams/${stream.id}`);
+      if (stream.topics_count > 0) {
+        const topics = JSON.parse(await this.rawGet(pathsFrom, `/streams/${stream.id}/topics`)) as { id: number }[];
+        paths.push(`/streams/${stream.id}/topics`);
+        for (const topic of topics) paths.push(`/streams/${stream.id}/topics/${topic.id}`);
+      }
+    }
+    const users = JSON.parse(await this.rawGet(pathsFrom, '/users')) as { id: number }[];
+    for (const user of users) paths.push(`/users/${user.id}`);
+    return paths;
+  }
+
+  /**
+   * Throws unless every replica in `indices` answers every read path with the same bytes.
+   * Returns the number of paths compared.
+   */
+  async assertIdenticalReads(indices: readonly number[] = this.runningIndices()): Promise<number> {
+    const paths = await this.readPaths(indices[0]!);
+    const differences: string[] = [];
+    for (const path of paths) {
+      const bodies = await Promise.all(indices.map((index) => this.rawGet(index, path)));
+      for (let position = 1; position < bodies.length; position++) {
+        if (bodies[position] !== bodies[0]) {
+          differences.push(`${path}: replica ${indices[0]} says ${bodies[0]!.slice(0, 300)}\n  replica ${indices[position]} says ${bodies[position]!.slice(0, 300)}`);
+        }
+      }
+    }
+    if (differences.length > 0) {
+      throw this.withLogs(new ClusterError(`reads differ on ${differences.length} of ${paths.length} paths:\n${differences.slice(0, 5).join('\n')}`));
+    }
+    return paths.length;
+  }
+}
+
+// ------------------------------------------------------------------------------ outcomes
+
+/**
+ * What a client can conclude from one write attempt (the client never retries by itself):
+ *   ok: committed (2xx);
+ *   rejected: a definitive answer that nothing changed (4xx with an Iggy body, e.g. "already
+ *     exists", "not found");
+ *   unknown: the write may or may not have committed (503 transient, 502/504 from a forward, a
+ *     connection reset or a timeout): only a retry that answers definitively settles it.
+ */
+export type Attempt<T> =
+  | { readonly kind: 'ok'; readonly value: T }
+  | { readonly kind: 'rejected'; readonly error: IggyHttpError }
+  | { readonly kind: 'unknown'; readonly reason: string };
+
+export async function attempt<T>(fn: () => Promise<T>): Promise<Attempt<T>> {
+  try {
+    return { kind: 'ok', value: await fn() };
+  } catch (error) {
+    if (error instanceof IggyHttpError) {
+      if (error.status === 503 || error.status === 502 || error.status === 504) return { kind: 'unknown', reason: error.message };
+      if (error.status >= 400 && error.status < 500 && error.body !== null) return { kind: 'rejected', error };
+      return { kind: 'unknown', reason: error.message };
+    }
+    // fetch failed (refused, reset, closed) or AbortSignal.timeout: the outcome is unknown.
+    const cause = (error as { cause?: { code?: unknown } }).cause?.code;
+    return { kind: 'unknown', reason: `${(error as Error).name}: ${(error as Error).message}${cause === undefined ? '' : ` (${String(cause)})`}` };
+  }
+}
