@@ -11,6 +11,7 @@ import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
+import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
 import { ClientTable } from '../../src/vsr/client-table.js';
 import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
@@ -221,6 +222,40 @@ describe('state transfer scenarios', () => {
     cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 20_000);
     cluster.converge();
     expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+  });
+
+  it('at rest exactly at a checkpoint: a retry is answered from the transferred table, byte for byte', () => {
+    // One client: register (op 1) and 23 requests (ops 2..24): the cluster stops at the second
+    // checkpoint (interval 12), so the transfer carries the last reply and nothing follows it.
+    const cluster = sim({ clientCount: 1, requestsPerClient: 23 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const backup = (primary + 1) % 3; // the primary of the next view
+    cluster.crash(backup);
+    const replies: { from: number; frame: Uint8Array }[] = [];
+    let withhold = true;
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (to < CLIENT_NODE_BASE || !decoded.ok || decoded.header.command !== Command.reply || decoded.header.request !== 23) return 'deliver';
+      replies.push({ from, frame });
+      return withhold ? 'drop' : 'deliver';
+    };
+    const interval = cluster.replica(primary).config.checkpointInterval;
+    expect(cluster.runUntil(() => replies.length > 0 && cluster.replica(primary).checkpointOp === 2 * interval, 20_000), cluster.describe()).toBe(true);
+    expect(cluster.replica(primary).commitMax).toBe(2 * interval);
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 5_000), cluster.describe()).toBe(true);
+    expect(cluster.replica(backup).commitMin).toBe(2 * interval);
+    // The old primary dies; the transferred replica leads the next view and answers the retry.
+    cluster.crash(primary);
+    expect(cluster.runUntil(() => cluster.replica(backup).status === 'normal' && cluster.replica(backup).isPrimary(), 5_000), cluster.describe()).toBe(true);
+    withhold = false;
+    expect(cluster.runUntil(() => replies.some((reply) => reply.from === backup), 5_000), cluster.describe()).toBe(true);
+    const original = Buffer.from(replies[0]!.frame);
+    const fromTransferred = replies.find((reply) => reply.from === backup)!;
+    expect(Buffer.compare(original, Buffer.from(fromTransferred.frame))).toBe(0);
+    cluster.network.filter = null;
+    cluster.converge();
   });
 
   it('a session registered below the first floor resumes after a transfer, retries deduplicated', () => {
