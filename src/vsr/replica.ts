@@ -529,6 +529,24 @@ export class Replica {
     }
   }
 
+  /**
+   * Graceful shutdown of a primary: start electing its successor now, so the backups need not
+   * wait out their heartbeat timeout. Returns whether a view change was started; the caller
+   * should let `viewChangeAnnounced` become true (the StartViewChange is sent once the new view
+   * is durable) before it stops.
+   */
+  abdicate(): boolean {
+    if (this.config.replicaCount === 1 || this.status !== 'normal' || !this.isPrimary()) return false;
+    this.env.logger.log('info', 'abdicating: electing a successor before shutdown', { view: this.view });
+    this.startViewChange(this.view + 1);
+    return true;
+  }
+
+  /** A view change is under way and its StartViewChange has been sent (the view is durable). */
+  get viewChangeAnnounced(): boolean {
+    return this.status === 'view_change' && this.viewDurable();
+  }
+
   /** A frame from the network, already verified and validated by the transport. */
   onMessage(message: DecodedFrame): void {
     const header = message.header;
