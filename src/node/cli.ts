@@ -118,6 +118,63 @@ bench
     else process.stdout.write(`${formatKernelReport(report)}\n`);
   });
 
+/** `--kernels wasm|ts|both` of the cluster benches -> the modes to run, in order. */
+function benchKernels(value: string): ('wasm' | 'ts')[] {
+  if (value === 'both') return ['wasm', 'ts'];
+  if (value === 'wasm' || value === 'ts') return [value];
+  throw new InvalidArgumentError('expected wasm, ts or both');
+}
+
+function positiveNumber(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive number');
+  return parsed;
+}
+
+function sizeList(value: string): number[] {
+  const sizes = value.split(',').map((part) => Number(part.trim()));
+  if (sizes.length === 0 || sizes.some((size) => !Number.isFinite(size) || size <= 0)) throw new InvalidArgumentError('expected MiB sizes, e.g. 16,64');
+  return sizes;
+}
+
+bench
+  .command('cluster')
+  .description('write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1')
+  .option('--json', 'print the report as JSON')
+  .option('--smoke', 'tiny run without etcd (keeps the bench running in the test suite; numbers meaningless)')
+  .option('--kernels <mode>', 'wasm | ts | both', benchKernels, ['wasm', 'ts'] as ('wasm' | 'ts')[])
+  .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
+  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number }) => {
+    const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
+    (await import('../../bench/procs.js')).installSignalCleanup();
+    const report = await runClusterBench({
+      smoke: options.smoke === true,
+      kernels: options.kernels,
+      ...(options.duration === undefined ? {} : { durationS: options.duration }),
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatClusterReport(report)}\n`);
+  });
+
+bench
+  .command('transfer')
+  .description('state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery')
+  .option('--json', 'print the report as JSON')
+  .option('--smoke', 'tiny snapshot without etcd (keeps the bench running in the test suite; numbers meaningless)')
+  .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
+  .option('--kernels <mode>', 'wasm | ts | both', benchKernels, ['wasm', 'ts'] as ('wasm' | 'ts')[])
+  .action(async (options: { json?: boolean; smoke?: boolean; sizes?: number[]; kernels: ('wasm' | 'ts')[] }) => {
+    const { formatTransferReport, runTransferBench } = await import('../../bench/transfer.js');
+    (await import('../../bench/procs.js')).installSignalCleanup();
+    const report = await runTransferBench({
+      smoke: options.smoke === true,
+      kernels: options.kernels,
+      ...(options.sizes === undefined ? {} : { sizesMiB: options.sizes }),
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatTransferReport(report)}\n`);
+  });
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`vrmeta: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);
