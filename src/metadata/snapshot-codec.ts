@@ -268,7 +268,8 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     const partitionId = reader.uint('id', U32_MAX);
     if (partitionId <= previousId) reader.fail('not_canonical_order', 'id', `${partitionId} does not follow ${previousId}`);
     previousId = partitionId;
-    partitions.push({ id: partitionId, createdAtUs: reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER) });
+    // Frozen as the state machine keeps them, so a restore adopts them without a copy.
+    partitions.push(Object.freeze({ id: partitionId, createdAtUs: reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER) }));
   }
   reader.leave(depth);
 

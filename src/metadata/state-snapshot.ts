@@ -194,7 +194,10 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     compressionAlgorithm: topic.compressionAlgorithm,
     maxTopicSizeBytes: topic.maxTopicSizeBytes,
     replicationFactor: topic.replicationFactor,
-    partitions: topic.partitions.map((partition) => Object.freeze({ id: partition.id, createdAtUs: partition.createdAtUs })),
+    // Immutable either way: a frozen record (decoded, or our own snapshot's) is adopted as it is.
+    partitions: topic.partitions.map((partition) =>
+      Object.isFrozen(partition) && Object.keys(partition).length === 2 ? partition : Object.freeze({ id: partition.id, createdAtUs: partition.createdAtUs }),
+    ),
     groups: IdSlab.from(limits.consumerGroupsPerTopicMax, groups),
     groupIndex,
   };

@@ -22,7 +22,7 @@
  *     purge's op number) and rolls the parents back by exactly what it removed.
  */
 import { assert } from '../stdx/assert.js';
-import type { StreamSnapshot } from './snapshot-model.js';
+import type { PartitionSnapshot, StreamSnapshot, TopicSnapshot } from './snapshot-model.js';
 
 /** A resource's key: its id and its incarnation. Stream/topic/partition states satisfy this. */
 export interface StatsRef {
@@ -118,19 +118,28 @@ export class PartitionStats extends StreamStats {
 }
 
 interface PartitionEntry {
+  readonly ref: StatsRef;
   readonly stats: PartitionStats;
   /** The op of the last purge applied to these counters: a purge zeroes them at most once. */
   purgedAtOp: number;
 }
 
 interface TopicEntry {
+  readonly ref: StatsRef;
   readonly stats: TopicStats;
   readonly partitions: Map<string, PartitionEntry>;
 }
 
 interface StreamEntry {
+  readonly ref: StatsRef;
   readonly stats: StreamStats;
   readonly topics: Map<string, TopicEntry>;
+}
+
+/** Partition ids are dense (a restored snapshot was checked for it): index first, search if not. */
+function partitionOf(topic: TopicSnapshot, id: number): PartitionSnapshot | undefined {
+  const candidate = topic.partitions[id];
+  return candidate?.id === id ? candidate : topic.partitions.find((partition) => partition.id === id);
 }
 
 function keyOf(ref: StatsRef): string {
@@ -144,7 +153,7 @@ export class StatsRegistry {
     const key = keyOf(stream);
     let entry = this.streams.get(key);
     if (entry === undefined) {
-      entry = { stats: new StreamStats(), topics: new Map() };
+      entry = { ref: { id: stream.id, createdAtUs: stream.createdAtUs }, stats: new StreamStats(), topics: new Map() };
       this.streams.set(key, entry);
     }
     return entry;
@@ -155,7 +164,7 @@ export class StatsRegistry {
     const key = keyOf(topic);
     let entry = parent.topics.get(key);
     if (entry === undefined) {
-      entry = { stats: new TopicStats(parent.stats), partitions: new Map() };
+      entry = { ref: { id: topic.id, createdAtUs: topic.createdAtUs }, stats: new TopicStats(parent.stats), partitions: new Map() };
       parent.topics.set(key, entry);
     }
     return entry;
@@ -166,7 +175,7 @@ export class StatsRegistry {
     const key = keyOf(partition);
     let entry = parent.partitions.get(key);
     if (entry === undefined) {
-      entry = { stats: new PartitionStats(parent.stats), purgedAtOp: -1 };
+      entry = { ref: { id: partition.id, createdAtUs: partition.createdAtUs }, stats: new PartitionStats(parent.stats), purgedAtOp: -1 };
       parent.partitions.set(key, entry);
     }
     return entry;
@@ -253,28 +262,31 @@ export class StatsRegistry {
    * have, so parents keep equalling the sum of their children.
    */
   retain(streams: readonly StreamSnapshot[]): void {
-    const live = new Map<string, Map<string, Set<string>>>();
-    for (const stream of streams) {
-      const topics = new Map<string, Set<string>>();
-      for (const topic of stream.topics) topics.set(keyOf(topic), new Set(topic.partitions.map(keyOf)));
-      live.set(keyOf(stream), topics);
-    }
+    // Walk the registry and look each entry up in the snapshot, never the other way round: the
+    // registry holds the counters the data plane touched, while a snapshot may describe millions
+    // of partitions (keying every one of them cost seconds per install at 64 MiB).
+    if (this.streams.size === 0) return;
+    const snapshotStreams = new Map<number, StreamSnapshot>();
+    for (const stream of streams) snapshotStreams.set(stream.id, stream);
     for (const [streamKey, streamEntry] of [...this.streams]) {
-      const liveTopics = live.get(streamKey);
-      if (liveTopics === undefined) {
+      const stream = snapshotStreams.get(streamEntry.ref.id);
+      if (stream === undefined || stream.createdAtUs !== streamEntry.ref.createdAtUs) {
         this.streams.delete(streamKey);
         continue;
       }
+      let snapshotTopics: Map<number, TopicSnapshot> | null = null;
       for (const [topicKey, topicEntry] of [...streamEntry.topics]) {
-        const livePartitions = liveTopics.get(topicKey);
-        if (livePartitions === undefined) {
+        snapshotTopics ??= new Map(stream.topics.map((topic) => [topic.id, topic]));
+        const topic = snapshotTopics.get(topicEntry.ref.id);
+        if (topic === undefined || topic.createdAtUs !== topicEntry.ref.createdAtUs) {
           const stats = topicEntry.stats;
           streamEntry.stats[cascade](-stats.sizeBytes, -stats.messagesCount, -stats.segmentsCount);
           streamEntry.topics.delete(topicKey);
           continue;
         }
         for (const [partitionKey, partitionEntry] of [...topicEntry.partitions]) {
-          if (livePartitions.has(partitionKey)) continue;
+          const partition = partitionOf(topic, partitionEntry.ref.id);
+          if (partition !== undefined && partition.createdAtUs === partitionEntry.ref.createdAtUs) continue;
           partitionEntry.stats.drain();
           topicEntry.partitions.delete(partitionKey);
         }

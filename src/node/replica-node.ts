@@ -222,6 +222,8 @@ export class ReplicaNode implements NodeApi {
   private coreLogger(): Logger {
     return {
       log: (level: CoreLogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
+        // Build nothing for a level that is off (a bench runs at warn).
+        if (!this.logger.isLevelEnabled(level)) return;
         const bindings = {
           ...toJson(fields),
           view: this.core?.view,

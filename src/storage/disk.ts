@@ -37,6 +37,12 @@ export interface Disk {
   truncate(name: string, sizeBytes: number): void;
   /** Makes this file's written bytes and size durable (not its directory entry). */
   fsync(name: string): void;
+  /**
+   * `fsync` off the calling thread, where the implementation can (the node:fs disk): `done` runs
+   * on a later turn with null, or the FsyncError `fsync` would have thrown. The caller touches the
+   * file again only after `done`.
+   */
+  fsyncAsync?(name: string, done: (error: FsyncError | null) => void): void;
   rename(from: string, to: string): void;
   /** Removes a file; removing a missing file is a no-op. */
   remove(name: string): void;

@@ -16,6 +16,7 @@ import {
   constants,
   existsSync,
   fstatSync,
+  fsync,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -160,6 +161,12 @@ export class FsDisk implements Disk {
       // The descriptor stays open but its dirty pages may be gone; callers poison themselves.
       throw new FsyncError(join(this.location, name), error);
     }
+  }
+
+  fsyncAsync(name: string, done: (error: FsyncError | null) => void): void {
+    const fd = this.descriptor(name, 'fsync', false);
+    const path = join(this.location, name);
+    fsync(fd, (error) => done(error === null ? null : new FsyncError(path, error)));
   }
 
   rename(from: string, to: string): void {

@@ -275,6 +275,26 @@ export class Wal {
     }
   }
 
+  /** The disk can fsync off the event loop (`syncAsync`). */
+  get canSyncAsync(): boolean {
+    return this.disk.fsyncAsync !== undefined;
+  }
+
+  /**
+   * `sync` off the event loop: `done` runs on a later turn with null once every unsynced append
+   * is durable, or with the error (the WAL is then poisoned, as after a failed `sync`). The caller
+   * issues no other WAL operation until `done`.
+   */
+  syncAsync(done: (error: Error | null) => void): void {
+    this.checkUsable();
+    const fsyncAsync = this.disk.fsyncAsync;
+    assert(fsyncAsync !== undefined, 'syncAsync needs a disk with fsyncAsync');
+    fsyncAsync.call(this.disk, WAL_FILE, (error) => {
+      if (error !== null) this.poison(error);
+      done(error);
+    });
+  }
+
   /**
    * Removes every entry with op >= `fromOp` (a divergent suffix), durably. The checkpoint entry
    * is committed and can never be part of a divergent suffix: `fromOp` > checkpoint op.

@@ -14,7 +14,13 @@ export interface BackoffOptions {
   readonly jitter: number;
 }
 
-export const BACKOFF_DEFAULTS: BackoffOptions = { delayMinMs: 50, delayMaxMs: 5_000, jitter: 0.5 };
+/**
+ * The cap is what a restarted replica waits, at worst, before a peer that dials it (the lower id
+ * dials) reconnects: with 5 s, a wiped replica spent seconds unable to hear its second voucher
+ * before state transfer could start (`vrmeta bench transfer`). One failed dial per second to a
+ * peer that is down costs nothing.
+ */
+export const BACKOFF_DEFAULTS: BackoffOptions = { delayMinMs: 50, delayMaxMs: 1_000, jitter: 0.5 };
 
 export function assertBackoffOptions(options: BackoffOptions): void {
   assert(Number.isFinite(options.delayMinMs) && options.delayMinMs >= 0, 'backoff: delayMinMs >= 0');

@@ -64,6 +64,7 @@ import { decodeSuffix, encodeSuffix } from './suffix.js';
 import {
   ArtifactKind,
   STATE_TRANSFER_DECODE_FAILURES_MAX,
+  STATE_CHUNKS_IN_FLIGHT_MAX,
   STATE_TRANSFER_STALLS_MAX,
   TransferStageMachine,
   chunkCount,
@@ -2345,6 +2346,8 @@ export class Replica {
     const entry = target.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot)!;
     this.stateTransfer.accept({ op: best.op, checksum: best.checksum, manifest: target.manifest, entry, servers: best.servers });
     session.received = 0;
+    session.requested = 0;
+    session.ahead.clear();
     session.idleTicks = 0;
     session.stalls = 0;
     this.env.logger.log('info', 'state transfer target accepted', {
@@ -2352,13 +2355,31 @@ export class Replica {
       bytes: entry.len,
       servers: best.servers,
     });
-    this.requestNextChunk(session);
+    this.requestChunks(session);
   }
 
-  private requestNextChunk(session: TransferSession): void {
+  /**
+   * Keeps STATE_CHUNKS_IN_FLIGHT_MAX chunks requested ahead of the first missing byte. `retry`
+   * (a stall, a new server) also re-requests every chunk of the window that has not arrived.
+   */
+  private requestChunks(session: TransferSession, retry = false): void {
     const accepted = session.accepted;
     assert(accepted !== null && session.received < accepted.entry.len, 'a chunk remains');
-    const artifact = artifactIndex(accepted.manifest, accepted.entry);
+    const chunkSize = accepted.manifest.chunkSize;
+    if (retry) {
+      for (let offset = session.received; offset < session.requested; offset += chunkSize) {
+        if (!session.ahead.has(offset)) this.requestChunk(session, offset);
+      }
+    }
+    const windowEnd = Math.min(accepted.entry.len, session.received + STATE_CHUNKS_IN_FLIGHT_MAX * chunkSize);
+    while (session.requested < windowEnd) {
+      this.requestChunk(session, session.requested);
+      session.requested = Math.min(accepted.entry.len, session.requested + chunkSize);
+    }
+  }
+
+  private requestChunk(session: TransferSession, offset: number): void {
+    const accepted = session.accepted!;
     this.env.bus.sendToReplica(
       session.peer,
       buildFrame(this.env.kernels, {
@@ -2368,10 +2389,10 @@ export class Replica {
         release: 0,
         replica: this.config.replica,
         nonce: session.nonce,
-        offset: session.received,
+        offset,
         group: METADATA_GROUP,
-        len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - session.received),
-        artifact,
+        len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - offset),
+        artifact: artifactIndex(accepted.manifest, accepted.entry),
       }),
     );
   }
@@ -2382,24 +2403,37 @@ export class Replica {
     if (session === null) return;
     const accepted = session.accepted!;
     if (header.artifact !== artifactIndex(accepted.manifest, accepted.entry)) return;
-    if (header.offset !== session.received) return;
-    const expected = Math.min(accepted.manifest.chunkSize, accepted.entry.len - session.received);
+    const chunkSize = accepted.manifest.chunkSize;
+    // Only a chunk we asked for and still miss: inside the window, on a chunk boundary, not held.
+    if (header.offset < session.received || header.offset >= session.requested || header.offset % chunkSize !== 0) return;
+    if (session.ahead.has(header.offset)) return;
+    const expected = Math.min(chunkSize, accepted.entry.len - header.offset);
     // A zero-byte or short payload never counts as progress (seed review, defect 4).
     if (body.byteLength !== expected || expected === 0) return;
-    const index = session.received / accepted.manifest.chunkSize;
-    if (this.env.kernels.xxh3_64(body) !== accepted.entry.chunkChecksums[index]) {
+    // A DecodedFrame's body was verified against `checksum_body`, the XXH3-64 (seed 0) of the
+    // body, which is how the manifest sums each chunk: comparing the two is the chunk check,
+    // without hashing 256 KiB a second time.
+    if (header.checksumBody !== accepted.entry.chunkChecksums[header.offset / chunkSize]) {
       this.counters.stateChunksDamaged += 1;
       this.env.logger.log('warn', 'state transfer: damaged chunk rejected; re-requesting', { offset: header.offset, peer: header.replica });
-      this.requestNextChunk(session);
+      this.requestChunk(session, header.offset);
       return;
     }
-    this.submit({ kind: 'transfer_write', offset: session.received, bytes: body.slice() }, (result) => {
-      if (!result.ok) this.fatal('transfer_write', result);
-    });
-    const before = session.received;
-    session.received += body.byteLength;
     session.idleTicks = 0;
     session.stalls = 0;
+    // Verified chunks that overtook a missing one wait here (at most the window, 1 MiB): the
+    // transfer file is written strictly in order. The body is a view of a frame that belongs to
+    // this message (decoders allocate one per frame), so it is kept without a copy.
+    session.ahead.set(header.offset, body);
+    const before = session.received;
+    for (let chunk = session.ahead.get(session.received); chunk !== undefined; chunk = session.ahead.get(session.received)) {
+      session.ahead.delete(session.received);
+      this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
+        if (!result.ok) this.fatal('transfer_write', result);
+      });
+      session.received += chunk.byteLength;
+    }
+    if (session.received === before) return;
     const total = accepted.entry.len;
     if (Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
       this.env.logger.log('info', 'state transfer progress', {
@@ -2410,7 +2444,7 @@ export class Replica {
       });
     }
     if (session.received < total) {
-      this.requestNextChunk(session);
+      this.requestChunks(session);
       return;
     }
     this.installTransferred(session);
@@ -2523,7 +2557,7 @@ export class Replica {
     }
     const servers = session.accepted!.servers;
     session.peer = servers[(servers.indexOf(session.peer) + 1) % servers.length]!;
-    this.requestNextChunk(session);
+    this.requestChunks(session, true);
   }
 
   stateTransferProgress(): StateTransferProgress {

@@ -15,7 +15,7 @@ import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
 import { ClientTable } from '../../src/vsr/client-table.js';
 import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
-import { TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
+import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
 
@@ -209,6 +209,39 @@ describe('state transfer scenarios', () => {
     // With 64-byte chunks the cluster may checkpoint past the installed op again before the
     // receiver repaired up to it: then it installs the next checkpoint too.
     expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
+  });
+
+  it('chunks that overtake a lost one are verified and held, never re-requested, and the window stays bounded', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    const requests = new Map<number, number>();
+    let lost = false;
+    let heldMax = 0;
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok) return 'deliver';
+      if (from === backup && decoded.header.command === Command.requestStateChunk) {
+        requests.set(decoded.header.offset, (requests.get(decoded.header.offset) ?? 0) + 1);
+      }
+      if (to !== backup || decoded.header.command !== Command.stateChunk) return 'deliver';
+      heldMax = Math.max(heldMax, cluster.replica(backup).stateTransfer.sessionAny?.ahead.size ?? 0);
+      // Lose the first chunk once: the three behind it in the window arrive before its retry.
+      if (decoded.header.offset === 0 && !lost) {
+        lost = true;
+        return 'drop';
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(lost).toBe(true);
+    expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThan(0);
+    // The lost chunk was asked for twice; the window's other chunks once each.
+    expect(requests.get(0)).toBe(2);
+    for (const offset of [64, 128, 192]) expect(requests.get(offset), `offset ${offset}`).toBe(1);
+    expect(heldMax).toBe(STATE_CHUNKS_IN_FLIGHT_MAX - 1);
   });
 
   it('message loss, duplication and reordering during every stage still converge', () => {

@@ -111,6 +111,54 @@ describe('decodeSnapshot', () => {
     expect(refusal(duplicate)).toEqual({ reason: 'not_canonical_order', path: 'clientTable[1].slot' });
   });
 
+  it('decodes partitions of every id width and clock value, frozen as the state machine keeps them', () => {
+    // Ids at each msgpack width boundary, clocks below and above 2^32.
+    const ids = [0, 1, 127, 128, 255, 256, 65_535, 65_536, 4_294_967_295];
+    const clocks = [0, 1, 4_294_967_295, 4_294_967_296, 1_796_071_487_896_000, Number.MAX_SAFE_INTEGER];
+    const base = twoTopics();
+    const partitions = ids.map((id, index) => ({ id, createdAtUs: clocks[index % clocks.length]! }));
+    const topic = { ...base.streams[0]!.topics[0]!, partitions };
+    const snapshot: MetadataSnapshot = { ...base, streams: [{ ...base.streams[0]!, topics: [topic] }, ...base.streams.slice(1)] };
+    const decoded = decodeSnapshot(snapshotEncodeTs(snapshot));
+    expect(decoded).toEqual(snapshot);
+    expect(decoded.streams[0]!.topics[0]!.partitions.every((partition) => Object.isFrozen(partition))).toBe(true);
+  });
+
+  it('refuses a bad partition behind good ones with its reason and path', () => {
+    const clock = 1_796_071_487_896_000;
+    const base = twoTopics();
+    const partitions = [0, 1, 2].map((id) => ({ id, createdAtUs: clock + id }));
+    const withPartitions = (): MetadataSnapshot => ({
+      ...base,
+      streams: [{ ...base.streams[0]!, topics: [{ ...base.streams[0]!.topics[0]!, partitions }] }, ...base.streams.slice(1)],
+    });
+    const path = 'streams[0].topics[0].partitions[2]';
+    // Ids out of order.
+    const outOfOrder = encodeEdited(withPartitions(), (fields) => {
+      fields[4][0][3][0][7][2][0] = 1;
+    });
+    expect(refusal(outOfOrder)).toEqual({ reason: 'not_canonical_order', path: `${path}.id` });
+    // A clock wider than needed (uint64 for a value below 2^32) and one above 2^53 - 1.
+    const clockAt = (hex: string): Uint8Array => {
+      const bytes = snapshotEncodeTs(withPartitions());
+      const needle = Buffer.from(`92 02 cf ${(clock + 2).toString(16).padStart(16, '0')}`.replace(/\s/g, ''), 'hex');
+      const at = Buffer.from(bytes).indexOf(needle);
+      expect(at).toBeGreaterThan(0);
+      const replacement = fromHex(`92 02 ${hex}`);
+      expect(replacement.byteLength).toBe(needle.byteLength);
+      const edited = bytes.slice();
+      edited.set(replacement, at);
+      return edited;
+    };
+    expect(refusal(clockAt('cf 00000000 00000005'))).toEqual({ reason: 'not_canonical_encoding', path: `${path}.createdAtUs` });
+    expect(refusal(clockAt('cf 00200000 00000000'))).toEqual({ reason: 'out_of_range', path: `${path}.createdAtUs` });
+    // A record of the wrong shape.
+    const shape = encodeEdited(withPartitions(), (fields) => {
+      fields[4][0][3][0][7][2] = [2];
+    });
+    expect(refusal(shape)).toEqual({ reason: 'malformed', path });
+  });
+
   it('refuses token names out of Array#sort order', () => {
     const snapshot = goldenSnapshot();
     const bytes = encodeEdited(snapshot, (fields) => {

@@ -1,0 +1,109 @@
+/**
+ * The production storage driver (src/node/storage-driver.ts) on a real directory: group commit
+ * with the run's fsync on the thread pool. Nothing of a run completes before its fsync returned,
+ * nothing queued behind it starts before then, completions keep submission order, shutdown
+ * completes a run whose fsync is still in flight exactly once, and a failed fsync fails the run
+ * and poisons the WAL.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StorageDriver } from '../../src/node/storage-driver.js';
+import { FsyncError } from '../../src/storage/disk.js';
+import { FsDisk } from '../../src/storage/fs-disk.js';
+import { recover } from '../../src/storage/recovery.js';
+import type { StorageResult } from '../../src/vsr/io.js';
+import { chain, CLUSTER, tsKernels } from './storage-fixtures.js';
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** A driver over a real disk whose async fsyncs wait until the test releases them. */
+function setup() {
+  const root = mkdtempSync(join(tmpdir(), 'vrmeta-driver-'));
+  roots.push(root);
+  const disk = new FsDisk(root, { create: true });
+  const kernels = tsKernels();
+  const recovered = recover(disk, kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
+  const held: { release: (error?: FsyncError) => void }[] = [];
+  const realFsyncAsync = disk.fsyncAsync.bind(disk);
+  disk.fsyncAsync = (name, done) => {
+    held.push({ release: (error) => realFsyncAsync(name, (real) => done(error ?? real)) });
+  };
+  const driver = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
+  const completed: { id: number; result: StorageResult }[] = [];
+  driver.onDone = (id, result) => completed.push({ id, result });
+  return { root, disk, kernels, driver, held, completed };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 1000 && !condition(); attempt++) await new Promise((resolve) => setTimeout(resolve, 1));
+  expect(condition()).toBe(true);
+}
+
+describe('storage driver: group commit with the fsync off the event loop', () => {
+  it('completes a run only after its fsync, holds the requests behind it, and keeps submission order', async () => {
+    const { driver, held, completed } = setup();
+    const prepares = chain(1, 4);
+    driver.submit(1, { kind: 'snapshot_read', op: 0 });
+    for (const [index, prepare] of prepares.slice(0, 3).entries()) driver.submit(10 + index, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
+    driver.submit(20, { kind: 'snapshot_read', op: 0 });
+    await turn();
+    // The request before the run completed; the run waits for its one fsync; the read behind it waits too.
+    expect(completed.map(({ id }) => id)).toEqual([1]);
+    expect(held).toHaveLength(1);
+    expect(driver.pending).toBe(4);
+    await turn();
+    expect(completed.map(({ id }) => id)).toEqual([1]);
+
+    // An append submitted meanwhile joins the queue behind the read.
+    driver.submit(30, { kind: 'wal_append', op: prepares[3]!.op, frame: prepares[3]!.frame });
+    held[0]!.release();
+    await until(() => completed.length === 5);
+    expect(completed.map(({ id }) => id)).toEqual([1, 10, 11, 12, 20]);
+    expect(completed.slice(1, 4).every(({ result }) => result.ok)).toBe(true);
+    await until(() => held.length === 2);
+    held[1]!.release();
+    await until(() => completed.length === 6);
+    expect(completed[5]).toEqual({ id: 30, result: { ok: true } });
+    expect(driver.counters).toMatchObject({ walAppends: 4, walSyncs: 2 });
+  });
+
+  it('shutdown completes a run whose fsync is in flight, exactly once, and the data is durable', async () => {
+    const { root, disk, kernels, driver, held, completed } = setup();
+    const prepares = chain(1, 2);
+    for (const prepare of prepares) driver.submit(prepare.op, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
+    await turn();
+    expect(held).toHaveLength(1);
+    driver.close();
+    expect(completed).toEqual([
+      { id: 1, result: { ok: true } },
+      { id: 2, result: { ok: true } },
+    ]);
+    held[0]!.release();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(completed).toHaveLength(2);
+    disk.close();
+    const reopened = recover(new FsDisk(root), kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
+    expect(reopened.wal.get(2)?.op).toBe(2);
+  });
+
+  it('a failed fsync fails the whole run with its cause and poisons the WAL', async () => {
+    const { driver, held, completed } = setup();
+    const prepares = chain(1, 3);
+    for (const prepare of prepares.slice(0, 2)) driver.submit(prepare.op, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
+    await turn();
+    held[0]!.release(new FsyncError('/x/journal.wal', new Error('EIO')));
+    await until(() => completed.length === 2);
+    for (const { result } of completed) expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/EIO|fsync/) });
+    driver.submit(3, { kind: 'wal_append', op: prepares[2]!.op, frame: prepares[2]!.frame });
+    await until(() => completed.length === 3);
+    expect(completed[2]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/poisoned/) });
+    expect(driver.counters.failures).toBe(2);
+  });
+});
