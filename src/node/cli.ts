@@ -142,7 +142,7 @@ bench
   .description('write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1')
   .option('--json', 'print the report as JSON')
   .option('--smoke', 'tiny run without etcd (keeps the bench running in the test suite; numbers meaningless)')
-  .option('--kernels <mode>', 'wasm | ts | both', benchKernels, ['wasm', 'ts'] as ('wasm' | 'ts')[])
+  .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
   .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
@@ -162,7 +162,7 @@ bench
   .option('--json', 'print the report as JSON')
   .option('--smoke', 'tiny snapshot without etcd (keeps the bench running in the test suite; numbers meaningless)')
   .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
-  .option('--kernels <mode>', 'wasm | ts | both', benchKernels, ['wasm', 'ts'] as ('wasm' | 'ts')[])
+  .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
   .action(async (options: { json?: boolean; smoke?: boolean; sizes?: number[]; kernels: ('wasm' | 'ts')[] }) => {
     const { formatTransferReport, runTransferBench } = await import('../../bench/transfer.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
