@@ -3,11 +3,11 @@
  * The `vrmeta` command line (DESIGN.md §2.2): start, dev, inspect, simulate, bench.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { formatKernelReport, runKernelBench } from '../../bench/kernels.js';
 import { loadKernels, parseKernelsMode } from '../kernels/index.js';
-import { runInspect } from '../storage/inspect.js';
-import { runSimulate } from '../testing/simulate.js';
 import type { ConfigKey } from './config.js';
+
+// Each command imports what it runs when it runs: `vrmeta start` must not pay, at every boot,
+// for loading the simulator, the inspector or the benchmark peers.
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -69,7 +69,8 @@ program
   .argument('<kind>', 'snapshot | wal | superblock')
   .argument('<path>', 'the file or the data directory')
   .option('--json', 'print JSON')
-  .action((kind: string, path: string, options: { json?: boolean }) => {
+  .action(async (kind: string, path: string, options: { json?: boolean }) => {
+    const { runInspect } = await import('../storage/inspect.js');
     const result = runInspect(kind, path, { json: options.json === true, kernels: loadKernels() });
     process.stdout.write(`${result.output}\n`);
     process.exitCode = result.exitCode;
@@ -83,12 +84,13 @@ program
   .option('--base <n>', 'base seed for --seeds', positiveInteger)
   .option('--kernels <mode>', 'auto | wasm | ts', 'auto')
   .option('--verbose', 'one line per seed')
-  .action((options: { seed?: number; seeds?: number; base?: number; kernels: string; verbose?: boolean }) => {
+  .action(async (options: { seed?: number; seeds?: number; base?: number; kernels: string; verbose?: boolean }) => {
     if (options.seed === undefined && options.seeds === undefined) {
       process.stderr.write('vrmeta simulate: pass --seed N or --seeds K\n');
       process.exitCode = 2;
       return;
     }
+    const { runSimulate } = await import('../testing/simulate.js');
     const summary = runSimulate({
       ...(options.seed === undefined ? {} : { seed: options.seed }),
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
@@ -109,6 +111,7 @@ bench
   .option('--smoke', 'tiny inputs (keeps the bench running in the test suite; numbers meaningless)')
   .option('--time-ms <ms>', 'sampling time per variant', positiveInteger)
   .action(async (options: { json?: boolean; smoke?: boolean; timeMs?: number }) => {
+    const { formatKernelReport, runKernelBench } = await import('../../bench/kernels.js');
     const report = await runKernelBench({
       smoke: options.smoke === true,
       ...(options.timeMs === undefined ? {} : { timeMs: options.timeMs }),

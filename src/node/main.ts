@@ -5,7 +5,6 @@
  * was acknowledged: acknowledgements follow fsync.
  */
 import { pino, type Logger } from 'pino';
-import { buildApp } from '../http/app.js';
 import { setKernelsWarn } from '../kernels/index.js';
 import { StorageRefusal } from '../storage/refusal.js';
 import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
@@ -69,6 +68,10 @@ export async function start(options: StartOptions): Promise<number> {
   }
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
+  // The HTTP stack (fastify, TypeBox schemas, jose) is most of the process's module loading:
+  // loaded after the replica listens, so a restarted or wiped replica starts talking to its peers
+  // (and its state transfer) that much sooner (`vrmeta bench transfer`, "boot + offer").
+  const { buildApp } = await import('../http/app.js');
   const app = buildApp({ node, jwtSecret: jwtSecretOf(config), logger: logger.child({ component: 'http' }) });
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
