@@ -39,6 +39,7 @@ import {
   type EtcdAvailability,
 } from './procs.js';
 import { formatMiB, formatNumber, machineLine } from './load.js';
+import { runSocketBaseline, type SocketBaselineRow } from './socket-baseline.js';
 
 const MB = 1e6;
 const MIB = 1024 * 1024;
@@ -152,6 +153,8 @@ export interface TransferBenchReport {
   readonly etcdTransfers: EtcdTransferRow[];
   readonly recoveries: RecoveryRow[];
   readonly builds: BuildRow[];
+  /** Bare node:net over loopback in the fetch's shape (socket-baseline.ts): the floor to read the fetch rate against. */
+  readonly socketBaseline: SocketBaselineRow[];
 }
 
 // ------------------------------------------------------------------------------ vrmeta volume
@@ -652,6 +655,9 @@ export async function runTransferBench(options: TransferBenchOptions): Promise<T
     snapshotBytes: new Map<number, number>(),
   };
   for (const kernels of options.kernels) await runVrmeta(kernels, sizesMiB, options.smoke, log, out);
+  log('[bench] bare node:net baseline: 256 KiB chunks, 4 in flight, fresh receiver process');
+  const socketBaseline = await runSocketBaseline(sizesMiB);
+  for (const row of socketBaseline) log(`[bench] node:net baseline ${row.sizeMiB} MiB: ${row.mbps.toFixed(1)} MB/s, receiver RSS +${formatMiB(row.rssGrowthBytes)}`);
 
   const wantEtcd = options.etcd ?? !options.smoke;
   let availability: EtcdAvailability = { binary: null, version: null, reason: options.smoke ? 'etcd not requested (smoke mode)' : 'etcd not requested', installed: false };
@@ -676,6 +682,7 @@ export async function runTransferBench(options: TransferBenchOptions): Promise<T
     etcdTransfers: out.etcdTransfers,
     recoveries: out.recoveries,
     builds: out.builds,
+    socketBaseline,
   };
 }
 
@@ -710,6 +717,12 @@ export function formatTransferReport(report: TransferBenchReport): string {
   for (const row of report.etcdTransfers) {
     lines.push(
       `| etcd | — | ${formatMiB(row.dataBytes)} in ${formatNumber(row.keys)} keys (db ${formatMiB(row.dbSizeBytes)}) | ${seconds(row.catchUpMs)} | ${rate(row.catchUpMBps)} | healthy after ${seconds(row.healthyMs)} | ${row.viaSnapshot === true ? 'snapshot' : row.viaSnapshot === false ? 'log entries' : '—'} | — | — | — | — | — | ${formatMiB(row.rssPeakBytes)} | ${formatMiB(row.peerRssBytes)} |`,
+    );
+  }
+  if (report.socketBaseline.length > 0) {
+    lines.push(
+      '',
+      `Floor for the fetch rate, bare node:net on loopback (256 KiB chunks, 4 in flight, fresh receiver process, no checksums or disk): ${report.socketBaseline.map((row) => `${row.sizeMiB} MiB ${rate(row.mbps)}, receiver RSS ${mibOrDash(row.rssGrowthBytes)}`).join('; ')}`,
     );
   }
   const ratios: string[] = [];

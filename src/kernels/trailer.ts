@@ -17,8 +17,12 @@ export function trailerWriteWith(
   target: Uint8Array,
   targetOffset: number,
 ): void {
+  trailerWriteChecksum(xxh3(payload, 0n), target, targetOffset);
+}
+
+/** The trailer for a payload whose XXH3-64 the caller already computed (and just verified). */
+export function trailerWriteChecksum(checksum: bigint, target: Uint8Array, targetOffset: number): void {
   assert(targetOffset >= 0 && targetOffset + TRAILER_SIZE <= target.byteLength, 'trailer fits');
-  const checksum = xxh3(payload, 0n);
   const view = new DataView(target.buffer, target.byteOffset + targetOffset, TRAILER_SIZE);
   view.setUint32(0, TRAILER_MAGIC, true);
   view.setBigUint64(4, checksum, true);

@@ -13,6 +13,7 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { TRAILER_SIZE } from '../kernels/kernel.js';
+import { trailerWriteChecksum } from '../kernels/trailer.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../metadata/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
@@ -179,8 +180,10 @@ export class SnapshotFile {
     if (snapshot.sequenceNumber !== op) {
       return { ok: false, error: `the snapshot is for op ${snapshot.sequenceNumber}, the accepted checkpoint is op ${op}` };
     }
+    // `actual` is the payload's XXH3-64, computed above and equal to the checkpoint id: the
+    // trailer needs no second pass over the payload.
     const trailer = new Uint8Array(TRAILER_SIZE);
-    this.kernels.trailerWrite(payload, trailer, 0);
+    trailerWriteChecksum(actual, trailer, 0);
     let stage: DurableWriteStage = 'write';
     try {
       this.disk.write(SNAPSHOT_TRANSFER_FILE, sizeBytes, trailer);

@@ -2110,7 +2110,11 @@ export class Replica {
         return;
       }
       const payload = result.payload;
-      const actual = this.env.kernels.xxh3_64(payload);
+      // One pass gives the chunk sums and the whole artifact's XXH3-64, which must be the
+      // checkpoint id (the storage read already verified the file's trailer).
+      const chunkSize = this.config.stateChunkSize;
+      const chunks = this.env.kernels.chunkManifest(payload, chunkSize);
+      const actual = chunks.checksum;
       if (actual !== checksum) {
         this.env.logger.log('error', 'state transfer offer refused: snapshot does not match its checkpoint id', {
           checkpoint_op: op,
@@ -2120,8 +2124,6 @@ export class Replica {
         for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
         return;
       }
-      const chunkSize = this.config.stateChunkSize;
-      const chunks = this.env.kernels.chunkManifest(payload, chunkSize);
       const manifest: Manifest = {
         chunkSize,
         entries: [

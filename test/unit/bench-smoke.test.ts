@@ -65,6 +65,11 @@ describe('vrmeta bench cluster|transfer --smoke', () => {
     expect(transferTables).toContain('Catch-up of a wiped replica');
     expect(transferTables).toMatch(/\| vrmeta \| ts \| 0\.\d MiB snapshot \|/);
     expect(transferTables).toContain('Restart with a full WAL and a large snapshot');
+    expect(transfer.socketBaseline).toHaveLength(1);
+    expect(transfer.socketBaseline[0]).toMatchObject({ sizeMiB: 0.25, bytes: 0.25 * 1024 * 1024 });
+    expect(transfer.socketBaseline[0]!.mbps).toBeGreaterThan(0);
+    expect(Number.isFinite(transfer.socketBaseline[0]!.rssGrowthBytes)).toBe(true);
+    expect(transferTables).toMatch(/bare node:net on loopback .*: 0\.25 MiB [\d.]+ MB\/s/);
 
     expect(leftovers()).toEqual({ children: 0, tempRoots: [] });
   }, 120_000);
