@@ -460,6 +460,17 @@ export interface VrmetaStatus {
   readonly state_transfer: { stage: string; bytes_done: number; bytes_total: number } | null;
 }
 
+/**
+ * Node flags for every replica from VRMETA_BENCH_NODE_ARGS (whitespace-separated), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a bench's server time goes
+ * (bench/profile-summary.ts reads the profiles). Replicas run with flags are stopped with SIGTERM,
+ * so they exit normally and write what the flags asked for.
+ */
+function benchNodeArgs(): string[] {
+  const raw = process.env['VRMETA_BENCH_NODE_ARGS'];
+  return raw === undefined ? [] : raw.split(/\s+/).filter((arg) => arg.length > 0);
+}
+
 /** A vrmeta cluster of `vrmeta start` children on 127.0.0.1 (the built server from dist/). */
 export class VrmetaCluster {
   readonly root: string;
@@ -486,7 +497,7 @@ export class VrmetaCluster {
       clientsTableMax: options.clientsTableMax ?? 8192,
       logLevel: options.logLevel ?? 'warn',
       formTimeoutMs: options.formTimeoutMs ?? 60_000,
-      nodeArgs: options.nodeArgs ?? [],
+      nodeArgs: options.nodeArgs ?? benchNodeArgs(),
       cliPath,
     };
     const root = makeTempRoot('vrmeta-bench-');
@@ -645,9 +656,10 @@ export class VrmetaCluster {
     );
   }
 
-  /** Kills every replica and removes the data root. */
+  /** Kills every replica (SIGTERM first when they run with extra node flags) and removes the data root. */
   async stopAll(): Promise<void> {
-    await Promise.all(this.replicas.map((replica) => (replica.child === null ? Promise.resolve() : stopChild(replica.child, 'SIGKILL'))));
+    const signal = this.options.nodeArgs.length > 0 ? 'SIGTERM' : 'SIGKILL';
+    await Promise.all(this.replicas.map((replica) => (replica.child === null ? Promise.resolve() : stopChild(replica.child, signal))));
     this.agent.destroy();
     removeTempRoot(this.root);
   }

@@ -134,6 +134,12 @@ function positiveNumber(value: string): number {
   return parsed;
 }
 
+function clientsList(value: string): number[] {
+  const levels = value.split(',').map((part) => Number(part.trim()));
+  if (levels.some((level) => !Number.isSafeInteger(level) || level <= 0)) throw new InvalidArgumentError('expected client counts, e.g. 1,8,64');
+  return levels;
+}
+
 function sizeList(value: string): number[] {
   const sizes = value.split(',').map((part) => Number(part.trim()));
   if (sizes.length === 0 || sizes.some((size) => !Number.isFinite(size) || size <= 0)) throw new InvalidArgumentError('expected MiB sizes, e.g. 16,64');
@@ -147,13 +153,15 @@ bench
   .option('--smoke', 'tiny run without etcd (keeps the bench running in the test suite; numbers meaningless)')
   .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
-  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number }) => {
+  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64)', clientsList)
+  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number; clients?: number[] }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runClusterBench({
       smoke: options.smoke === true,
       kernels: options.kernels,
       ...(options.duration === undefined ? {} : { durationS: options.duration }),
+      ...(options.clients === undefined ? {} : { levels: options.clients }),
       log: (line) => process.stderr.write(`${line}\n`),
     });
     process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatClusterReport(report)}\n`);
