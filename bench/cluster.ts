@@ -24,7 +24,7 @@
  * read that proves the last write is visible.
  */
 import type { Agent } from 'node:http';
-import { EtcdCluster, VrmetaCluster, ensureEtcd, httpCall, keepAliveAgent, readCpuMs, type EtcdAvailability } from './procs.js';
+import { EtcdCluster, VrmetaCluster, ensureEtcd, httpCall, keepAliveAgent, readCpuMs, type ChildHandle, type EtcdAvailability } from './procs.js';
 import { formatMs, formatNumber, formatRatio, machineLine, runSlice, summarize, type LoadResult, type LoadSlice, type Operation } from './load.js';
 
 export const CLUSTER_LEVELS = [1, 8, 64] as const;
@@ -139,17 +139,44 @@ interface Target {
   close(): Promise<void>;
 }
 
-class VrmetaTarget implements Target {
+/** What both targets share: their server processes, and one client agent and writer set per level. */
+abstract class ClusterTarget {
+  private readonly levels = new Map<number, { agent: Agent; writers: Writers }>();
+  private readonly processes: { children(): (ChildHandle | null)[]; stopAll(): Promise<void> };
+
+  protected constructor(processes: { children(): (ChildHandle | null)[]; stopAll(): Promise<void> }) {
+    this.processes = processes;
+  }
+
+  /** The server processes (CPU accounting). */
+  pids(): number[] {
+    return this.processes.children().flatMap((child) => (child === null ? [] : [child.pid]));
+  }
+
+  protected level(level: number): { agent: Agent; writers: Writers } {
+    let state = this.levels.get(level);
+    if (state === undefined) {
+      state = { agent: keepAliveAgent(level), writers: new Writers(level) };
+      this.levels.set(level, state);
+    }
+    return state;
+  }
+
+  async close(): Promise<void> {
+    for (const { agent } of this.levels.values()) agent.destroy();
+    await this.processes.stopAll();
+  }
+}
+
+class VrmetaTarget extends ClusterTarget implements Target {
   readonly system = 'vrmeta';
   readonly kernels: 'wasm' | 'ts';
-  private readonly cluster: VrmetaCluster;
   private readonly base: string;
   private readonly tokens: readonly string[];
-  private readonly levels = new Map<number, { agent: Agent; writers: Writers }>();
 
   private constructor(kernels: 'wasm' | 'ts', cluster: VrmetaCluster, primary: number, tokens: readonly string[]) {
+    super(cluster);
     this.kernels = kernels;
-    this.cluster = cluster;
     this.base = cluster.url(primary);
     this.tokens = tokens;
   }
@@ -170,18 +197,6 @@ class VrmetaTarget implements Target {
     }
   }
 
-  pids(): number[] {
-    return this.cluster.children().flatMap((child) => (child === null ? [] : [child.pid]));
-  }
-
-  private level(level: number): { agent: Agent; writers: Writers } {
-    let state = this.levels.get(level);
-    if (state === undefined) {
-      state = { agent: keepAliveAgent(level), writers: new Writers(level) };
-      this.levels.set(level, state);
-    }
-    return state;
-  }
 
   operation(level: number): Operation {
     const { agent, writers } = this.level(level);
@@ -213,21 +228,15 @@ class VrmetaTarget implements Target {
     if (check.status !== 200) throw new Error(`read-back of ${path}: HTTP ${check.status} ${check.text.slice(0, 200)}`);
   }
 
-  async close(): Promise<void> {
-    for (const { agent } of this.levels.values()) agent.destroy();
-    await this.cluster.stopAll();
-  }
 }
 
-class EtcdTarget implements Target {
+class EtcdTarget extends ClusterTarget implements Target {
   readonly system = 'etcd';
   readonly kernels = null;
-  private readonly cluster: EtcdCluster;
   private readonly base: string;
-  private readonly levels = new Map<number, { agent: Agent; writers: Writers }>();
 
   private constructor(cluster: EtcdCluster, leader: number) {
-    this.cluster = cluster;
+    super(cluster);
     this.base = cluster.url(leader);
   }
 
@@ -241,18 +250,6 @@ class EtcdTarget implements Target {
     }
   }
 
-  pids(): number[] {
-    return this.cluster.children().flatMap((child) => (child === null ? [] : [child.pid]));
-  }
-
-  private level(level: number): { agent: Agent; writers: Writers } {
-    let state = this.levels.get(level);
-    if (state === undefined) {
-      state = { agent: keepAliveAgent(level), writers: new Writers(level) };
-      this.levels.set(level, state);
-    }
-    return state;
-  }
 
   private static keyOf(write: { stream: string; topic: string | null }): string {
     return write.topic === null ? write.stream : `${write.stream}/${write.topic}`;
@@ -279,10 +276,6 @@ class EtcdTarget implements Target {
     if (check.status !== 200 || !check.text.includes('"kvs"')) throw new Error(`read-back of ${key}: HTTP ${check.status} ${check.text.slice(0, 200)}`);
   }
 
-  async close(): Promise<void> {
-    for (const { agent } of this.levels.values()) agent.destroy();
-    await this.cluster.stopAll();
-  }
 }
 
 /** CPU ms of each server process over the measured windows of one (target, level). */
