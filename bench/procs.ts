@@ -84,10 +84,11 @@ function killGroupNow(child: ChildHandle, signal: NodeJS.Signals): void {
   }
 }
 
+/** Retries cover a child killed a moment ago that is still writing into its directory. */
 function removeTempRootsNow(): void {
   for (const root of TEMP_ROOTS) {
     if (keepRoots()) process.stderr.write(`[bench] kept ${root}\n`);
-    else rmSync(root, { recursive: true, force: true });
+    else rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   }
   TEMP_ROOTS.clear();
 }
@@ -150,7 +151,7 @@ export function makeTempRoot(prefix: string): string {
 export function removeTempRoot(root: string): void {
   if (!TEMP_ROOTS.delete(root)) return;
   if (keepRoots()) process.stderr.write(`[bench] kept ${root}\n`);
-  else rmSync(root, { recursive: true, force: true });
+  else rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 }
 
 /** Live children and temp roots (tests assert nothing is left behind). */
