@@ -121,6 +121,8 @@ export class Wal {
   private fileEntryCount: number;
   private fileTail: FileTail | null;
   private poisonedBy: unknown = null;
+  /** Syncs started, sync and async (tells a superseded async fsync's late answer). */
+  private syncs = 0;
   readonly openReport: WalOpenReport;
 
   private constructor(disk: Disk, kernels: Kernels, options: WalOptions, opened: OpenedFile) {
@@ -267,6 +269,7 @@ export class Wal {
   /** Makes every unsynced append durable (the end of a group commit). */
   sync(): void {
     this.checkUsable();
+    this.syncs += 1;
     try {
       this.disk.fsync(WAL_FILE);
     } catch (error) {
@@ -289,8 +292,11 @@ export class Wal {
     this.checkUsable();
     const fsyncAsync = this.disk.fsyncAsync;
     assert(fsyncAsync !== undefined, 'syncAsync needs a disk with fsyncAsync');
+    const sync = ++this.syncs;
     fsyncAsync.call(this.disk, WAL_FILE, (error) => {
-      if (error !== null) this.poison(error);
+      // A later sync (shutdown completing this one synchronously) covered the same writes and
+      // answered for them; this one's failure, e.g. on a descriptor closed since, is not news.
+      if (error !== null && sync === this.syncs) this.poison(error);
       done(error);
     });
   }

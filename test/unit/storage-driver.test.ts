@@ -36,7 +36,7 @@ function setup() {
   const driver = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
   const completed: { id: number; result: StorageResult }[] = [];
   driver.onDone = (id, result) => completed.push({ id, result });
-  return { root, disk, kernels, driver, held, completed };
+  return { root, disk, kernels, driver, held, completed, wal: recovered.wal };
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -75,7 +75,7 @@ describe('storage driver: group commit with the fsync off the event loop', () =>
   });
 
   it('shutdown completes a run whose fsync is in flight, exactly once, and the data is durable', async () => {
-    const { root, disk, kernels, driver, held, completed } = setup();
+    const { root, disk, kernels, driver, held, completed, wal } = setup();
     const prepares = chain(1, 2);
     for (const prepare of prepares) driver.submit(prepare.op, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
     await turn();
@@ -85,9 +85,12 @@ describe('storage driver: group commit with the fsync off the event loop', () =>
       { id: 1, result: { ok: true } },
       { id: 2, result: { ok: true } },
     ]);
-    held[0]!.release();
+    // The late answer fails (as on a descriptor closed meanwhile): it neither completes anything
+    // again nor poisons the WAL, whose synchronous fsync already answered for the run.
+    held[0]!.release(new FsyncError('/x/journal.wal', new Error('EBADF')));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(completed).toHaveLength(2);
+    expect(() => wal.sync()).not.toThrow();
     disk.close();
     const reopened = recover(new FsDisk(root), kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
     expect(reopened.wal.get(2)?.op).toBe(2);
