@@ -46,6 +46,8 @@ export interface ClusterBenchOptions {
   readonly rounds?: number;
   /** Run etcd (default: in full mode only). */
   readonly etcd?: boolean;
+  /** vrmeta's journal_slots (default 1024): checkpoints come every journal_slots - 64 ops. */
+  readonly journalSlots?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -181,8 +183,8 @@ class VrmetaTarget extends ClusterTarget implements Target {
     this.tokens = tokens;
   }
 
-  static async start(kernels: 'wasm' | 'ts', tokensNeeded: number): Promise<VrmetaTarget> {
-    const cluster = await VrmetaCluster.start({ kernels });
+  static async start(kernels: 'wasm' | 'ts', tokensNeeded: number, journalSlots?: number): Promise<VrmetaTarget> {
+    const cluster = await VrmetaCluster.start({ kernels, ...(journalSlots === undefined ? {} : { journalSlots }) });
     try {
       const primary = await cluster.primary();
       const tokens: string[] = [];
@@ -333,7 +335,7 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
   try {
     for (const kernels of options.kernels) {
       log(`[bench] vrmeta (--kernels ${kernels}): starting 3 replicas`);
-      targets.push(await VrmetaTarget.start(kernels, Math.max(...levels)));
+      targets.push(await VrmetaTarget.start(kernels, Math.max(...levels), options.journalSlots));
     }
     if (availability.binary !== null) {
       log(`[bench] etcd ${availability.version ?? '?'} (${availability.binary}): starting 3 members`);

@@ -154,7 +154,8 @@ bench
   .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
   .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64)', clientsList)
-  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number; clients?: number[] }) => {
+  .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
+  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number; clients?: number[]; journalSlots?: number }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runClusterBench({
@@ -162,6 +163,7 @@ bench
       kernels: options.kernels,
       ...(options.duration === undefined ? {} : { durationS: options.duration }),
       ...(options.clients === undefined ? {} : { levels: options.clients }),
+      ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
       log: (line) => process.stderr.write(`${line}\n`),
     });
     process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatClusterReport(report)}\n`);
