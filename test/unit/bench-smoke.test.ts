@@ -81,5 +81,11 @@ describe('vrmeta bench cluster|transfer --smoke', () => {
     expect(help.stdout).toMatch(/transfer/);
     const transferHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--help'], { encoding: 'utf8' });
     for (const flag of ['--json', '--smoke', '--sizes', '--kernels']) expect(transferHelp.stdout).toContain(flag);
+    const clusterHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'cluster', '--help'], { encoding: 'utf8' });
+    for (const flag of ['--json', '--smoke', '--kernels', '--clients', '--duration', '--journal-slots']) expect(clusterHelp.stdout).toContain(flag);
+    // Bad values are refused before anything starts.
+    const badClients = spawnSync(process.execPath, [CLI_PATH, 'bench', 'cluster', '--clients', '8,x'], { encoding: 'utf8' });
+    expect(badClients.status).not.toBe(0);
+    expect(badClients.stderr).toMatch(/expected client counts/);
   });
 });
