@@ -24,7 +24,7 @@
  * read that proves the last write is visible.
  */
 import type { Agent } from 'node:http';
-import { EtcdCluster, VrmetaCluster, ensureEtcd, httpCall, keepAliveAgent, readCpuMs, type ChildHandle, type EtcdAvailability } from './procs.js';
+import { EtcdCluster, VrmetaCluster, benchEtcd, etcdReport, httpCall, keepAliveAgent, readCpuMs, type ChildHandle, type EtcdBenchOptions, type EtcdReport } from './procs.js';
 import { formatMs, formatNumber, formatRatio, machineLine, runSlice, summarize, type LoadResult, type LoadSlice, type Operation } from './load.js';
 
 export const CLUSTER_LEVELS = [1, 8, 64] as const;
@@ -37,18 +37,13 @@ const ROUNDS = 3;
 const FIRST_WARMUP_MS = 1_000;
 const WARMUP_MS = 300;
 
-export interface ClusterBenchOptions {
-  readonly smoke: boolean;
-  readonly kernels: readonly ('wasm' | 'ts')[];
+export interface ClusterBenchOptions extends EtcdBenchOptions {
   /** Measured seconds per concurrency level and system, over all rounds. */
   readonly durationS?: number;
   readonly levels?: readonly number[];
   readonly rounds?: number;
-  /** Run etcd (default: in full mode only). */
-  readonly etcd?: boolean;
   /** vrmeta's journal_slots (default 1024): checkpoints come every journal_slots - 64 ops. */
   readonly journalSlots?: number;
-  readonly log?: (line: string) => void;
 }
 
 export interface ClusterBenchRow {
@@ -77,7 +72,7 @@ export interface ClusterBenchReport {
   readonly rounds: number;
   readonly levels: number[];
   readonly payload: { readonly streamBodyBytes: number; readonly topicBodyBytes: number };
-  readonly etcd: { readonly ran: boolean; readonly binary: string | null; readonly version: string | null; readonly skipped: string | null };
+  readonly etcd: EtcdReport;
   readonly rows: ClusterBenchRow[];
 }
 
@@ -317,17 +312,7 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
   const sliceMs = Math.round((durationS * 1000) / rounds);
   log(`# vrmeta bench cluster: ${machineLine()}`);
 
-  const wantEtcd = options.etcd ?? !options.smoke;
-  let availability: EtcdAvailability = {
-    binary: null,
-    version: null,
-    reason: options.smoke ? 'etcd not requested (smoke mode)' : 'etcd not requested',
-    installed: false,
-  };
-  if (wantEtcd) {
-    availability = ensureEtcd(!options.smoke, log);
-    if (availability.binary === null) log(`[bench] etcd skipped: ${availability.reason ?? 'unknown'}; running vrmeta alone`);
-  }
+  const availability = benchEtcd(options, log);
 
   const targets: Target[] = [];
   const slices = new Map<Target, Map<number, LoadSlice[]>>();
@@ -397,12 +382,7 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
     rounds,
     levels,
     payload: { streamBodyBytes: Buffer.byteLength(streamBody(sample)), topicBodyBytes: Buffer.byteLength(topicBody(`t${sample}`)) },
-    etcd: {
-      ran: targets.some((target) => target.system === 'etcd'),
-      binary: availability.binary,
-      version: availability.version,
-      skipped: availability.binary === null ? availability.reason : null,
-    },
+    etcd: etcdReport(availability),
     rows: withRatios,
   };
 }

@@ -135,10 +135,6 @@ export function summarize(concurrency: number, slices: readonly LoadSlice[]): Lo
 }
 
 /** One warm-up and one window, summarized. */
-export async function runClosedLoop(options: LoadOptions): Promise<LoadResult> {
-  return summarize(options.concurrency, [await runSlice(options)]);
-}
-
 export function machineLine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   return `Node ${process.version}, ${cpu.trim()}, ${cpus().length} cores, ${process.platform} ${process.arch}`;

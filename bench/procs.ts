@@ -472,18 +472,66 @@ function benchNodeArgs(): string[] {
   return raw === undefined ? [] : raw.split(/\s+/).filter((arg) => arg.length > 0);
 }
 
-/** A vrmeta cluster of `vrmeta start` children on 127.0.0.1 (the built server from dist/). */
-export class VrmetaCluster {
+/** What the vrmeta and the etcd cluster of local child processes share. */
+abstract class LocalCluster<Node extends { readonly dataDir: string; child: ChildHandle | null }> {
   readonly root: string;
+  protected readonly nodes: Node[];
+  protected readonly agent = keepAliveAgent(8);
+  /** "replica", "etcd member": what error messages call a node. */
+  private readonly kind: string;
+
+  protected constructor(root: string, nodes: Node[], kind: string) {
+    this.root = root;
+    this.nodes = nodes;
+    this.kind = kind;
+  }
+
+  protected node(index: number): Node {
+    const node = this.nodes[index];
+    if (node === undefined) throw new Error(`no ${this.kind} ${index}`);
+    return node;
+  }
+
+  dataDir(index: number): string {
+    return this.node(index).dataDir;
+  }
+
+  child(index: number): ChildHandle | null {
+    return this.node(index).child;
+  }
+
+  children(): (ChildHandle | null)[] {
+    return this.nodes.map((node) => node.child);
+  }
+
+  async stop(index: number, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+    const child = this.node(index).child;
+    if (child !== null) await stopChild(child, signal);
+  }
+
+  /** Removes the data directory of a stopped node (a vrmeta replica must come back with --rejoin). */
+  wipe(index: number): void {
+    const child = this.node(index).child;
+    if (child !== null && child.exit === null) throw new Error(`wipe(${index}) needs the ${this.kind} stopped first`);
+    rmSync(this.node(index).dataDir, { recursive: true, force: true });
+  }
+
+  /** Stops every node and removes the data root. */
+  async stopAll(signal: 'SIGTERM' | 'SIGKILL' = 'SIGKILL'): Promise<void> {
+    await Promise.all(this.nodes.map((node) => (node.child === null ? Promise.resolve() : stopChild(node.child, signal))));
+    this.agent.destroy();
+    removeTempRoot(this.root);
+  }
+}
+
+/** A vrmeta cluster of `vrmeta start` children on 127.0.0.1 (the built server from dist/). */
+export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
   readonly options: Required<VrmetaClusterOptions>;
-  private readonly replicas: VrmetaReplica[];
-  private readonly agent = keepAliveAgent(8);
   private token: string | null = null;
 
   private constructor(root: string, options: Required<VrmetaClusterOptions>, replicas: VrmetaReplica[]) {
-    this.root = root;
+    super(root, replicas, 'replica');
     this.options = options;
-    this.replicas = replicas;
   }
 
   /** Spawns every replica and waits until all are ready (a primary elected, commits caught up). */
@@ -522,7 +570,7 @@ export class VrmetaCluster {
   }
 
   get replicaCount(): number {
-    return this.replicas.length;
+    return this.nodes.length;
   }
 
   /** The interval between checkpoints, in ops (journal_slots - 2 * prepare_queue_depth). */
@@ -531,34 +579,16 @@ export class VrmetaCluster {
   }
 
   url(index: number): string {
-    return `http://${HOST}:${this.replica(index).httpPort}`;
-  }
-
-  dataDir(index: number): string {
-    return this.replica(index).dataDir;
+    return `http://${HOST}:${this.node(index).httpPort}`;
   }
 
   snapshotBytes(index: number): number {
     return fileSize(join(this.dataDir(index), 'snapshot.bin'));
   }
 
-  child(index: number): ChildHandle | null {
-    return this.replica(index).child;
-  }
-
-  children(): (ChildHandle | null)[] {
-    return this.replicas.map((replica) => replica.child);
-  }
-
-  private replica(index: number): VrmetaReplica {
-    const replica = this.replicas[index];
-    if (replica === undefined) throw new Error(`no replica ${index}`);
-    return replica;
-  }
-
   /** Starts replica `index` on its data directory as it is (with --rejoin after a wipe). */
   spawn(index: number, flags: { rejoin?: boolean; logLevel?: string; keep?: (line: string) => boolean } = {}): ChildHandle {
-    const replica = this.replica(index);
+    const replica = this.node(index);
     if (replica.child !== null && replica.child.exit === null) throw new Error(`replica ${index} is already running`);
     const o = this.options;
     const args = [
@@ -566,9 +596,9 @@ export class VrmetaCluster {
       o.cliPath,
       'start',
       '--replica-id', String(index),
-      '--replicas', this.replicas.map((r) => `${HOST}:${r.replicaPort}`).join(','),
+      '--replicas', this.nodes.map((r) => `${HOST}:${r.replicaPort}`).join(','),
       '--http', `${HOST}:${replica.httpPort}`,
-      '--http-peers', this.replicas.map((r) => `${HOST}:${r.httpPort}`).join(','),
+      '--http-peers', this.nodes.map((r) => `${HOST}:${r.httpPort}`).join(','),
       '--data-dir', replica.dataDir,
       '--cluster-name', 'vrmeta-bench',
       '--journal-slots', String(o.journalSlots),
@@ -587,18 +617,6 @@ export class VrmetaCluster {
       ...(flags.keep === undefined ? {} : { keep: flags.keep }),
     });
     return replica.child;
-  }
-
-  async stop(index: number, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
-    const child = this.replica(index).child;
-    if (child !== null) await stopChild(child, signal);
-  }
-
-  /** Removes the data directory of a stopped replica (it must come back with --rejoin). */
-  wipe(index: number): void {
-    const child = this.replica(index).child;
-    if (child !== null && child.exit === null) throw new Error(`wipe(${index}) needs the replica stopped first`);
-    rmSync(this.replica(index).dataDir, { recursive: true, force: true });
   }
 
   /** GET /readyz: 200, or 503 with the reason (no credentials needed). */
@@ -624,7 +642,7 @@ export class VrmetaCluster {
 
   private async adminToken(): Promise<string> {
     if (this.token === null) {
-      for (const replica of this.replicas) {
+      for (const replica of this.nodes) {
         if (replica.child === null || replica.child.exit !== null) continue;
         this.token = await this.login(replica.index);
         break;
@@ -646,7 +664,7 @@ export class VrmetaCluster {
     return waitFor(
       'agreement on a vrmeta primary',
       async () => {
-        const running = this.replicas.filter((replica) => replica.child !== null && replica.child.exit === null);
+        const running = this.nodes.filter((replica) => replica.child !== null && replica.child.exit === null);
         const statuses = await Promise.all(running.map((replica) => this.status(replica.index)));
         const first = statuses[0];
         if (first === undefined || first.status !== 'normal') return null;
@@ -657,12 +675,9 @@ export class VrmetaCluster {
     );
   }
 
-  /** Kills every replica (SIGTERM first when they run with extra node flags) and removes the data root. */
-  async stopAll(): Promise<void> {
-    const signal = this.options.nodeArgs.length > 0 ? 'SIGTERM' : 'SIGKILL';
-    await Promise.all(this.replicas.map((replica) => (replica.child === null ? Promise.resolve() : stopChild(replica.child, signal))));
-    this.agent.destroy();
-    removeTempRoot(this.root);
+  /** Stops every replica (SIGTERM when they run with extra node flags, so those can write their output) and removes the data root. */
+  override async stopAll(): Promise<void> {
+    await super.stopAll(this.options.nodeArgs.length > 0 ? 'SIGTERM' : 'SIGKILL');
   }
 }
 
@@ -683,6 +698,41 @@ export interface EtcdAvailability {
   readonly reason: string | null;
   /** This run installed it. */
   readonly installed: boolean;
+}
+
+/** What both etcd comparisons take besides their own knobs. */
+export interface EtcdBenchOptions {
+  readonly smoke: boolean;
+  readonly kernels: readonly ('wasm' | 'ts')[];
+  /** Run etcd (default: in full mode only). */
+  readonly etcd?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+/** How a bench report says which etcd it compared against, or why none. */
+export interface EtcdReport {
+  readonly ran: boolean;
+  readonly binary: string | null;
+  readonly version: string | null;
+  readonly skipped: string | null;
+}
+
+/**
+ * The etcd a bench compares against: none unless requested (the default in full mode, never in
+ * smoke mode), else `ensureEtcd`, which installs it in full mode.
+ */
+export function benchEtcd(options: EtcdBenchOptions, log: (line: string) => void): EtcdAvailability {
+  if (!(options.etcd ?? !options.smoke)) {
+    return { binary: null, version: null, reason: options.smoke ? 'etcd not requested (smoke mode)' : 'etcd not requested', installed: false };
+  }
+  const availability = ensureEtcd(!options.smoke, log);
+  if (availability.binary === null) log(`[bench] etcd skipped: ${availability.reason ?? 'unknown'}; running vrmeta alone`);
+  return availability;
+}
+
+export function etcdReport(availability: EtcdAvailability): EtcdReport {
+  const ran = availability.binary !== null;
+  return { ran, binary: availability.binary, version: availability.version, skipped: ran ? null : availability.reason };
 }
 
 /**
@@ -741,17 +791,13 @@ export interface EtcdStatus {
  * An etcd cluster of `etcd` children on 127.0.0.1: a client URL and a peer URL per member on
  * reserved ports, and no other listener. etcd fsyncs its WAL before acknowledging (its default).
  */
-export class EtcdCluster {
-  readonly root: string;
+export class EtcdCluster extends LocalCluster<EtcdMember> {
   readonly binary: string;
-  private readonly members: EtcdMember[];
-  private readonly agent = keepAliveAgent(8);
   private readonly clusterToken = `vrmeta-bench-${process.pid}`;
 
   private constructor(root: string, binary: string, members: EtcdMember[]) {
-    this.root = root;
+    super(root, members, 'etcd member');
     this.binary = binary;
-    this.members = members;
   }
 
   static async start(binary: string, memberCount = 3, timeoutMs = 60_000): Promise<EtcdCluster> {
@@ -777,42 +823,24 @@ export class EtcdCluster {
   }
 
   get memberCount(): number {
-    return this.members.length;
+    return this.nodes.length;
   }
 
   url(index: number): string {
-    return `http://${HOST}:${this.member(index).clientPort}`;
+    return `http://${HOST}:${this.node(index).clientPort}`;
   }
 
   peerUrl(index: number): string {
-    return `http://${HOST}:${this.member(index).peerPort}`;
-  }
-
-  dataDir(index: number): string {
-    return this.member(index).dataDir;
-  }
-
-  child(index: number): ChildHandle | null {
-    return this.member(index).child;
-  }
-
-  children(): (ChildHandle | null)[] {
-    return this.members.map((member) => member.child);
-  }
-
-  private member(index: number): EtcdMember {
-    const member = this.members[index];
-    if (member === undefined) throw new Error(`no etcd member ${index}`);
-    return member;
+    return `http://${HOST}:${this.node(index).peerPort}`;
   }
 
   /** The `--initial-cluster` value naming every member. */
   initialCluster(): string {
-    return this.members.map((member) => `${member.name}=${this.peerUrl(member.index)}`).join(',');
+    return this.nodes.map((member) => `${member.name}=${this.peerUrl(member.index)}`).join(',');
   }
 
   spawn(index: number, state: 'new' | 'existing', initialCluster: string, logLevel = 'warn', keep?: (line: string) => boolean): ChildHandle {
-    const member = this.member(index);
+    const member = this.node(index);
     if (member.child !== null && member.child.exit === null) throw new Error(`etcd member ${index} is already running`);
     const args = [
       '--name', member.name,
@@ -833,17 +861,6 @@ export class EtcdCluster {
       ...(keep === undefined ? {} : { keep }),
     });
     return member.child;
-  }
-
-  async stop(index: number, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
-    const child = this.member(index).child;
-    if (child !== null) await stopChild(child, signal);
-  }
-
-  wipe(index: number): void {
-    const child = this.member(index).child;
-    if (child !== null && child.exit === null) throw new Error(`wipe(${index}) needs the member stopped first`);
-    rmSync(this.member(index).dataDir, { recursive: true, force: true });
   }
 
   async healthy(index: number): Promise<boolean> {
@@ -882,7 +899,7 @@ export class EtcdCluster {
     return waitFor(
       'an etcd leader',
       async () => {
-        for (const member of this.members) {
+        for (const member of this.nodes) {
           if (member.child === null || member.child.exit !== null) continue;
           const status = await this.status(member.index);
           if (status.leader !== '0' && status.leader === status.memberId) return member.index;
@@ -919,14 +936,8 @@ export class EtcdCluster {
   }
 
   private aliveOther(index: number): number {
-    const other = this.members.find((member) => member.index !== index && member.child !== null && member.child.exit === null);
+    const other = this.nodes.find((member) => member.index !== index && member.child !== null && member.child.exit === null);
     if (other === undefined) throw new Error('no other live etcd member');
     return other.index;
-  }
-
-  async stopAll(): Promise<void> {
-    await Promise.all(this.members.map((member) => (member.child === null ? Promise.resolve() : stopChild(member.child, 'SIGKILL'))));
-    this.agent.destroy();
-    removeTempRoot(this.root);
   }
 }

@@ -29,14 +29,16 @@
 import {
   EtcdCluster,
   VrmetaCluster,
-  ensureEtcd,
+  benchEtcd,
+  etcdReport,
   httpCall,
   keepAliveAgent,
   readMemory,
   waitFor,
   withTails,
   type ChildHandle,
-  type EtcdAvailability,
+  type EtcdBenchOptions,
+  type EtcdReport,
 } from './procs.js';
 import { formatMiB, formatNumber, machineLine } from './load.js';
 import { runSocketBaseline, type SocketBaselineRow } from './socket-baseline.js';
@@ -57,14 +59,9 @@ const CHECKPOINT_TIMEOUT_MS = 300_000;
 const ETCD_VALUE_BYTES = 1024;
 const ETCD_PUT_CONCURRENCY = 64;
 
-export interface TransferBenchOptions {
-  readonly smoke: boolean;
-  readonly kernels: readonly ('wasm' | 'ts')[];
+export interface TransferBenchOptions extends EtcdBenchOptions {
   /** Snapshot sizes in MiB (ascending order is used). */
   readonly sizesMiB?: readonly number[];
-  /** Run etcd (default: in full mode only). */
-  readonly etcd?: boolean;
-  readonly log?: (line: string) => void;
 }
 
 export interface VrmetaTransferRow {
@@ -148,7 +145,7 @@ export interface TransferBenchReport {
   readonly sizesMiB: number[];
   readonly journalSlots: number;
   readonly prepareQueueDepth: number;
-  readonly etcd: { readonly ran: boolean; readonly binary: string | null; readonly version: string | null; readonly skipped: string | null };
+  readonly etcd: EtcdReport;
   readonly transfers: VrmetaTransferRow[];
   readonly etcdTransfers: EtcdTransferRow[];
   readonly recoveries: RecoveryRow[];
@@ -445,6 +442,11 @@ async function vrmetaCatchUp(
   };
 }
 
+/** The WAL the transfer clusters run with: a smoke snapshot checkpoints every 48 ops. */
+function vrmetaShape(smoke: boolean): { journalSlots: number; prepareQueueDepth: number } {
+  return smoke ? { journalSlots: 64, prepareQueueDepth: 8 } : { journalSlots: 1024, prepareQueueDepth: 32 };
+}
+
 async function runVrmeta(
   kernels: 'wasm' | 'ts',
   sizesMiB: readonly number[],
@@ -452,8 +454,7 @@ async function runVrmeta(
   log: (line: string) => void,
   out: { transfers: VrmetaTransferRow[]; recoveries: RecoveryRow[]; builds: BuildRow[]; snapshotBytes: Map<number, number> },
 ): Promise<void> {
-  const journalSlots = smoke ? 64 : 1024;
-  const prepareQueueDepth = smoke ? 8 : 32;
+  const { journalSlots, prepareQueueDepth } = vrmetaShape(smoke);
   log(`[bench] vrmeta (--kernels ${kernels}): starting 3 replicas (journal ${journalSlots} slots)`);
   const cluster = await VrmetaCluster.start({ kernels, journalSlots, prepareQueueDepth });
   let volume: VrmetaVolume | null = null;
@@ -659,25 +660,15 @@ export async function runTransferBench(options: TransferBenchOptions): Promise<T
   const socketBaseline = await runSocketBaseline(sizesMiB);
   for (const row of socketBaseline) log(`[bench] node:net baseline ${row.sizeMiB} MiB: ${row.mbps.toFixed(1)} MB/s, receiver RSS +${formatMiB(row.rssGrowthBytes)}`);
 
-  const wantEtcd = options.etcd ?? !options.smoke;
-  let availability: EtcdAvailability = { binary: null, version: null, reason: options.smoke ? 'etcd not requested (smoke mode)' : 'etcd not requested', installed: false };
-  if (wantEtcd) {
-    availability = ensureEtcd(!options.smoke, log);
-    if (availability.binary === null) log(`[bench] etcd skipped: ${availability.reason ?? 'unknown'}`);
-  }
-  let etcdRan = false;
-  if (wantEtcd && availability.binary !== null) {
-    await runEtcd(availability.binary, sizesMiB, out.snapshotBytes, log, out);
-    etcdRan = true;
-  }
+  const availability = benchEtcd(options, log);
+  if (availability.binary !== null) await runEtcd(availability.binary, sizesMiB, out.snapshotBytes, log, out);
   return {
     bench: 'transfer',
     machine: machineLine(),
     smoke: options.smoke,
     sizesMiB,
-    journalSlots: options.smoke ? 64 : 1024,
-    prepareQueueDepth: options.smoke ? 8 : 32,
-    etcd: { ran: etcdRan, binary: availability.binary, version: availability.version, skipped: etcdRan ? null : availability.reason },
+    ...vrmetaShape(options.smoke),
+    etcd: etcdReport(availability),
     transfers: out.transfers,
     etcdTransfers: out.etcdTransfers,
     recoveries: out.recoveries,

@@ -146,16 +146,36 @@ function sizeList(value: string): number[] {
   return sizes;
 }
 
-bench
-  .command('cluster')
-  .description('write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1')
-  .option('--json', 'print the report as JSON')
-  .option('--smoke', 'tiny run without etcd (keeps the bench running in the test suite; numbers meaningless)')
-  .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
+/** The flags both etcd comparisons take: --json, --smoke, --kernels. */
+function etcdBench(name: string, description: string, smoke: string): Command {
+  return bench
+    .command(name)
+    .description(description)
+    .option('--json', 'print the report as JSON')
+    .option('--smoke', `${smoke} without etcd (keeps the bench running in the test suite; numbers meaningless)`)
+    .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'));
+}
+
+/** Progress to stderr; the report, a table or JSON, to stdout. */
+const benchLog = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+function printReport<R>(report: R, json: boolean | undefined, format: (report: R) => string): void {
+  process.stdout.write(json === true ? `${JSON.stringify(report, null, 2)}\n` : `${format(report)}\n`);
+}
+
+interface EtcdBenchFlags {
+  readonly json?: boolean;
+  readonly smoke?: boolean;
+  readonly kernels: ('wasm' | 'ts')[];
+}
+
+etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1', 'tiny run')
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
   .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64)', clientsList)
   .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
-  .action(async (options: { json?: boolean; smoke?: boolean; kernels: ('wasm' | 'ts')[]; duration?: number; clients?: number[]; journalSlots?: number }) => {
+  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runClusterBench({
@@ -164,28 +184,23 @@ bench
       ...(options.duration === undefined ? {} : { durationS: options.duration }),
       ...(options.clients === undefined ? {} : { levels: options.clients }),
       ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
-      log: (line) => process.stderr.write(`${line}\n`),
+      log: benchLog,
     });
-    process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatClusterReport(report)}\n`);
+    printReport(report, options.json, formatClusterReport);
   });
 
-bench
-  .command('transfer')
-  .description('state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery')
-  .option('--json', 'print the report as JSON')
-  .option('--smoke', 'tiny snapshot without etcd (keeps the bench running in the test suite; numbers meaningless)')
+etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
   .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
-  .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'))
-  .action(async (options: { json?: boolean; smoke?: boolean; sizes?: number[]; kernels: ('wasm' | 'ts')[] }) => {
+  .action(async (options: EtcdBenchFlags & { sizes?: number[] }) => {
     const { formatTransferReport, runTransferBench } = await import('../../bench/transfer.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runTransferBench({
       smoke: options.smoke === true,
       kernels: options.kernels,
       ...(options.sizes === undefined ? {} : { sizesMiB: options.sizes }),
-      log: (line) => process.stderr.write(`${line}\n`),
+      log: benchLog,
     });
-    process.stdout.write(options.json === true ? `${JSON.stringify(report, null, 2)}\n` : `${formatTransferReport(report)}\n`);
+    printReport(report, options.json, formatTransferReport);
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
