@@ -51,6 +51,8 @@ export const FrameRejection = {
   targetFlagsConflict: 'target_flags_conflict',
   manifestSizeInvalid: 'manifest_size_invalid',
   commitOpAboveCommitMax: 'commit_op_above_commit_max',
+  /** A checkpoint op without an id, or an id without an op (op 0 is the genesis, id 0). */
+  checkpointInvalid: 'checkpoint_invalid',
   chunkLenZero: 'chunk_len_zero',
   chunkLenAboveMax: 'chunk_len_above_max',
   chunkEmpty: 'chunk_empty',

@@ -414,10 +414,12 @@ const LAYOUTS: readonly CommandLayout[] = [
       unavailableTransient: [161, 'u8'],
       commitMax: [168, 'u64'],
       checkpointAnchor: [176, 'u128'],
+      checkpointOp: [192, 'u64'],
+      checkpointId: [200, 'u64_big'],
     },
     zero: [
       [162, 168],
-      [192, 256],
+      [208, 256],
     ],
     control: true,
     bodySizeMax: MANIFEST_SIZE_MAX,

@@ -308,6 +308,14 @@ export interface StateTransferTargetHeader extends HeaderCommon {
    * verifies the next op against); 0 when the server does not know it. (vrmeta extension.)
    */
   readonly checkpointAnchor: bigint;
+  /**
+   * The server's durable checkpoint (op, id), 0/0 for none. A refusal (`available` 0) that names
+   * one vouches for that id without serving it: a replica whose snapshot file is damaged still
+   * knows the id from its superblock, so a receiver can install the same checkpoint from another
+   * server on the strength of both. An offer's must equal its manifest's. (vrmeta extension.)
+   */
+  readonly checkpointOp: number;
+  readonly checkpointId: bigint;
 }
 
 export interface RequestStateChunkHeader extends HeaderCommon {

@@ -197,6 +197,7 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       }
       // commit_op is the server's commit_min, never above its commit_max.
       if (header.commitOp > header.commitMax) return FrameRejection.commitOpAboveCommitMax;
+      if ((header.checkpointOp === 0) !== (header.checkpointId === 0n)) return FrameRejection.checkpointInvalid;
       return null;
 
     case Command.requestStateChunk:

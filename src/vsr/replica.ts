@@ -150,6 +150,10 @@ export interface ReplicaCounters {
   offersRefused: number;
   /** Offer sources built (once per checkpoint: read, verified and chunk-checksummed). */
   offerSourcesBuilt: number;
+  /** Our snapshot file failed verification when an offer was built (it is repaired from a peer). */
+  snapshotsDamaged: number;
+  /** Damaged snapshot files rewritten from a peer's copy of the same checkpoint. */
+  snapshotRepairs: number;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -204,6 +208,8 @@ export class Replica {
     offersServed: 0,
     offersRefused: 0,
     offerSourcesBuilt: 0,
+    snapshotsDamaged: 0,
+    snapshotRepairs: 0,
   };
 
   status: Status = 'normal';
@@ -219,6 +225,21 @@ export class Replica {
 
   commitMin = 0;
   commitMax = 0;
+  /**
+   * The commit walk's bound: the highest op known committed whose journal entry is known to be
+   * the committed prepare. Invariants: commitMin <= commitCanonical <= commitMax.
+   *
+   * `commitMax` is cluster knowledge from any source (a peer's StateTransferTarget, a DoViewChange
+   * of a later view): it is what this replica reports and what a merge must never nack. The
+   * journal, though, is canonical only for `logView`: above what that log view committed it may
+   * hold a prepare a later view replaced, which chains onto the same committed parent. So the
+   * walk applies journal entries only up to a commit number learned from a source whose log the
+   * journal agrees with: the primary of our log view (prepares, commits, acks), a StartView the
+   * journal was reconciled against, a merged view change, a committed repair (a peer's applied
+   * prepare chained onto our applied history), a transferred checkpoint, or the WAL's own
+   * stamped commits at boot.
+   */
+  private commitCanonical = 0;
   /** Identity of the prepare at commitMin (the chain anchor for commitMin + 1); null if unknown. */
   private commitMinChecksum: bigint | null = 0n;
   /** Highest prepare timestamp seen: the primary stamps max(now, this + 1). */
@@ -259,8 +280,12 @@ export class Replica {
    * change until it holds the cluster's log again (TigerBeetle's reason to never re-format).
    */
   nackUnknown = false;
-  /** Catching up clears `nackUnknown` once commitMin reaches this op in a normal log view. */
-  private catchUpTarget = 0;
+  /**
+   * The head of the newest StartView adopted since this boot (or of the view this replica started
+   * as primary); -1 until one is. A replica that lost its disk may have acknowledged prepares only
+   * up to it (see `maybeCaughtUp`).
+   */
+  private catchUpTarget = -1;
   private readonly peerCommitsReported: (number | null)[];
   /**
    * Canonical headers of our log view whose bodies we lacked when we adopted it (parked by a
@@ -296,6 +321,17 @@ export class Replica {
   private readonly offers = new Map<number, Offer>();
   private offerSource: OfferSource | null = null;
   private offerLoading = false;
+  /**
+   * Our snapshot file for this checkpoint op failed to load: requests get a vouch for the id
+   * instead of a re-read each time, and `snapshotRepair` fetches the bytes back from a peer.
+   */
+  private offerSourceDamaged: { op: number; cause: string } | null = null;
+  /**
+   * Serving side: re-fetches our own damaged snapshot file (same checkpoint op and id, which the
+   * superblock still holds) from a peer, by the transfer protocol, without touching our state.
+   * Unlike `stateTransfer` it gates nothing: a primary with a rotten file keeps leading.
+   */
+  readonly snapshotRepair = new TransferStageMachine();
   /** Requesters waiting for the offer source to load (bounded by the replica count). */
   private readonly offerWaiting = new Map<number, bigint>();
   private ticks = 0;
@@ -352,6 +388,7 @@ export class Replica {
       this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
       this.commitMin = this.checkpointOp;
       this.commitMax = this.checkpointOp;
+      this.commitCanonical = this.checkpointOp;
       this.commitMinChecksum = this.checkpointOp === 0 ? 0n : null;
       this.checkpointAnchor = this.commitMinChecksum;
       const state = boot.vsrState;
@@ -385,10 +422,13 @@ export class Replica {
       this.journal.put({ op: header.op, header, checksum: header.checksum, frame, durable: true });
       this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     }
-    // A solo replica's journal is its quorum: everything durable in it committed.
+    // A solo replica's journal is its quorum: everything durable in it committed. Otherwise the
+    // WAL proves its own stamped commits: a prepare's stamped commit covers ops committed in or
+    // before its view, which every later log view's log (ours) holds unchanged. The superblock's
+    // commit_max is knowledge only: it may come from a view whose log ours does not follow.
     const solo = this.config.replicaCount === 1;
-    this.commitMax = Math.max(this.commitMax, solo ? this.op : Math.min(boot.provableCommit, this.op));
-    if (boot.vsrState !== null) this.commitMax = Math.max(this.commitMax, boot.vsrState.commitMax);
+    this.advanceCommitCanonical(solo ? this.op : Math.min(boot.provableCommit, this.op));
+    if (boot.vsrState !== null) this.advanceCommitMax(boot.vsrState.commitMax);
     // Replay what is provably committed, without sending replies (nobody is waiting).
     this.commitJournal();
   }
@@ -478,6 +518,7 @@ export class Replica {
     for (const timeout of this.timeouts()) timeout.tick();
     this.tickOffers();
     this.tickStateTransfer();
+    this.tickSnapshotRepair();
     if (this.superblockRetryTicks > 0 && --this.superblockRetryTicks === 0) this.persistView();
     if (this.timeoutPrepare.fired()) this.onTimeoutPrepare();
     if (this.timeoutCommitMessage.fired()) this.onTimeoutCommitMessage();
@@ -925,7 +966,8 @@ export class Replica {
     // A transferring replica ignores live prepares: its journal is about to be replaced.
     if (this.stateTransfer.transferring) return;
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
-    this.advanceCommitMax(header.commit);
+    // Our log view is the primary's view: its commit number speaks of our journal.
+    this.advanceCommitCanonical(header.commit);
     this.ingestFromPrimary(header, frame);
     this.commitJournal();
     this.repairIfBehind();
@@ -1023,7 +1065,7 @@ export class Replica {
     // A backup's commit_max is true knowledge: ops up to it committed in some view, so a new
     // primary that merged a lower commit number learns it here instead of waiting for acks.
     if (header.commit > this.commitMax && header.commit <= this.op) {
-      this.advanceCommitMax(header.commit);
+      this.advanceCommitCanonical(header.commit);
       this.commitJournal();
     }
     this.acknowledge(header.op, header.prepareChecksum, header.replica);
@@ -1041,7 +1083,7 @@ export class Replica {
       committed = candidate.op;
     }
     if (committed > this.commitMax) {
-      this.advanceCommitMax(committed);
+      this.advanceCommitCanonical(committed);
       this.commitJournal();
     }
   }
@@ -1056,8 +1098,15 @@ export class Replica {
     }
   }
 
+  /** Cluster knowledge: ops up to `commit` committed in some view (see `commitCanonical`). */
   private advanceCommitMax(commit: number): void {
     if (commit > this.commitMax) this.commitMax = commit;
+  }
+
+  /** Ops up to `commit` committed, and our journal holds them as committed (see `commitCanonical`). */
+  private advanceCommitCanonical(commit: number): void {
+    this.advanceCommitMax(commit);
+    if (commit > this.commitCanonical) this.commitCanonical = commit;
   }
 
   /**
@@ -1069,7 +1118,7 @@ export class Replica {
     // Every commit walk (Commit, StartView, DoViewChange, repair) is suppressed while transferring:
     // commit_min must not move under an install that is about to jump it (seed review, defect 5).
     if (this.stateTransfer.transferring) return;
-    while (this.commitMin < this.commitMax) {
+    while (this.commitMin < this.commitCanonical) {
       const op = this.commitMin + 1;
       const entry = this.journal.prepare(op);
       if (entry === undefined) break;
@@ -1102,11 +1151,20 @@ export class Replica {
    * its nacks are truthful again.
    */
   private maybeCaughtUp(): void {
-    if (!this.nackUnknown || this.status !== 'normal' || this.logView !== this.view) return;
-    if (this.stateTransfer.transferring) return;
-    for (let op = this.commitMin + 1; op <= this.catchUpTarget; op++) {
-      if (this.journal.get(op)?.durable !== true) return;
+    if (!this.nackUnknown || this.catchUpTarget < 0) return;
+    if (this.commitMin < this.catchUpTarget) {
+      // Not applied that far: holding every op up to the head durably in the adopted log view
+      // proves the same (the ops are canonical for the view and so not nackable).
+      if (this.status !== 'normal' || this.logView !== this.view || this.stateTransfer.transferring) return;
+      for (let op = this.commitMin + 1; op <= this.catchUpTarget; op++) {
+        if (this.journal.get(op)?.durable !== true) return;
+      }
     }
+    // Applied up to the head (by a transfer and repair, also while following a view whose log did
+    // not fit the journal, and in any status): every op at or below it is committed and in our
+    // state, so our DoViewChange claims it as committed and nacks only ops above it, which our
+    // lost disk never held. Counting from here is what lets the survivors of a primary crash elect
+    // a new one while this replica rejoins (audit defect D).
     this.nackUnknown = false;
     this.env.logger.log('info', 'caught up with the cluster after an empty data directory', {
       commit_min: this.commitMin,
@@ -1213,7 +1271,9 @@ export class Replica {
     this.submit({ kind: 'snapshot_write', op: header.op, payload }, (result) => {
       if (!result.ok) this.fatal('snapshot_write', result);
       const done = this.checkpointInProgress;
-      assert(done !== null && done.op === header.op, 'one checkpoint at a time');
+      // Requests complete in order and no checkpoint starts while transferring, so an install can
+      // supersede this checkpoint only after this write completed.
+      assert(done !== null && done.op === header.op, 'one checkpoint at a time, superseded only once written');
       this.checkpointOp = done.op;
       this.checkpointChecksum = done.checksum;
       this.checkpointAnchor = done.anchor;
@@ -1301,7 +1361,8 @@ export class Replica {
     this.heartbeatLast = header.timestampMonotonic;
     this.timeoutNormalHeartbeat.reset();
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
-    this.advanceCommitMax(header.commit);
+    if (this.journalCanonicalForView()) this.advanceCommitCanonical(header.commit);
+    else this.advanceCommitMax(header.commit);
     this.commitJournal();
     this.repairIfBehind();
   }
@@ -1546,7 +1607,8 @@ export class Replica {
       this.logView = outcome.logView;
       this.persistView();
     }
-    this.advanceCommitMax(outcome.commitMax);
+    // The journal now agrees with the merged log: its commit number speaks of our journal.
+    this.advanceCommitCanonical(outcome.commitMax);
     this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
     this.commitJournal();
     this.tryStartPendingView();
@@ -1610,7 +1672,7 @@ export class Replica {
     this.viewHeaders.clear(); // the new primary holds every body of its log durably
     this.pristine = false;
     this.catchUpTarget = Math.max(this.catchUpTarget, pending.head);
-    this.advanceCommitMax(pending.commitMax);
+    this.advanceCommitCanonical(pending.commitMax);
     this.repair = null;
     for (const timeout of this.timeouts()) timeout.stop();
     // Re-replicate the uncommitted suffix in the new view.
@@ -1671,21 +1733,12 @@ export class Replica {
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, 0n, 0n);
     if (suffix === null) return;
     if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;
-    if (this.stateTransfer.transferring) {
-      // Still adopt the view (and answer probes), but not its log: the install replaces it.
-      if (header.view > this.view || this.status !== 'normal') {
-        this.view = header.view;
-        this.status = 'normal';
-        this.pipeline = [];
-        this.requestQueue = [];
-        this.pendingView = null;
-        for (const timeout of this.timeouts()) timeout.stop();
-        this.timeoutNormalHeartbeat.start();
-        this.persistView();
-      }
-      this.advanceCommitMax(header.commit);
-      return;
-    }
+    // A transferring replica adopts a StartView exactly as any other: the install replaces only
+    // what lies at or below its checkpoint, so the journal above it must follow the view's log
+    // (reconciled, its canonical headers parked), and the heartbeat watermark must restart with
+    // the new primary (audit defect C: the old primary's counter made every heartbeat of the new
+    // one look stale, and the replica deposed a healthy primary). Its commit walk, PrepareOks and
+    // repair stay suppressed by `transferring` alone.
     const canonical = new Map<number, PrepareHeader>();
     for (const slot of suffix) if (slot.header !== null) canonical.set(slot.op, slot.header);
     // Journal entries are canonical for our log view, also after a restart: a StartView's
@@ -1695,6 +1748,8 @@ export class Replica {
     this.reconcileJournal(canonical, header.op, sameLogView);
     this.reconciledView = header.view;
     this.reconciledCommit = Math.min(header.commit, header.op);
+    // The journal agrees with this StartView's log now: its commit number speaks of our journal.
+    this.advanceCommitCanonical(this.reconciledCommit);
     if (this.pristine) {
       this.pristine = false;
       if (header.op > 0 && !this.nackUnknown) {
@@ -1722,7 +1777,6 @@ export class Replica {
       this.noteViewHeaders(logViewChanged);
     }
     this.status = 'normal';
-    this.advanceCommitMax(header.commit);
     this.pipeline = [];
     this.requestQueue = [];
     this.pendingView = null;
@@ -1919,7 +1973,10 @@ export class Replica {
   }
 
   private onRequestPrepares(header: RequestPreparesHeader): void {
-    if (this.status === 'recovering' || this.stateTransfer.transferring) return;
+    // A transferring replica still serves its journal: it may be the only holder of a prepare
+    // its DoViewChange reported present, and a primary-elect that cannot fetch that body never
+    // starts its view (audit defect A). Requesters verify every body they receive.
+    if (this.status === 'recovering') return;
     const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
       this.env.bus.sendToReplica(
         header.replica,
@@ -1989,7 +2046,8 @@ export class Replica {
       if (this.journal.prepare(op) === undefined) this.journalAppend(received.header, received.frame);
       session.progressed = true;
       this.counters.preparesRepaired += 1;
-      this.advanceCommitMax(op);
+      // A peer's applied prepare, chained onto our applied history: committed, and now ours.
+      this.advanceCommitCanonical(op);
       const before = this.commitMin;
       this.commitJournal();
       if (this.commitMin === before) return; // blocked (a checkpoint in progress)
@@ -2088,8 +2146,23 @@ export class Replica {
       this.createOffer(requester, header.nonce, this.offerSource);
       return;
     }
+    if (this.offerSourceDamaged?.op === this.checkpointOp) {
+      // We cannot serve the bytes, but the id is ours (computed when we took the checkpoint and
+      // paired in the superblock): vouch for it so another server's copy can be accepted.
+      this.refuseTarget(requester, header.nonce, true, true);
+      this.startSnapshotRepair();
+      return;
+    }
     this.offerWaiting.set(requester, header.nonce);
     this.loadOfferSource();
+  }
+
+  /** Our snapshot file does not verify: vouch for its id from now on and fetch it back. */
+  private offerSourceFailed(op: number, cause: string, waiting: readonly (readonly [number, bigint])[]): void {
+    this.counters.snapshotsDamaged += 1;
+    this.offerSourceDamaged = { op, cause };
+    for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true, true);
+    this.startSnapshotRepair();
   }
 
   private loadOfferSource(): void {
@@ -2102,11 +2175,9 @@ export class Replica {
       const waiting = [...this.offerWaiting];
       this.offerWaiting.clear();
       if (!result.ok || result.payload === undefined) {
-        this.env.logger.log('error', 'state transfer offer refused: snapshot unreadable', {
-          checkpoint_op: op,
-          cause: result.ok ? 'no payload' : result.error,
-        });
-        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
+        const cause = result.ok ? 'no payload' : result.error;
+        this.env.logger.log('error', 'state transfer offer refused: snapshot unreadable', { checkpoint_op: op, cause });
+        this.offerSourceFailed(op, cause, waiting);
         return;
       }
       const payload = result.payload;
@@ -2121,7 +2192,7 @@ export class Replica {
           expected: checksum.toString(16),
           actual: actual.toString(16),
         });
-        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true);
+        this.offerSourceFailed(op, `payload hashes to ${actual.toString(16)}`, waiting);
         return;
       }
       const manifest: Manifest = {
@@ -2168,14 +2239,18 @@ export class Replica {
           unavailableTransient: 0,
           commitMax: Math.max(offer.commitMax, offer.commitOp),
           checkpointAnchor: offer.source.anchor,
+          checkpointOp: offer.source.op,
+          checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
         },
         offer.source.manifestBytes,
       ),
     );
   }
 
-  private refuseTarget(requester: number, nonce: bigint, transient: boolean): void {
+  /** A refusal; `vouch` names our durable checkpoint id (we hold it but cannot serve its bytes). */
+  private refuseTarget(requester: number, nonce: bigint, transient: boolean, vouch = false): void {
     this.counters.offersRefused += 1;
+    const vouched = vouch && this.checkpointOp > 0;
     this.env.bus.sendToReplica(
       requester,
       buildFrame(this.env.kernels, {
@@ -2191,6 +2266,8 @@ export class Replica {
         unavailableTransient: transient ? 1 : 0,
         commitMax: this.commitMax,
         checkpointAnchor: 0n,
+        checkpointOp: vouched ? this.checkpointOp : 0,
+        checkpointId: vouched ? this.checkpointChecksum : 0n,
       }),
     );
   }
@@ -2238,6 +2315,8 @@ export class Replica {
       if (offer.idleTicks >= limit) this.offers.delete(requester);
     }
     if (this.offers.size === 0 && !this.offerLoading && this.offerWaiting.size === 0) this.offerSource = null;
+    // A newer checkpoint rewrote the file: the damage, and any repair of it, is moot.
+    if (this.offerSourceDamaged !== null && this.offerSourceDamaged.op !== this.checkpointOp) this.offerSourceDamaged = null;
   }
 
   // ---------------------------------------------------------------- state transfer: receiving
@@ -2253,6 +2332,8 @@ export class Replica {
 
   /** Our gap lies below every peer's retained WAL: pull a checkpoint instead. */
   private armStateTransfer(): void {
+    // One transfer file: a snapshot repair in progress yields (the install rewrites the file too).
+    if (this.snapshotRepair.transferring) this.endSnapshotRepair('a state transfer needs the transfer file');
     const session = this.stateTransfer.arm(this.env.prng.u128(), this.ticks);
     this.counters.stateTransfersStarted += 1;
     this.env.logger.log('info', 'state transfer started', { commit_min: this.commitMin, commit_max: this.commitMax });
@@ -2274,10 +2355,18 @@ export class Replica {
   }
 
   private onStateTransferTarget(header: StateTransferTargetHeader, body: Uint8Array): void {
-    const session = this.stateTransfer.session(header.nonce, 'awaiting_target');
+    const repair = this.snapshotRepair.session(header.nonce, 'awaiting_target');
+    const session = repair ?? this.stateTransfer.session(header.nonce, 'awaiting_target');
     if (session === null) return;
     this.advanceCommitMax(header.commitMax);
-    if (header.available === 0) return; // the stall retry re-asks; others may offer
+    if (header.available === 0) {
+      // The stall retry re-asks; others may offer. A refusal naming a checkpoint vouches for it.
+      if (header.checkpointOp > 0 && repair === null) {
+        session.vouchers.set(header.replica, { op: header.checkpointOp, checksum: header.checkpointId });
+        this.maybeAcceptTarget(session);
+      }
+      return;
+    }
     const decoded = decodeManifest(this.env.kernels, body);
     if (!decoded.ok) {
       this.env.logger.log('warn', 'state transfer: undecodable manifest', { peer: header.replica, reason: decoded.reason });
@@ -2285,6 +2374,14 @@ export class Replica {
     }
     const entry = decoded.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
     if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, decoded.manifest.chunkSize)) return;
+    if (entry.frontier !== header.checkpointOp || entry.checksum !== header.checkpointId) {
+      this.env.logger.log('warn', 'state transfer: offer header and manifest disagree on the checkpoint', { peer: header.replica });
+      return;
+    }
+    if (repair !== null) {
+      this.acceptSnapshotRepairTarget(repair, header.replica, entry.frontier, entry.checksum, decoded.manifest);
+      return;
+    }
     session.targets.set(header.replica, {
       op: entry.frontier,
       checksum: entry.checksum,
@@ -2303,13 +2400,19 @@ export class Replica {
    */
   private maybeAcceptTarget(session: TransferSession): void {
     const votes = new Map<string, number[]>();
+    const vouches = new Map<string, number>();
     for (const [replica, target] of session.targets) {
       const key = `${target.op}:${target.checksum}`;
       votes.set(key, [...(votes.get(key) ?? []), replica]);
     }
+    for (const [replica, vouch] of session.vouchers) {
+      if (session.targets.has(replica)) continue; // a later offer from the same replica counts once
+      const key = `${vouch.op}:${vouch.checksum}`;
+      vouches.set(key, (vouches.get(key) ?? 0) + 1);
+    }
     // Two different ids for one op: some replica's state diverged. Never pick between them.
     const idsByOp = new Map<number, Set<bigint>>();
-    for (const target of session.targets.values()) {
+    for (const target of [...session.targets.values(), ...session.vouchers.values()]) {
       idsByOp.set(target.op, (idsByOp.get(target.op) ?? new Set()).add(target.checksum));
     }
     let best: { op: number; checksum: bigint; servers: number[] } | null = null;
@@ -2318,8 +2421,10 @@ export class Replica {
     // order every op, so this does not widen the trust a replica places in its peers; without it,
     // a cluster whose only copy of a checkpoint sits on the primary could never catch up.
     const primaryFallback = session.stalls >= 2 ? this.primaryIndex() : -1;
-    for (const servers of votes.values()) {
-      if (servers.length < this.transferVouchQuorum() && !servers.includes(primaryFallback)) continue;
+    for (const [key, servers] of votes) {
+      // Servers vouch by serving; a replica that holds the id but cannot serve it vouches too.
+      const vouchers = servers.length + (vouches.get(key) ?? 0);
+      if (vouchers < this.transferVouchQuorum() && !servers.includes(primaryFallback)) continue;
       const target = session.targets.get(servers[0]!)!;
       if (idsByOp.get(target.op)!.size > 1) {
         this.reportDivergence('peers offer different checkpoint ids for the same op', target.op);
@@ -2401,7 +2506,8 @@ export class Replica {
 
   private onStateChunk(header: StateChunkHeader, body: Uint8Array): void {
     // Late chunks for a session that was dropped, or arriving in any other stage, are ignored.
-    const session = this.stateTransfer.session(header.nonce, 'fetching');
+    const repair = this.snapshotRepair.session(header.nonce, 'fetching');
+    const session = repair ?? this.stateTransfer.session(header.nonce, 'fetching');
     if (session === null) return;
     const accepted = session.accepted!;
     if (header.artifact !== artifactIndex(accepted.manifest, accepted.entry)) return;
@@ -2437,7 +2543,7 @@ export class Replica {
     }
     if (session.received === before) return;
     const total = accepted.entry.len;
-    if (Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
+    if (repair === null && Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
       this.env.logger.log('info', 'state transfer progress', {
         checkpoint_op: accepted.op,
         bytes_done: session.received,
@@ -2449,34 +2555,42 @@ export class Replica {
       this.requestChunks(session);
       return;
     }
-    this.installTransferred(session);
+    if (repair !== null) this.installSnapshotRepair(repair);
+    else this.installTransferred(session);
   }
 
-  /**
-   * Install order (load-bearing, §5.6): truncate the WAL above our applied frontier, persist the
-   * snapshot (verified against the manifest, then renamed into place), restore the state machine
-   * and the client table (at the configured capacity), jump the commit floor, raise commit_max,
-   * then write the superblock pairing.
-   */
-  /** Every journal entry above commit_min is canonical for the current view (see keepSuffix). */
+  /** Every journal entry above commit_min is canonical for the current view. */
   private journalCanonicalForView(): boolean {
     return this.status === 'normal' && (this.logView === this.view || this.reconciledView === this.view);
   }
 
+  /**
+   * Install order (load-bearing, §5.6): persist the snapshot (verified against the manifest and
+   * the checkpoint id, then renamed into place), drop the journal below the checkpoint, restore
+   * the state machine and the client table (at the configured capacity), jump the commit floor,
+   * then write the superblock that pairs the new snapshot.
+   *
+   * The journal above the checkpoint is kept, whatever the status: it is canonical for our log
+   * view, which the install does not change, and our DoViewChanges may already have reported
+   * those entries present. Dropping one could erase the last copy of an acknowledged prepare
+   * (audit defect A: the install truncated above the applied op during a view change; the next
+   * merge counted our nack and committed a different op in its place). Keeping them is safe:
+   * - view changes: the entries stay canonical for the log view we report, exactly as before the
+   *   install, so every DoViewChange we send stays true and no nack of ours is a lie;
+   * - commits: entries above the checkpoint are applied only up to `commitCanonical`, i.e. as far
+   *   as a source our journal agrees with proved them committed; a stale branch of an older view
+   *   (which may chain onto the same committed parent) is never applied on the strength of a
+   *   newer view's commit number, and is reconciled away by that view's StartView;
+   * - one exception: when the checkpoint's anchor is known and our entry at the checkpoint op is a
+   *   different prepare, our log view's log left the committed history at or below it. That op
+   *   committed in a later log view, whose replication quorum (log view >= that view) intersects
+   *   every knowledgeable view-change quorum, so entries of our log view above it can never win a
+   *   merge again: they are dropped, they could only ever mislead our own head.
+   */
   private installTransferred(session: TransferSession): void {
     const accepted = session.accepted!;
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
     this.stateTransfer.beginInstall();
-    // Journal entries above the checkpoint are canonical for our log view. When that is the
-    // current view, or we verified them against the current view's StartView (a replica that
-    // followed the view without its log), they are the cluster's log and may be the last copy of
-    // an acknowledged prepare: keep them. Otherwise entries up to the commit point of the last
-    // StartView we verified the journal against are committed, so canonical in every view, and
-    // may be the last copy of a committed op: keep those too. Only the rest may be stale branches
-    // of an older view: truncate them before the install, as §5.6 orders.
-    const keepThrough = (): number =>
-      this.journalCanonicalForView() ? Number.POSITIVE_INFINITY : Math.max(this.commitMin, this.reconciledCommit);
-    if (this.journal.head > keepThrough()) this.truncateFrom(keepThrough() + 1);
     const startedAtTick = session.startedAtTick;
     this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
@@ -2494,24 +2608,45 @@ export class Replica {
       const snapshot = result.snapshot;
       assert(snapshot.sequenceNumber === accepted.op, 'the installed snapshot is the accepted checkpoint');
       assert(accepted.op > this.commitMin, 'an install never rewinds');
-      const keep = Math.max(accepted.op, keepThrough());
-      if (this.journal.head > keep) this.truncateFrom(keep + 1);
-      this.journal.removeBelow(accepted.op);
-      this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
-        if (!drained.ok) this.fatal('wal_drain', drained);
-      });
-      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });
-      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);
-      this.commitMin = accepted.op;
-      // The chain anchor for the next op, from any voucher that knows it (else learned by repair).
+      // The chain anchor for the next op, from any voucher that knows it; else our own entry at
+      // the checkpoint op if our log view proved it committed; else learned by repair.
       let anchor: bigint | null = null;
       for (const server of accepted.servers) {
         const target = session.targets.get(server);
         if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
       }
+      const atCheckpoint = this.journal.get(accepted.op);
+      if (anchor === null && atCheckpoint !== undefined && accepted.op <= this.commitCanonical) anchor = atCheckpoint.checksum;
+      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {
+        this.env.logger.log('info', 'state transfer: the journal left the committed history at the checkpoint op; dropping it', {
+          checkpoint_op: accepted.op,
+          log_view: this.logView,
+        });
+        this.truncateFrom(accepted.op);
+      }
+      this.journal.removeBelow(accepted.op);
+      this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
+        if (!drained.ok) this.fatal('wal_drain', drained);
+      });
+      // A checkpoint of our own below this one may still wait for its superblock pairing (its
+      // write failing and retried): the install supersedes it. Left in place, the pairing would
+      // be written for the installed op, never for it, and the commit walk would stop at the next
+      // checkpoint op for good (audit defect B).
+      const superseded = this.checkpointInProgress;
+      if (superseded !== null) {
+        assert(superseded.op < accepted.op, 'a checkpoint in progress is below the installed one');
+        this.checkpointInProgress = null;
+        this.env.logger.log('info', 'state transfer supersedes the checkpoint in progress', {
+          checkpoint_op: superseded.op,
+          installed_op: accepted.op,
+        });
+      }
+      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });
+      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);
+      this.commitMin = accepted.op;
       this.commitMinChecksum = anchor;
       this.checkpointAnchor = anchor;
-      this.advanceCommitMax(accepted.op);
+      this.advanceCommitCanonical(accepted.op);
       this.checkpointOp = accepted.op;
       this.checkpointChecksum = accepted.checksum;
       this.checkpointIds.set(accepted.op, accepted.checksum);
@@ -2525,7 +2660,10 @@ export class Replica {
         bytes: accepted.entry.len,
         ticks: this.ticks - startedAtTick,
         peer: session.peer,
+        journal_head: this.journal.head,
       });
+      this.maybeCaughtUp();
+      this.commitJournal();
       this.repairIfBehind();
     });
   }
@@ -2562,6 +2700,83 @@ export class Replica {
     this.requestChunks(session, true);
   }
 
+  // ---------------------------------------------------------------- snapshot repair (serving side)
+
+  /** Fetch our damaged snapshot file back from a peer (see `snapshotRepair`). */
+  private startSnapshotRepair(): void {
+    const damaged = this.offerSourceDamaged;
+    if (damaged === null || damaged.op !== this.checkpointOp || this.config.replicaCount === 1) return;
+    if (this.snapshotRepair.transferring || this.stateTransfer.transferring) return;
+    const session = this.snapshotRepair.arm(this.env.prng.u128(), this.ticks);
+    this.env.logger.log('warn', 'snapshot repair started: our snapshot file does not verify', {
+      checkpoint_op: damaged.op,
+      cause: damaged.cause,
+    });
+    this.broadcastRequestStateTransfer(session);
+  }
+
+  /** Any peer serving exactly our checkpoint (op and id, which we know) will do: no vote needed. */
+  private acceptSnapshotRepairTarget(session: TransferSession, server: number, op: number, checksum: bigint, manifest: Manifest): void {
+    if (op !== this.checkpointOp || checksum !== this.checkpointChecksum) return; // another checkpoint
+    const entry = manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot)!;
+    this.snapshotRepair.accept({ op, checksum, manifest, entry, servers: [server] });
+    session.idleTicks = 0;
+    session.stalls = 0;
+    this.requestChunks(session);
+  }
+
+  /**
+   * Install the fetched copy as our snapshot file. Only while it is still our latest checkpoint
+   * and no checkpoint of ours is being written: requests execute in order, so a later checkpoint's
+   * snapshot write always lands after this rename, never under it.
+   */
+  private installSnapshotRepair(session: TransferSession): void {
+    const accepted = session.accepted!;
+    if (accepted.op !== this.checkpointOp || this.checkpointInProgress !== null) {
+      this.endSnapshotRepair('a newer checkpoint rewrites the file');
+      return;
+    }
+    this.snapshotRepair.beginInstall();
+    this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
+      if (this.snapshotRepair.session(session.nonce, 'installing') === null) return;
+      this.snapshotRepair.clear();
+      if (!result.ok) {
+        this.env.logger.log('warn', 'snapshot repair: install refused', { error: result.error });
+        return; // the next offer request retries
+      }
+      this.offerSourceDamaged = null;
+      this.offerSource = null;
+      this.counters.snapshotRepairs += 1;
+      this.env.logger.log('info', 'snapshot repaired from a peer', { checkpoint_op: accepted.op, peer: session.peer });
+    });
+  }
+
+  private endSnapshotRepair(reason: string): void {
+    this.env.logger.log('info', 'snapshot repair ended', { reason });
+    this.snapshotRepair.clear();
+  }
+
+  /** Stalls re-ask or re-request; too many end the repair (the next offer request restarts it). */
+  private tickSnapshotRepair(): void {
+    const session = this.snapshotRepair.sessionAny;
+    const stage = this.snapshotRepair.stage;
+    if (session === null || (stage !== 'awaiting_target' && stage !== 'fetching')) return;
+    if (this.offerSourceDamaged === null) {
+      this.endSnapshotRepair('a newer checkpoint rewrote the file');
+      return;
+    }
+    session.idleTicks += 1;
+    if (session.idleTicks < this.config.timeouts.repair) return;
+    session.idleTicks = 0;
+    session.stalls += 1;
+    if (session.stalls > STATE_TRANSFER_STALLS_MAX) {
+      this.endSnapshotRepair(`no progress after ${STATE_TRANSFER_STALLS_MAX} retries`);
+      return;
+    }
+    if (stage === 'awaiting_target') this.broadcastRequestStateTransfer(session);
+    else this.requestChunks(session, true);
+  }
+
   stateTransferProgress(): StateTransferProgress {
     const session = this.stateTransfer.sessionAny;
     const accepted = session?.accepted ?? null;
@@ -2580,6 +2795,7 @@ export class Replica {
 
   private invariants(): void {
     assert(this.commitMin <= this.commitMax, `commit_min ${this.commitMin} > commit_max ${this.commitMax}`);
+    assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');
     assert(this.logView <= this.view, 'log_view <= view');
     assert(this.checkpointOp <= this.commitMin, 'checkpoint <= commit_min');
     assert(this.journal.floor <= this.commitMin, 'the journal floor is applied');

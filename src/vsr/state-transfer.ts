@@ -163,6 +163,12 @@ export interface TransferSession {
   readonly nonce: bigint;
   /** Targets received for this nonce, by replica: the checkpoint each would serve. */
   readonly targets: Map<number, { op: number; checksum: bigint; commitMax: number; anchor: bigint; manifest: Manifest }>;
+  /**
+   * Refusals that vouch for a checkpoint id the sender holds but cannot serve (its snapshot file
+   * is damaged), by replica. They count toward the vouch quorum of a target that some other
+   * replica serves; on their own they can never be accepted.
+   */
+  readonly vouchers: Map<number, { op: number; checksum: bigint }>;
   /** Set only by the AwaitingTarget -> Fetching move. */
   accepted: { op: number; checksum: bigint; manifest: Manifest; entry: ManifestEntry; servers: number[] } | null;
   /** The replica chunks are requested from (rotates among `accepted.servers` on stalls). */
@@ -211,6 +217,7 @@ export class TransferStageMachine {
     this.active = {
       nonce,
       targets: new Map(),
+      vouchers: new Map(),
       accepted: null,
       peer: -1,
       received: 0,

@@ -497,7 +497,7 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const base = { cluster: 1n, view: 1, release: 0, replica: 0, nonce: 5n, group: METADATA_GROUP };
     const request = buildFrame(kernels, { ...base, command: Command.requestStateTransfer });
     const chunkRequest = buildFrame(kernels, { ...base, command: Command.requestStateChunk, offset: 0, len: 64, artifact: 0 });
-    const refusal = buildFrame(kernels, { ...base, command: Command.stateTransferTarget, commitOp: 0, available: 0, unavailableTransient: 1, commitMax: 0, checkpointAnchor: 0n });
+    const refusal = buildFrame(kernels, { ...base, command: Command.stateTransferTarget, commitOp: 0, available: 0, unavailableTransient: 1, commitMax: 0, checkpointAnchor: 0n, checkpointOp: 0, checkpointId: 0n });
     for (const frame of [request, chunkRequest, refusal]) {
       expect(decodeFrame(kernels, frame).ok).toBe(true);
       // The same header claiming a body: rejected before the replica sees it.
@@ -547,7 +547,7 @@ describe('state transfer: each defect of the seed review is impossible', () => {
         entries: parsed.manifest.entries.map((entry) => ({ ...entry, frontier, checksum: localId! })),
       };
       const { checksum: _c, checksumBody: _b, size: _s, ...input } = decoded.header;
-      return buildFrame(kernels, input, encodeManifest(kernels, manifest));
+      return buildFrame(kernels, { ...input, checkpointOp: frontier, checkpointId: localId! }, encodeManifest(kernels, manifest));
     };
     const commitMinBefore = receiver.commitMin;
     expect(

@@ -195,6 +195,8 @@ const BASES: Bases = {
     unavailableTransient: 0,
     commitMax: 48,
     checkpointAnchor: 0x7ab0n,
+    checkpointOp: 36,
+    checkpointId: 0x5eed_c0de_0000_0036n,
   }),
   [Command.requestStateChunk]: () => ({
     ...COMMON,

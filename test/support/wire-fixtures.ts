@@ -350,8 +350,12 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
       flags: fc.constantFrom([1, 0], [0, 0], [0, 1]),
       manifestSize: fc.integer({ min: MANIFEST_SIZE_MIN, max: MANIFEST_SIZE_MAX }),
       anchor: fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }),
+      checkpoint: fc.oneof(
+        fc.constant({ op: 0, id: 0n }),
+        fc.record({ op: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), id: fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }) }),
+      ),
     })
-    .map(({ head, nonce, ops, group, flags, manifestSize, anchor }) => ({
+    .map(({ head, nonce, ops, group, flags, manifestSize, anchor, checkpoint }) => ({
       input: {
         ...head,
         command: Command.stateTransferTarget,
@@ -362,6 +366,8 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
         available: flags[0]!,
         unavailableTransient: flags[1]!,
         checkpointAnchor: anchor,
+        checkpointOp: checkpoint.op,
+        checkpointId: checkpoint.id,
       } as HeaderInput,
       body: flags[0] === 1 ? suffix(2).subarray(0, manifestSize).slice() : new Uint8Array(0),
     })),

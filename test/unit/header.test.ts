@@ -453,6 +453,8 @@ const RULES: readonly RuleCase[] = [
     header: mutate(Command.stateTransferTarget, { commitOp: 49 }),
     reason: 'commit_op_above_commit_max',
   },
+  { name: 'target checkpoint op without an id', header: mutate(Command.stateTransferTarget, { checkpointId: 0n }), reason: 'checkpoint_invalid' },
+  { name: 'target checkpoint id without an op', header: mutate(Command.stateTransferTarget, { checkpointOp: 0 }), reason: 'checkpoint_invalid' },
   { name: 'chunk request len 0', header: mutate(Command.requestStateChunk, { len: 0 }), reason: 'chunk_len_zero' },
   {
     name: 'chunk request above the chunk max',
