@@ -3,7 +3,7 @@
  * bus, the 10 ms tick, the HTTP edge's client sessions, and the `NodeApi` the HTTP edge uses.
  * This is the only place real IO meets the core (STYLE.md: src/node is where IO is wired).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Logger as PinoLogger } from 'pino';
 import type {
@@ -20,11 +20,11 @@ import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
 import { FsDisk } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
-import { Prng } from '../stdx/prng.js';
+import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
 import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
 import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
-import { Replica } from '../vsr/replica.js';
+import { DivergenceFailure, Replica } from '../vsr/replica.js';
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { rootPasswordHash } from './secrets.js';
@@ -32,6 +32,8 @@ import { StorageDriver } from './storage-driver.js';
 
 /** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
 export const TICK_MS = 10;
+/** Exit status of a replica that stopped because its own history diverged (wipe and --rejoin). */
+export const EXIT_DIVERGENCE = 3;
 /** /readyz: a replica more than this many ops behind its commit_max is not ready. */
 export const READY_LAG_OPS_MAX = 64;
 /** How long a stopping primary waits for its hand-over StartViewChange to go out. */
@@ -150,7 +152,8 @@ export class ReplicaNode implements NodeApi {
       env: {
         kernels: this.kernels,
         storage: this.storage,
-        prng: new Prng(Number(BigInt.asUintN(48, cluster ^ BigInt(Date.now())))),
+        // Nonces and the boot incarnation: 128 bits of real entropy, never the clock.
+        prng: Prng.fromSeedBytes(randomBytes(PRNG_SEED_BYTES)),
         clock: { realtimeUs: () => Date.now() * 1000 },
         logger: coreLogger,
         bus: {
@@ -210,9 +213,15 @@ export class ReplicaNode implements NodeApi {
     try {
       fn();
     } catch (error) {
-      this.logger.fatal({ err: error, view: this.core?.view, op: this.core?.op }, 'replica failed; stopping');
       this.closed = true;
       if (this.ticker !== null) clearInterval(this.ticker);
+      if (error instanceof DivergenceFailure) {
+        // Not a bug in this process but damage in its data: say what and what to do, and exit.
+        this.logger.fatal({ op: error.op, view: this.core?.view, exit_code: EXIT_DIVERGENCE }, error.message);
+        setImmediate(() => process.exit(EXIT_DIVERGENCE));
+        return;
+      }
+      this.logger.fatal({ err: error, view: this.core?.view, op: this.core?.op }, 'replica failed; stopping');
       setImmediate(() => {
         throw error;
       });

@@ -5,6 +5,9 @@
  */
 import { assert } from './assert.js';
 
+/** Bytes of real entropy `Prng.fromSeedBytes` takes: the generator's whole state. */
+export const PRNG_SEED_BYTES = 16;
+
 function splitmix32(state: number): [next: number, output: number] {
   const next = (state + 0x9e37_79b9) >>> 0;
   let z = next;
@@ -31,6 +34,23 @@ export class Prng {
     }
     [this.s0, this.s1, this.s2, this.s3] = words as [number, number, number, number];
     if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1;
+  }
+
+  /**
+   * A generator whose whole 128-bit state is `bytes` (16 bytes, little-endian words), for the
+   * server: nonces and the boot incarnation must not be guessable, and the numeric seed above
+   * carries at most 32 bits. The node layer passes node:crypto's randomBytes(16).
+   */
+  static fromSeedBytes(bytes: Uint8Array): Prng {
+    assert(bytes.byteLength === PRNG_SEED_BYTES, `a PRNG seed is ${PRNG_SEED_BYTES} bytes`);
+    const prng = new Prng(0);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    prng.s0 = view.getUint32(0, true);
+    prng.s1 = view.getUint32(4, true);
+    prng.s2 = view.getUint32(8, true);
+    prng.s3 = view.getUint32(12, true);
+    if ((prng.s0 | prng.s1 | prng.s2 | prng.s3) === 0) prng.s0 = 1; // xoshiro's one forbidden state
+    return prng;
   }
 
   /** A uniform u32. */

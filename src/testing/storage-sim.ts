@@ -161,6 +161,8 @@ export class StorageSim implements Storage {
   private now = 0;
   /** Probability that a superblock write fails (retried by the replica). */
   superblockFailureProbability = 0;
+  /** Request kinds a scenario makes fail (an IO error, the request not executed). */
+  readonly failKinds = new Set<StorageRequest['kind']>();
 
   constructor(prng: Prng, latencyMaxTicks: number) {
     this.prng = prng;
@@ -181,6 +183,8 @@ export class StorageSim implements Storage {
       let result: StorageResult;
       if (request.kind === 'superblock_write' && this.prng.chance(this.superblockFailureProbability)) {
         result = { ok: false, error: 'simulated superblock write failure' };
+      } else if (this.failKinds.has(request.kind)) {
+        result = { ok: false, error: `simulated ${request.kind} failure` };
       } else {
         result = store.execute(request);
       }

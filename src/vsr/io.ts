@@ -103,7 +103,7 @@ export interface Clock {
   realtimeUs(): number;
 }
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 /** Structured events. The node layer maps them to pino; the simulator counts and prints them. */
 export interface Logger {

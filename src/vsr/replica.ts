@@ -1124,8 +1124,10 @@ export class Replica {
       if (entry === undefined) break;
       if (op % this.config.checkpointInterval === 0 && this.checkpointInProgress !== null) break;
       if (this.commitMinChecksum !== null && entry.header.parent !== this.commitMinChecksum) {
-        this.reportDivergence('committed prepare does not chain onto the applied history', op);
-        break;
+        // Our own history is broken: the journal says this op committed, yet it does not follow
+        // what we applied. Applying on would spread the damage; skipping it would wedge us
+        // silently. Stop, and let the operator rejoin this replica by state transfer.
+        this.failStop('committed prepare does not chain onto the applied history', op);
       }
       this.apply(entry);
     }
@@ -1234,6 +1236,17 @@ export class Replica {
 
   /** Observer for the simulator's checkers (every applied op, on every replica). */
   onCommitted: ((header: PrepareHeader, body: Uint8Array, reply: Uint8Array) => void) | null = null;
+
+  /**
+   * Divergence of this replica's own history (STYLE principle 4): log it and stop. Disagreement
+   * from a peer goes to `reportDivergence` instead (counted, logged, the message rejected).
+   */
+  private failStop(what: string, op: number): never {
+    this.counters.divergences += 1;
+    const fields = { op, view: this.view, log_view: this.logView, commit_min: this.commitMin, checkpoint_op: this.checkpointOp };
+    this.env.logger.log('fatal', `divergence in this replica's own history: ${what}`, fields);
+    throw new DivergenceFailure(what, op);
+  }
 
   private reportDivergence(what: string, op: number): void {
     this.counters.divergences += 1;
@@ -2672,7 +2685,10 @@ export class Replica {
     this.env.logger.log('warn', 'state transfer abandoned; falling back to repair', { reason });
     this.counters.stateTransfersAbandoned += 1;
     this.stateTransfer.clear();
-    this.submit({ kind: 'transfer_discard' }, () => {});
+    this.submit({ kind: 'transfer_discard' }, (result) => {
+      // A leftover temp file is harmless (the next transfer truncates it), but say so.
+      if (!result.ok) this.env.logger.log('warn', 'state transfer: discarding the partial artifact failed', { error: result.error });
+    });
     // The repair retry re-arms a transfer if the gap is still below every peer's floor.
     this.timeoutRepair.start();
   }
@@ -2836,4 +2852,20 @@ function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): 
 
 export class StorageFailure extends Error {
   override readonly name = 'StorageFailure';
+}
+
+/**
+ * This replica's own history diverged (fail-stop). Its data cannot be trusted: the remedy is to
+ * wipe the data directory and restart with --rejoin, which rebuilds it from the cluster.
+ */
+export class DivergenceFailure extends Error {
+  override readonly name = 'DivergenceFailure';
+  readonly op: number;
+  readonly what: string;
+
+  constructor(what: string, op: number) {
+    super(`divergence in this replica's own history at op ${op}: ${what}; wipe the data directory and restart with --rejoin`);
+    this.what = what;
+    this.op = op;
+  }
 }

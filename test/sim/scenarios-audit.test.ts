@@ -10,8 +10,9 @@ import { WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
-import { decodeFrame } from '../../src/vsr/frame.js';
-import type { Replica } from '../../src/vsr/replica.js';
+import { METADATA_GROUP } from '../../src/vsr/config.js';
+import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
+import { DivergenceFailure, type Replica } from '../../src/vsr/replica.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
 
@@ -353,6 +354,71 @@ describe('audit defect E: a corrupt snapshot at rest on the primary does not kee
     // (A refused boot would have wiped it: it would rejoin empty, checkpoint 0, nacks unknown.)
     expect(cluster.replica(primary).checkpointOp).toBe(checkpointOp);
     expect(cluster.replica(primary).nackUnknown).toBe(false);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+});
+
+describe('audit, also: fail-stop on own divergence, no ignored storage failure', () => {
+  it('a committed prepare that does not chain onto the applied history stops the replica with DivergenceFailure', () => {
+    const cluster = sim({ clientCount: 1, requestsPerClient: 20 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const backup = (primary + 1) % 3;
+    const b = cluster.replica(backup);
+    expect(cluster.runUntil(() => b.commitMin >= 5 && b.commitMin === cluster.replica(primary).commitMin, 5_000)).toBe(true);
+    // Damage the backup's own journal: the next op holds a prepare whose parent is not the last
+    // applied one (what a bug or bit rot that escaped every check would leave behind).
+    const op = b.commitMin + 1;
+    const forged = buildFrame(kernels, {
+      command: Command.prepare,
+      cluster: b.config.cluster,
+      view: b.view,
+      release: 0,
+      replica: primary,
+      client: 7n,
+      parent: 0xbad_bad_bad_badn,
+      requestChecksum: 1n,
+      op,
+      commit: op - 1,
+      timestamp: 1,
+      request: 1,
+      operation: 128,
+      group: METADATA_GROUP,
+      userId: 0,
+    }, new Uint8Array(8));
+    const header = decodeFrame(kernels, forged);
+    expect(header.ok).toBe(true);
+    if (!header.ok || header.header.command !== Command.prepare) return;
+    b.journal.put({ op, header: header.header, checksum: header.header.checksum, frame: forged, durable: true });
+    let failure: unknown = null;
+    try {
+      cluster.runUntil(() => b.commitMin >= op, 2_000);
+    } catch (error) {
+      failure = error;
+    }
+    expect(failure).toBeInstanceOf(DivergenceFailure);
+    expect((failure as DivergenceFailure).op).toBe(op);
+    expect((failure as DivergenceFailure).what).toBe('committed prepare does not chain onto the applied history');
+    expect(b.commitMin).toBe(op - 1);
+  });
+
+  it('a failed transfer_discard is logged, not ignored', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    formed(cluster);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    cluster.crash(backup);
+    expect(cluster.runUntil(() => commitMaxOf(cluster) >= 36, 20_000)).toBe(true);
+    // Every chunk is lost, so the transfer is abandoned; discarding its file fails.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      return to === backup && decoded.ok && decoded.header.command === Command.stateChunk ? 'drop' : 'deliver';
+    };
+    cluster.restart(backup);
+    cluster.replicas[backup]!.storage.failKinds.add('transfer_discard');
+    const event = 'state transfer: discarding the partial artifact failed';
+    expect(cluster.runUntil(() => (cluster.events.get(event) ?? 0) > 0, 20_000), cluster.describe()).toBe(true);
+    cluster.replicas[backup]!.storage.failKinds.clear();
     cluster.network.filter = null;
     cluster.converge();
   });

@@ -93,4 +93,13 @@ describe('tidy', () => {
       expect(problems).toEqual([]);
     });
   }
+  it('the server seeds every PRNG from node:crypto, never from a number (nonces must not be guessable)', () => {
+    // A numeric seed carries at most 32 bits (and a clock-derived one far fewer): only the
+    // simulator may replay a seed. Real replicas take Prng.fromSeedBytes(randomBytes(16)).
+    const problems: string[] = [];
+    for (const file of sources(join(root, 'src', 'node'))) {
+      if (/new\s+Prng\s*\(/.test(code(readFileSync(file, 'utf8')))) problems.push(relative(root, file));
+    }
+    expect(problems).toEqual([]);
+  });
 });
