@@ -318,9 +318,18 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     // Late chunks find no session in any stage: nothing can reach Installing.
     expect(machine.session(7n, 'fetching')).toBeNull();
     expect(() => machine.beginInstall()).toThrow();
+    // Every guard before it passes on a second install of a whole artifact: only the table of legal
+    // edges (installing -> installing is not one) refuses it.
+    const whole = new TransferStageMachine();
+    whole.arm(10n, 0);
+    whole.accept({ op: 8, checksum: 1n, manifest: { chunkSize: 4, entries: [] }, entry: { kind: 0, frontier: 8, len: 8, checksum: 1n, chunkChecksums: [2n, 3n] }, servers: [1] });
+    whole.sessionAny!.received = 8;
+    whole.beginInstall();
+    expect(whole.stage).toBe('installing');
+    expect(() => whole.beginInstall()).toThrow(/illegal state transfer stage installing -> installing/);
   });
 
-  it('1. an abandoned transfer ignores late chunks and never installs', () => {
+  it('1. an abandoned transfer ignores late chunks and never installs, also once a new session is fetching', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
     const held: { from: number; frame: Uint8Array }[] = [];
@@ -338,13 +347,32 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const receiver = cluster.replica(backup);
     expect(cluster.runUntil(() => receiver.counters.stateTransfersAbandoned > 0, 20_000), cluster.describe()).toBe(true);
     holding = false;
+    const deliverHeld = (): void => {
+      for (const { frame } of held) {
+        const decoded = decodeFrame(kernels, frame);
+        if (decoded.ok) receiver.onMessage(decoded);
+      }
+    };
     const installedBefore = receiver.counters.stateTransfersInstalled;
-    for (const { frame } of held) {
-      const decoded = decodeFrame(kernels, frame);
-      if (decoded.ok) receiver.onMessage(decoded);
-    }
+    deliverHeld();
     expect(receiver.counters.stateTransfersInstalled).toBe(installedBefore);
     expect(held.length).toBeGreaterThan(0);
+    // The receiver falls back to repair, which re-arms a new session. The abandoned session's chunks
+    // carry its nonce: they must not feed the new one, even where offset and bytes would fit.
+    const abandoned = decodeFrame(kernels, held[0]!.frame);
+    expect(abandoned.ok).toBe(true);
+    const abandonedNonce = abandoned.ok && abandoned.header.command === Command.stateChunk ? abandoned.header.nonce : 0n;
+    expect(
+      cluster.runUntil(() => receiver.stateTransfer.stage === 'fetching' && receiver.stateTransfer.sessionAny!.nonce !== abandonedNonce, 5_000),
+      cluster.describe(),
+    ).toBe(true);
+    const session = receiver.stateTransfer.sessionAny!;
+    const progress = { received: session.received, requested: session.requested, ahead: session.ahead.size };
+    const damagedBefore = receiver.counters.stateChunksDamaged;
+    deliverHeld();
+    expect({ received: session.received, requested: session.requested, ahead: session.ahead.size }).toEqual(progress);
+    expect(receiver.counters.stateChunksDamaged).toBe(damagedBefore);
+    expect(receiver.counters.stateTransfersInstalled).toBe(installedBefore);
     cluster.network.filter = null;
     cluster.converge();
   });
