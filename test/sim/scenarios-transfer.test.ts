@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE } from '../../src/constants.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
+import { idOf } from '../../src/metadata/operations.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
@@ -16,6 +17,7 @@ import { ClientTable } from '../../src/vsr/client-table.js';
 import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
+import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
 
@@ -377,11 +379,53 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     cluster.converge();
   });
 
-  it('2. the stats registry survives an install (pruning: test/unit/metadata-stats-registry.test.ts)', async () => {
-    const { MetadataStateMachine } = await import('../../src/metadata/state-machine.js');
-    expect(typeof MetadataStateMachine.prototype.restore).toBe('function');
-    // The install restores the state machine in place through `restore`, which keeps the one
-    // shared registry and prunes it to the snapshot's keys; the metadata suite pins both halves.
+  it('2. one stats registry survives a restore: survivors keep their counters, the dead are pruned, a reused id starts at zero', () => {
+    // The install restores the replica's state machine in place (`restore`); for the metadata state
+    // machine that must keep the one registry the data plane holds counter objects of.
+    const history = (driver: Driver): void => {
+      driver.created(ROOT, req.createStream('s0'));
+      driver.created(ROOT, req.createTopic(0, 't0', 2));
+      driver.created(ROOT, req.createStream('s1'));
+      driver.created(ROOT, req.createTopic(1, 't0', 2));
+    };
+    const behind = new Driver();
+    history(behind);
+    const registry = behind.sm.stats;
+    const survivor = behind.sm.partitionStats(1, 0, 0)!;
+    survivor.add({ sizeBytes: 42, messagesCount: 4, segmentsCount: 1 });
+    survivor.setCurrentOffset(3);
+    behind.sm.bumpPartitionStats(1, 0, 1, { sizeBytes: 8, messagesCount: 1 });
+    const dead = behind.sm.partitionStats(0, 0, 0)!;
+    dead.add({ sizeBytes: 100, messagesCount: 10, segmentsCount: 2 });
+    const deadStream = behind.sm.snapshot().streams.find((stream) => stream.id === 0)!;
+    // The cluster moved on while this replica was behind: stream 0 was deleted and its slab id 0
+    // reused by a new stream, and stream 1 lost its second partition.
+    const ahead = new Driver();
+    history(ahead);
+    ahead.timestampUs += 50_000_000;
+    expect(ahead.code(ROOT, req.deleteStream(0))).toBe(0);
+    expect(ahead.created(ROOT, req.createStream('reborn'))).toBe(0);
+    expect(ahead.created(ROOT, req.createTopic(0, 't0', 2))).toBe(0);
+    expect(ahead.code(ROOT, req.deletePartitions(1, 0, 1))).toBe(0);
+
+    behind.sm.restore(ahead.sm.snapshot());
+
+    // One registry, before and after, and the queries read that one.
+    expect(behind.sm.stats).toBe(registry);
+    // The survivor keeps its counter object and its values; its parents lost exactly the pruned
+    // partition's amounts.
+    expect(behind.sm.partitionStats(1, 0, 0)).toBe(survivor);
+    expect([survivor.sizeBytes, survivor.messagesCount, survivor.segmentsCount, survivor.currentOffset]).toEqual([42, 4, 1, 3]);
+    expect(behind.sm.queries.topic(idOf(1), idOf(0))).toMatchObject({ sizeBytes: 42, messagesCount: 4 });
+    expect(behind.sm.queries.stream(idOf(1))).toMatchObject({ sizeBytes: 42, messagesCount: 4 });
+    // The dead are pruned: the removed partition and every entry of the deleted stream.
+    expect(registry.entryCounts()).toEqual({ streams: 1, topics: 1, partitions: 1 });
+    expect(registry.streamGet(deadStream)).toBeUndefined();
+    // The new stream on the reused id starts at zero, with counter objects of its own.
+    expect(behind.sm.queries.stream(idOf(0))).toMatchObject({ name: 'reborn', sizeBytes: 0, messagesCount: 0 });
+    const reborn = behind.sm.partitionStats(0, 0, 0)!;
+    expect(reborn).not.toBe(dead);
+    expect([reborn.sizeBytes, reborn.messagesCount, reborn.segmentsCount]).toEqual([0, 0, 0]);
   });
 
   it('3. the offer is built once per checkpoint and served from cache to repeated requests', () => {
