@@ -429,18 +429,44 @@ describe('state transfer: each defect of the seed review is impossible', () => {
   });
 
   it('3. the offer is built once per checkpoint and served from cache to repeated requests', () => {
-    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    // 3 x (register + 14 requests) = 45 ops: the cluster comes to rest above its third checkpoint
+    // (36), so every offer below is of one checkpoint.
+    const cluster = sim({ clientCount: 3, requestsPerClient: 14 });
     const backup = lagBehindCheckpoints(cluster);
-    // Duplicate every RequestStateTransfer three times.
+    // Duplicate every message, RequestStateTransfer included.
     cluster.network.filter = ({ frame }) => frame;
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 1 };
     cluster.restart(backup);
-    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 0 };
-    for (const index of [0, 1, 2].filter((i) => i !== backup)) {
+    const servers = [0, 1, 2].filter((i) => i !== backup);
+    for (const index of servers) {
       const replica = cluster.replica(index);
       expect(replica.counters.offerSourcesBuilt).toBeLessThanOrEqual(1);
+      expect(replica.checkpointOp).toBe(cluster.replica(backup).checkpointOp);
     }
+    // A second requester (a new session, so no cached offer of its own) asks for the same
+    // checkpoint: it is offered from the cached source, which is not read or built again.
+    const [server, other] = servers as [number, number];
+    const replica = cluster.replica(server);
+    const built = replica.counters.offerSourcesBuilt;
+    const served = replica.counters.offersServed;
+    expect(built).toBe(1);
+    const request = buildFrame(kernels, {
+      command: Command.requestStateTransfer,
+      cluster: replica.config.cluster,
+      view: replica.view,
+      release: 0,
+      replica: other,
+      nonce: 0xfeedn,
+      group: METADATA_GROUP,
+    });
+    const decoded = decodeFrame(kernels, request);
+    expect(decoded.ok).toBe(true);
+    if (decoded.ok) replica.onMessage(decoded);
+    cluster.runUntil(() => cluster.replicas[server]!.storage.inFlight === 0, 100);
+    expect(replica.counters.offersServed).toBe(served + 1);
+    expect(replica.counters.offerSourcesBuilt).toBe(built);
     cluster.network.filter = null;
     cluster.converge();
   });
