@@ -14,7 +14,8 @@ import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
 import { ClientTable } from '../../src/vsr/client-table.js';
-import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
+import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } from '../../src/vsr/frame.js';
+import { FrameRejection } from '../../src/vsr/frame-reason.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
 import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
@@ -306,6 +307,9 @@ describe('state transfer scenarios', () => {
 });
 
 describe('state transfer: each defect of the seed review is impossible', () => {
+  /** The decoder's reason for refusing a frame, or null when it decodes. */
+  const rejection = (result: FrameResult): FrameRejection | null => (result.ok ? null : result.reason);
+
   it('1. only legal stage transitions exist, and clearing the stage drops the session', () => {
     const machine = new TransferStageMachine();
     expect(() => machine.beginInstall()).toThrow(/illegal|install whole/);
@@ -515,10 +519,13 @@ describe('state transfer: each defect of the seed review is impossible', () => {
       group: METADATA_GROUP,
       artifact: 0,
     } as never, new Uint8Array(1));
+    // The same header without its body, resealed (size, body checksum, seal): a well-formed frame
+    // whose only fault is the empty chunk, so only the chunk rule can refuse it.
     const empty = frame.slice(0, HEADER_SIZE);
     new DataView(empty.buffer).setUint32(48, HEADER_SIZE, true);
-    const decoded = decodeFrame(kernels, empty);
-    expect(decoded.ok).toBe(false);
+    sealFrame(kernels, empty);
+    expect(verifyFrame(kernels, empty)).toBeNull();
+    expect(rejection(decodeFrame(kernels, empty))).toBe(FrameRejection.chunkEmpty);
   });
 
   it('4. offers are first-wins per (requester, nonce): a retry after a new checkpoint gets the same manifest', () => {
@@ -597,13 +604,15 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const chunkRequest = buildFrame(kernels, { ...base, command: Command.requestStateChunk, offset: 0, len: 64, artifact: 0 });
     const refusal = buildFrame(kernels, { ...base, command: Command.stateTransferTarget, commitOp: 0, available: 0, unavailableTransient: 1, commitMax: 0, checkpointAnchor: 0n });
     for (const frame of [request, chunkRequest, refusal]) {
-      expect(decodeFrame(kernels, frame).ok).toBe(true);
-      // The same header claiming a body: rejected before the replica sees it.
+      expect(rejection(decodeFrame(kernels, frame))).toBeNull();
+      // The same header claiming an 8-byte body, resealed (size, body checksum, seal): intact as
+      // bytes, so only the header-only size rule can refuse it.
       const grown = new Uint8Array(frame.byteLength + 8);
       grown.set(frame);
       new DataView(grown.buffer).setUint32(48, grown.byteLength, true);
-      const resealed = decodeFrame(kernels, grown);
-      expect(resealed.ok).toBe(false);
+      sealFrame(kernels, grown);
+      expect(verifyFrame(kernels, grown)).toBeNull();
+      expect(rejection(decodeFrame(kernels, grown))).toBe(FrameRejection.sizeNotHeaderOnly);
     }
   });
 
