@@ -13,6 +13,7 @@ import { idOf } from '../../src/metadata/operations.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
+import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import { ClientTable } from '../../src/vsr/client-table.js';
 import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } from '../../src/vsr/frame.js';
 import { FrameRejection } from '../../src/vsr/frame-reason.js';
@@ -556,20 +557,118 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect(mismatches).toBe(0);
   });
 
-  it('5. commit walks stay suppressed while transferring: commit_min never moves mid-transfer', () => {
-    const cluster = sim({ clientCount: 3, requestsPerClient: 60 });
+  it('5. StartView, Commit and DoViewChange mid-fetch walk no commits; the install then restores the state machine', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    // Prepares of the first ops, as the primary sent them.
+    const prepares = new Map<number, Uint8Array>();
+    cluster.network.filter = ({ frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && decoded.header.command === Command.prepare && !prepares.has(decoded.header.op)) prepares.set(decoded.header.op, frame);
+      return 'deliver';
+    };
     const backup = lagBehindCheckpoints(cluster);
+    cluster.network.filter = null;
+    // Count the receiver's state-machine restores: an install that kept the old state machine and
+    // swapped only the client table (the reference's silent "table-only" install) restores nothing.
+    let restores = 0;
+    cluster.stateMachineFactory = (index) => {
+      const stateMachine = new TestStateMachine();
+      if (index !== backup) return stateMachine;
+      const restore = stateMachine.restore.bind(stateMachine);
+      stateMachine.restore = (snapshot) => {
+        restores += 1;
+        restore(snapshot);
+      };
+      return stateMachine;
+    };
     cluster.restart(backup);
     const receiver = cluster.replica(backup);
-    cluster.runUntil(() => receiver.stateTransfer.transferring, 5_000);
+    expect(
+      cluster.runUntil(() => receiver.stateTransferProgress().stage === 'fetching' && receiver.stateTransferProgress().bytesDone > 0, 5_000),
+      cluster.describe(),
+    ).toBe(true);
+    const snapshotOp = receiver.stateTransferProgress().checkpointOp!;
     const commitMin = receiver.commitMin;
+    const restoresBefore = restores;
+    expect(snapshotOp).toBeGreaterThan(commitMin);
+    // The receiver holds the bodies right above its commit point, so any commit walk that runs
+    // would apply them. (Live prepares are refused while transferring, so the receiver is handed
+    // the prepares it would have journaled just before its transfer armed.)
+    for (let op = commitMin + 1; op <= commitMin + 4; op++) {
+      const decoded = decodeFrame(kernels, prepares.get(op)!);
+      expect(decoded.ok && decoded.header.command === Command.prepare).toBe(true);
+      if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+      receiver.journal.put({ op, header: decoded.header, checksum: decoded.header.checksum, frame: decoded.frame, durable: true });
+    }
+    const deliver = (frame: Uint8Array): void => {
+      const decoded = decodeFrame(kernels, frame);
+      expect(rejection(decoded)).toBeNull();
+      if (decoded.ok) receiver.onMessage(decoded);
+    };
+    const common = { cluster: receiver.config.cluster, release: 0, group: METADATA_GROUP };
+    const commit = receiver.commitMax;
+    expect(commit).toBeGreaterThan(snapshotOp);
+    // A StartView of a newer view, from that view's primary, committing past the snapshot op.
+    let view = receiver.view + 1;
+    while (receiver.primaryIndex(view) === backup) view += 1;
+    const primary = receiver.primaryIndex(view);
+    deliver(buildFrame(kernels, { ...common, command: Command.startView, view, replica: primary, op: commit, commit, incarnation: 0n }));
+    expect(receiver.view).toBe(view);
+    expect(receiver.commitMin).toBe(commitMin);
+    // That primary's heartbeat (newer than any before it), which walks the commit point of a
+    // replica that is not transferring.
+    expect([receiver.status, receiver.isPrimary(), receiver.primaryIndex()]).toEqual(['normal', false, primary]);
+    deliver(
+      buildFrame(kernels, {
+        ...common,
+        command: Command.commit,
+        view,
+        replica: primary,
+        commitChecksum: 0n,
+        timestampMonotonic: Number.MAX_SAFE_INTEGER,
+        commit: Math.max(commit, commitMax(cluster)),
+        checkpointOp: 0,
+      }),
+    );
+    expect(receiver.stateTransfer.stage).toBe('fetching');
+    expect(receiver.commitMin).toBe(commitMin);
+    // A DoViewChange of the next view the receiver would lead, from a peer.
+    let nextView = view + 1;
+    while (receiver.primaryIndex(nextView) !== backup) nextView += 1;
+    const peer = cluster.replica(primary === backup ? (backup + 1) % 3 : primary);
+    deliver(
+      buildFrame(kernels, {
+        ...common,
+        command: Command.doViewChange,
+        view: nextView,
+        replica: peer.config.replica,
+        op: peer.op,
+        commit: peer.commitMax,
+        logView: peer.logView,
+        nackUnknown: 0,
+        nackBitset: 0n,
+        presentBitset: 0n,
+      }),
+    );
+    expect(receiver.commitMin).toBe(commitMin);
+    // commit_min holds until the install jumps it to the snapshot op, and the install restored the
+    // state machine (a real install, not the "behind the local frontier" path).
     let moved = false;
-    cluster.runUntil(() => {
-      if (receiver.stateTransfer.transferring && receiver.commitMin !== commitMin) moved = true;
-      return !receiver.stateTransfer.transferring;
-    }, 10_000);
+    let installedAt: number | null = null;
+    expect(
+      cluster.runUntil(() => {
+        if (receiver.stateTransfer.transferring && receiver.commitMin !== commitMin) moved = true;
+        if (receiver.counters.stateTransfersInstalled > 0 && installedAt === null) installedAt = receiver.commitMin;
+        return installedAt !== null;
+      }, 10_000),
+      cluster.describe(),
+    ).toBe(true);
     expect(moved).toBe(false);
+    expect(installedAt).toBe(snapshotOp);
+    expect(restores - restoresBefore).toBe(1);
+    expect(cluster.events.get('state transfer: offered snapshot is behind the local frontier; keeping local state') ?? 0).toBe(0);
     cluster.converge();
+    expect(receiver.counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
   });
 
   it('6. stale or wrong-primary StartViews neither mint a nonce nor reset the retry budget', () => {
