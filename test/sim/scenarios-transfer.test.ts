@@ -725,6 +725,29 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect(ClientTable.fromSnapshot(wide, 3).capacity).toBe(5 + wide.length);
   });
 
+  it('8. the install and the boot from an installed checkpoint both build the client table at the configured capacity', () => {
+    // clients_table_max 3, far below the compile-time default; two clients never fill it.
+    const cluster = sim({ clientCount: 2, requestsPerClient: 40, clientsTableMax: 3 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    expect(cluster.replica(backup).checkpointOp).toBe(0);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 5_000), cluster.describe()).toBe(true);
+    // The install site: the table came from the transferred snapshot.
+    const installed = cluster.replica(backup);
+    expect(installed.clientTable.size).toBeGreaterThan(0);
+    expect(installed.clientTable.capacity).toBe(3);
+    // The boot site: a restart right after the install boots from that checkpoint and its table.
+    cluster.runUntil(() => cluster.replicas[backup]!.storage.inFlight === 0, 100);
+    const checkpointOp = installed.checkpointOp;
+    cluster.crash(backup);
+    cluster.restart(backup);
+    const booted = cluster.replica(backup);
+    expect(booted.checkpointOp).toBe(checkpointOp);
+    expect(booted.clientTable.size).toBeGreaterThan(0);
+    expect(booted.clientTable.capacity).toBe(3);
+    cluster.converge();
+  });
+
   it('9. a snapshot behind the local applied frontier is never restored: local state kept', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 60 });
     formed(cluster);
