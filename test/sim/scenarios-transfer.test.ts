@@ -9,13 +9,17 @@ import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE } from '../../src/constants.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
+import { idOf } from '../../src/metadata/operations.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
+import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import { ClientTable } from '../../src/vsr/client-table.js';
-import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
+import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } from '../../src/vsr/frame.js';
+import { FrameRejection } from '../../src/vsr/frame-reason.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
+import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
 
@@ -304,6 +308,9 @@ describe('state transfer scenarios', () => {
 });
 
 describe('state transfer: each defect of the seed review is impossible', () => {
+  /** The decoder's reason for refusing a frame, or null when it decodes. */
+  const rejection = (result: FrameResult): FrameRejection | null => (result.ok ? null : result.reason);
+
   it('1. only legal stage transitions exist, and clearing the stage drops the session', () => {
     const machine = new TransferStageMachine();
     expect(() => machine.beginInstall()).toThrow(/illegal|install whole/);
@@ -318,9 +325,18 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     // Late chunks find no session in any stage: nothing can reach Installing.
     expect(machine.session(7n, 'fetching')).toBeNull();
     expect(() => machine.beginInstall()).toThrow();
+    // Every guard before it passes on a second install of a whole artifact: only the table of legal
+    // edges (installing -> installing is not one) refuses it.
+    const whole = new TransferStageMachine();
+    whole.arm(10n, 0);
+    whole.accept({ op: 8, checksum: 1n, manifest: { chunkSize: 4, entries: [] }, entry: { kind: 0, frontier: 8, len: 8, checksum: 1n, chunkChecksums: [2n, 3n] }, servers: [1] });
+    whole.sessionAny!.received = 8;
+    whole.beginInstall();
+    expect(whole.stage).toBe('installing');
+    expect(() => whole.beginInstall()).toThrow(/illegal state transfer stage installing -> installing/);
   });
 
-  it('1. an abandoned transfer ignores late chunks and never installs', () => {
+  it('1. an abandoned transfer ignores late chunks and never installs, also once a new session is fetching', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
     const held: { from: number; frame: Uint8Array }[] = [];
@@ -338,37 +354,124 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const receiver = cluster.replica(backup);
     expect(cluster.runUntil(() => receiver.counters.stateTransfersAbandoned > 0, 20_000), cluster.describe()).toBe(true);
     holding = false;
+    const deliverHeld = (): void => {
+      for (const { frame } of held) {
+        const decoded = decodeFrame(kernels, frame);
+        if (decoded.ok) receiver.onMessage(decoded);
+      }
+    };
     const installedBefore = receiver.counters.stateTransfersInstalled;
-    for (const { frame } of held) {
-      const decoded = decodeFrame(kernels, frame);
-      if (decoded.ok) receiver.onMessage(decoded);
-    }
+    deliverHeld();
     expect(receiver.counters.stateTransfersInstalled).toBe(installedBefore);
     expect(held.length).toBeGreaterThan(0);
+    // The receiver falls back to repair, which re-arms a new session. The abandoned session's chunks
+    // carry its nonce: they must not feed the new one, even where offset and bytes would fit.
+    const abandoned = decodeFrame(kernels, held[0]!.frame);
+    expect(abandoned.ok).toBe(true);
+    const abandonedNonce = abandoned.ok && abandoned.header.command === Command.stateChunk ? abandoned.header.nonce : 0n;
+    expect(
+      cluster.runUntil(() => receiver.stateTransfer.stage === 'fetching' && receiver.stateTransfer.sessionAny!.nonce !== abandonedNonce, 5_000),
+      cluster.describe(),
+    ).toBe(true);
+    const session = receiver.stateTransfer.sessionAny!;
+    const progress = { received: session.received, requested: session.requested, ahead: session.ahead.size };
+    const damagedBefore = receiver.counters.stateChunksDamaged;
+    deliverHeld();
+    expect({ received: session.received, requested: session.requested, ahead: session.ahead.size }).toEqual(progress);
+    expect(receiver.counters.stateChunksDamaged).toBe(damagedBefore);
+    expect(receiver.counters.stateTransfersInstalled).toBe(installedBefore);
     cluster.network.filter = null;
     cluster.converge();
   });
 
-  it('2. the stats registry survives an install (pruning: test/unit/metadata-stats-registry.test.ts)', async () => {
-    const { MetadataStateMachine } = await import('../../src/metadata/state-machine.js');
-    expect(typeof MetadataStateMachine.prototype.restore).toBe('function');
-    // The install restores the state machine in place through `restore`, which keeps the one
-    // shared registry and prunes it to the snapshot's keys; the metadata suite pins both halves.
+  it('2. one stats registry survives a restore: survivors keep their counters, the dead are pruned, a reused id starts at zero', () => {
+    // The install restores the replica's state machine in place (`restore`); for the metadata state
+    // machine that must keep the one registry the data plane holds counter objects of.
+    const history = (driver: Driver): void => {
+      driver.created(ROOT, req.createStream('s0'));
+      driver.created(ROOT, req.createTopic(0, 't0', 2));
+      driver.created(ROOT, req.createStream('s1'));
+      driver.created(ROOT, req.createTopic(1, 't0', 2));
+    };
+    const behind = new Driver();
+    history(behind);
+    const registry = behind.sm.stats;
+    const survivor = behind.sm.partitionStats(1, 0, 0)!;
+    survivor.add({ sizeBytes: 42, messagesCount: 4, segmentsCount: 1 });
+    survivor.setCurrentOffset(3);
+    behind.sm.bumpPartitionStats(1, 0, 1, { sizeBytes: 8, messagesCount: 1 });
+    const dead = behind.sm.partitionStats(0, 0, 0)!;
+    dead.add({ sizeBytes: 100, messagesCount: 10, segmentsCount: 2 });
+    const deadStream = behind.sm.snapshot().streams.find((stream) => stream.id === 0)!;
+    // The cluster moved on while this replica was behind: stream 0 was deleted and its slab id 0
+    // reused by a new stream, and stream 1 lost its second partition.
+    const ahead = new Driver();
+    history(ahead);
+    ahead.timestampUs += 50_000_000;
+    expect(ahead.code(ROOT, req.deleteStream(0))).toBe(0);
+    expect(ahead.created(ROOT, req.createStream('reborn'))).toBe(0);
+    expect(ahead.created(ROOT, req.createTopic(0, 't0', 2))).toBe(0);
+    expect(ahead.code(ROOT, req.deletePartitions(1, 0, 1))).toBe(0);
+
+    behind.sm.restore(ahead.sm.snapshot());
+
+    // One registry, before and after, and the queries read that one.
+    expect(behind.sm.stats).toBe(registry);
+    // The survivor keeps its counter object and its values; its parents lost exactly the pruned
+    // partition's amounts.
+    expect(behind.sm.partitionStats(1, 0, 0)).toBe(survivor);
+    expect([survivor.sizeBytes, survivor.messagesCount, survivor.segmentsCount, survivor.currentOffset]).toEqual([42, 4, 1, 3]);
+    expect(behind.sm.queries.topic(idOf(1), idOf(0))).toMatchObject({ sizeBytes: 42, messagesCount: 4 });
+    expect(behind.sm.queries.stream(idOf(1))).toMatchObject({ sizeBytes: 42, messagesCount: 4 });
+    // The dead are pruned: the removed partition and every entry of the deleted stream.
+    expect(registry.entryCounts()).toEqual({ streams: 1, topics: 1, partitions: 1 });
+    expect(registry.streamGet(deadStream)).toBeUndefined();
+    // The new stream on the reused id starts at zero, with counter objects of its own.
+    expect(behind.sm.queries.stream(idOf(0))).toMatchObject({ name: 'reborn', sizeBytes: 0, messagesCount: 0 });
+    const reborn = behind.sm.partitionStats(0, 0, 0)!;
+    expect(reborn).not.toBe(dead);
+    expect([reborn.sizeBytes, reborn.messagesCount, reborn.segmentsCount]).toEqual([0, 0, 0]);
   });
 
   it('3. the offer is built once per checkpoint and served from cache to repeated requests', () => {
-    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    // 3 x (register + 14 requests) = 45 ops: the cluster comes to rest above its third checkpoint
+    // (36), so every offer below is of one checkpoint.
+    const cluster = sim({ clientCount: 3, requestsPerClient: 14 });
     const backup = lagBehindCheckpoints(cluster);
-    // Duplicate every RequestStateTransfer three times.
+    // Duplicate every message, RequestStateTransfer included.
     cluster.network.filter = ({ frame }) => frame;
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 1 };
     cluster.restart(backup);
-    cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 0 };
-    for (const index of [0, 1, 2].filter((i) => i !== backup)) {
+    const servers = [0, 1, 2].filter((i) => i !== backup);
+    for (const index of servers) {
       const replica = cluster.replica(index);
       expect(replica.counters.offerSourcesBuilt).toBeLessThanOrEqual(1);
+      expect(replica.checkpointOp).toBe(cluster.replica(backup).checkpointOp);
     }
+    // A second requester (a new session, so no cached offer of its own) asks for the same
+    // checkpoint: it is offered from the cached source, which is not read or built again.
+    const [server, other] = servers as [number, number];
+    const replica = cluster.replica(server);
+    const built = replica.counters.offerSourcesBuilt;
+    const served = replica.counters.offersServed;
+    expect(built).toBe(1);
+    const request = buildFrame(kernels, {
+      command: Command.requestStateTransfer,
+      cluster: replica.config.cluster,
+      view: replica.view,
+      release: 0,
+      replica: other,
+      nonce: 0xfeedn,
+      group: METADATA_GROUP,
+    });
+    const decoded = decodeFrame(kernels, request);
+    expect(decoded.ok).toBe(true);
+    if (decoded.ok) replica.onMessage(decoded);
+    cluster.runUntil(() => cluster.replicas[server]!.storage.inFlight === 0, 100);
+    expect(replica.counters.offersServed).toBe(served + 1);
+    expect(replica.counters.offerSourcesBuilt).toBe(built);
     cluster.network.filter = null;
     cluster.converge();
   });
@@ -417,10 +520,13 @@ describe('state transfer: each defect of the seed review is impossible', () => {
       group: METADATA_GROUP,
       artifact: 0,
     } as never, new Uint8Array(1));
+    // The same header without its body, resealed (size, body checksum, seal): a well-formed frame
+    // whose only fault is the empty chunk, so only the chunk rule can refuse it.
     const empty = frame.slice(0, HEADER_SIZE);
     new DataView(empty.buffer).setUint32(48, HEADER_SIZE, true);
-    const decoded = decodeFrame(kernels, empty);
-    expect(decoded.ok).toBe(false);
+    sealFrame(kernels, empty);
+    expect(verifyFrame(kernels, empty)).toBeNull();
+    expect(rejection(decodeFrame(kernels, empty))).toBe(FrameRejection.chunkEmpty);
   });
 
   it('4. offers are first-wins per (requester, nonce): a retry after a new checkpoint gets the same manifest', () => {
@@ -451,20 +557,118 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect(mismatches).toBe(0);
   });
 
-  it('5. commit walks stay suppressed while transferring: commit_min never moves mid-transfer', () => {
-    const cluster = sim({ clientCount: 3, requestsPerClient: 60 });
+  it('5. StartView, Commit and DoViewChange mid-fetch walk no commits; the install then restores the state machine', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    // Prepares of the first ops, as the primary sent them.
+    const prepares = new Map<number, Uint8Array>();
+    cluster.network.filter = ({ frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && decoded.header.command === Command.prepare && !prepares.has(decoded.header.op)) prepares.set(decoded.header.op, frame);
+      return 'deliver';
+    };
     const backup = lagBehindCheckpoints(cluster);
+    cluster.network.filter = null;
+    // Count the receiver's state-machine restores: an install that kept the old state machine and
+    // swapped only the client table (the reference's silent "table-only" install) restores nothing.
+    let restores = 0;
+    cluster.stateMachineFactory = (index) => {
+      const stateMachine = new TestStateMachine();
+      if (index !== backup) return stateMachine;
+      const restore = stateMachine.restore.bind(stateMachine);
+      stateMachine.restore = (snapshot) => {
+        restores += 1;
+        restore(snapshot);
+      };
+      return stateMachine;
+    };
     cluster.restart(backup);
     const receiver = cluster.replica(backup);
-    cluster.runUntil(() => receiver.stateTransfer.transferring, 5_000);
+    expect(
+      cluster.runUntil(() => receiver.stateTransferProgress().stage === 'fetching' && receiver.stateTransferProgress().bytesDone > 0, 5_000),
+      cluster.describe(),
+    ).toBe(true);
+    const snapshotOp = receiver.stateTransferProgress().checkpointOp!;
     const commitMin = receiver.commitMin;
+    const restoresBefore = restores;
+    expect(snapshotOp).toBeGreaterThan(commitMin);
+    // The receiver holds the bodies right above its commit point, so any commit walk that runs
+    // would apply them. (Live prepares are refused while transferring, so the receiver is handed
+    // the prepares it would have journaled just before its transfer armed.)
+    for (let op = commitMin + 1; op <= commitMin + 4; op++) {
+      const decoded = decodeFrame(kernels, prepares.get(op)!);
+      expect(decoded.ok && decoded.header.command === Command.prepare).toBe(true);
+      if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+      receiver.journal.put({ op, header: decoded.header, checksum: decoded.header.checksum, frame: decoded.frame, durable: true });
+    }
+    const deliver = (frame: Uint8Array): void => {
+      const decoded = decodeFrame(kernels, frame);
+      expect(rejection(decoded)).toBeNull();
+      if (decoded.ok) receiver.onMessage(decoded);
+    };
+    const common = { cluster: receiver.config.cluster, release: 0, group: METADATA_GROUP };
+    const commit = receiver.commitMax;
+    expect(commit).toBeGreaterThan(snapshotOp);
+    // A StartView of a newer view, from that view's primary, committing past the snapshot op.
+    let view = receiver.view + 1;
+    while (receiver.primaryIndex(view) === backup) view += 1;
+    const primary = receiver.primaryIndex(view);
+    deliver(buildFrame(kernels, { ...common, command: Command.startView, view, replica: primary, op: commit, commit, incarnation: 0n }));
+    expect(receiver.view).toBe(view);
+    expect(receiver.commitMin).toBe(commitMin);
+    // That primary's heartbeat (newer than any before it), which walks the commit point of a
+    // replica that is not transferring.
+    expect([receiver.status, receiver.isPrimary(), receiver.primaryIndex()]).toEqual(['normal', false, primary]);
+    deliver(
+      buildFrame(kernels, {
+        ...common,
+        command: Command.commit,
+        view,
+        replica: primary,
+        commitChecksum: 0n,
+        timestampMonotonic: Number.MAX_SAFE_INTEGER,
+        commit: Math.max(commit, commitMax(cluster)),
+        checkpointOp: 0,
+      }),
+    );
+    expect(receiver.stateTransfer.stage).toBe('fetching');
+    expect(receiver.commitMin).toBe(commitMin);
+    // A DoViewChange of the next view the receiver would lead, from a peer.
+    let nextView = view + 1;
+    while (receiver.primaryIndex(nextView) !== backup) nextView += 1;
+    const peer = cluster.replica(primary);
+    deliver(
+      buildFrame(kernels, {
+        ...common,
+        command: Command.doViewChange,
+        view: nextView,
+        replica: peer.config.replica,
+        op: peer.op,
+        commit: peer.commitMax,
+        logView: peer.logView,
+        nackUnknown: 0,
+        nackBitset: 0n,
+        presentBitset: 0n,
+      }),
+    );
+    expect(receiver.commitMin).toBe(commitMin);
+    // commit_min holds until the install jumps it to the snapshot op, and the install restored the
+    // state machine (a real install, not the "behind the local frontier" path).
     let moved = false;
-    cluster.runUntil(() => {
-      if (receiver.stateTransfer.transferring && receiver.commitMin !== commitMin) moved = true;
-      return !receiver.stateTransfer.transferring;
-    }, 10_000);
+    let installedAt: number | null = null;
+    expect(
+      cluster.runUntil(() => {
+        if (receiver.stateTransfer.transferring && receiver.commitMin !== commitMin) moved = true;
+        if (receiver.counters.stateTransfersInstalled > 0 && installedAt === null) installedAt = receiver.commitMin;
+        return installedAt !== null;
+      }, 10_000),
+      cluster.describe(),
+    ).toBe(true);
     expect(moved).toBe(false);
+    expect(installedAt).toBe(snapshotOp);
+    expect(restores - restoresBefore).toBe(1);
+    expect(cluster.events.get('state transfer: offered snapshot is behind the local frontier; keeping local state') ?? 0).toBe(0);
     cluster.converge();
+    expect(receiver.counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
   });
 
   it('6. stale or wrong-primary StartViews neither mint a nonce nor reset the retry budget', () => {
@@ -499,13 +703,15 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const chunkRequest = buildFrame(kernels, { ...base, command: Command.requestStateChunk, offset: 0, len: 64, artifact: 0 });
     const refusal = buildFrame(kernels, { ...base, command: Command.stateTransferTarget, commitOp: 0, available: 0, unavailableTransient: 1, commitMax: 0, checkpointAnchor: 0n, checkpointOp: 0, checkpointId: 0n });
     for (const frame of [request, chunkRequest, refusal]) {
-      expect(decodeFrame(kernels, frame).ok).toBe(true);
-      // The same header claiming a body: rejected before the replica sees it.
+      expect(rejection(decodeFrame(kernels, frame))).toBeNull();
+      // The same header claiming an 8-byte body, resealed (size, body checksum, seal): intact as
+      // bytes, so only the header-only size rule can refuse it.
       const grown = new Uint8Array(frame.byteLength + 8);
       grown.set(frame);
       new DataView(grown.buffer).setUint32(48, grown.byteLength, true);
-      const resealed = decodeFrame(kernels, grown);
-      expect(resealed.ok).toBe(false);
+      sealFrame(kernels, grown);
+      expect(verifyFrame(kernels, grown)).toBeNull();
+      expect(rejection(decodeFrame(kernels, grown))).toBe(FrameRejection.sizeNotHeaderOnly);
     }
   });
 
@@ -517,6 +723,29 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect(ClientTable.fromSnapshot(snapshot, 3).capacity).toBe(3);
     const wide = snapshot.map((entry, index) => ({ ...entry, slot: 5 + index }));
     expect(ClientTable.fromSnapshot(wide, 3).capacity).toBe(5 + wide.length);
+  });
+
+  it('8. the install and the boot from an installed checkpoint both build the client table at the configured capacity', () => {
+    // clients_table_max 3, far below the compile-time default; two clients never fill it.
+    const cluster = sim({ clientCount: 2, requestsPerClient: 40, clientsTableMax: 3 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    expect(cluster.replica(backup).checkpointOp).toBe(0);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 5_000), cluster.describe()).toBe(true);
+    // The install site: the table came from the transferred snapshot.
+    const installed = cluster.replica(backup);
+    expect(installed.clientTable.size).toBeGreaterThan(0);
+    expect(installed.clientTable.capacity).toBe(3);
+    // The boot site: a restart right after the install boots from that checkpoint and its table.
+    cluster.runUntil(() => cluster.replicas[backup]!.storage.inFlight === 0, 100);
+    const checkpointOp = installed.checkpointOp;
+    cluster.crash(backup);
+    cluster.restart(backup);
+    const booted = cluster.replica(backup);
+    expect(booted.checkpointOp).toBe(checkpointOp);
+    expect(booted.clientTable.size).toBeGreaterThan(0);
+    expect(booted.clientTable.capacity).toBe(3);
+    cluster.converge();
   });
 
   it('9. a snapshot behind the local applied frontier is never restored: local state kept', () => {

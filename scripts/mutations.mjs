@@ -1,0 +1,448 @@
+#!/usr/bin/env node
+/**
+ * The seed review's mutation check (issue 12): every fix of the nine defects that the review of
+ * the reference's state-transfer PR named (seed-pr-3765-review.txt, README "The seed review,
+ * pinned") is reverted in turn, and the test that pins it must then fail. A pin that still passes
+ * with its fix reverted pins nothing.
+ *
+ *   npm run test:mutations                 every mutation
+ *   npm run test:mutations -- --only 4,5a  defects 4 and mutation 5a
+ *   npm run test:mutations -- --markdown   also print the table as Markdown
+ *
+ * Each mutation is a list of (file, exact search string, replacement) edits, applied to a copy of
+ * the tree in a temporary directory (src/ and test/ copied, node_modules and build/ linked), so
+ * the working tree is never mutated, not even by a crash. A search string must occur exactly once
+ * in the current source: when the code moves under a mutation, the check says "mutation site not
+ * found" and fails rather than silently testing nothing. Before any mutation, the pins must pass
+ * on the unmutated copy. A mutation counts as killed only when a pinned test ran and failed; a
+ * suite that does not even load is an error, not a kill.
+ *
+ * Exit status: 0 only if every mutation was killed. Not part of `npm test` (about a minute).
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const TRANSFER = 'test/sim/scenarios-transfer.test.ts';
+const BLOCK = 'state transfer: each defect of the seed review is impossible';
+const RUN_TIMEOUT_MS = 300_000;
+
+/** A test of the seed-review block, by its title. */
+const pin = (title) => ({ file: TRANSFER, name: `${BLOCK} ${title}` });
+
+const PIN = {
+  stages: pin('1. only legal stage transitions exist, and clearing the stage drops the session'),
+  lateChunks: pin('1. an abandoned transfer ignores late chunks and never installs, also once a new session is fetching'),
+  registry: pin('2. one stats registry survives a restore: survivors keep their counters, the dead are pruned, a reused id starts at zero'),
+  offerCache: pin('3. the offer is built once per checkpoint and served from cache to repeated requests'),
+  corruptAtRest: {
+    file: TRANSFER,
+    name: "state transfer scenarios corruption of the serving replica's snapshot at rest is refused there, never re-sealed on the receiver",
+  },
+  pastEnd: pin('4. a chunk request at or past the artifact end is refused, never answered with an empty chunk'),
+  emptyChunk: pin('4. a zero-byte chunk is not a frame: the codec rejects it before any liveness counter'),
+  firstWins: pin('4. offers are first-wins per (requester, nonce): a retry after a new checkpoint gets the same manifest'),
+  walks: pin('5. StartView, Commit and DoViewChange mid-fetch walk no commits; the install then restores the state machine'),
+  startViews: pin('6. stale or wrong-primary StartViews neither mint a nonce nor reset the retry budget'),
+  headerOnly: pin('7. header-only transfer frames are size-checked'),
+  capacity: pin('8. the install and the boot from an installed checkpoint both build the client table at the configured capacity'),
+  behind: pin('9. a snapshot behind the local applied frontier is never restored: local state kept'),
+};
+
+const REPLICA = 'src/vsr/replica.ts';
+const STAGES = 'src/vsr/state-transfer.ts';
+const VALIDATE = 'src/vsr/header-validate.ts';
+const METADATA = 'src/metadata/state-machine.ts';
+const REGISTRY = 'src/metadata/stats-registry.ts';
+const SNAPSHOT_FILE = 'src/storage/snapshot-file.ts';
+
+/** One mutation per fix (or half of a fix) in the README's seed-review table. */
+const MUTATIONS = [
+  {
+    id: '1a',
+    defect: 1,
+    reverts: 'clearing the stage drops the session',
+    edits: [{ file: STAGES, search: "    this.move('idle');\n    this.active = null;\n", replace: "    this.move('idle');\n" }],
+    pins: [PIN.stages],
+  },
+  {
+    id: '1b',
+    defect: 1,
+    reverts: 'stage transitions are a checked table',
+    edits: [{ file: STAGES, search: '    assert(LEGAL[this.current].includes(next), `illegal state transfer stage ${this.current} -> ${next}`);\n', replace: '' }],
+    pins: [PIN.stages],
+  },
+  {
+    id: '1c',
+    defect: 1,
+    reverts: 'a chunk finds its session by nonce and stage',
+    edits: [{ file: REPLICA, search: "const session = this.stateTransfer.session(header.nonce, 'fetching');", replace: 'const session = this.stateTransfer.sessionAny;' }],
+    pins: [PIN.lateChunks],
+  },
+  {
+    id: '2a',
+    defect: 2,
+    reverts: 'restore keeps the one registry (reference: a fresh registry per restore)',
+    edits: [{ file: METADATA, search: '    this.stats.retain(snapshot.streams);\n', replace: '    (this as { stats: StatsRegistry }).stats = new StatsRegistry();\n' }],
+    pins: [PIN.registry],
+  },
+  {
+    id: '2b',
+    defect: 2,
+    reverts: 'restore prunes the registry to the snapshot',
+    edits: [{ file: METADATA, search: '    this.stats.retain(snapshot.streams);\n', replace: '' }],
+    pins: [PIN.registry],
+  },
+  {
+    id: '2c',
+    defect: 2,
+    reverts: 'pruning keeps the survivors\' partition entries',
+    edits: [
+      {
+        file: REGISTRY,
+        search: '          if (partition !== undefined && partition.createdAtUs === partitionEntry.ref.createdAtUs) continue;\n',
+        replace: '',
+      },
+    ],
+    pins: [PIN.registry],
+  },
+  {
+    id: '2d',
+    defect: 2,
+    reverts: 'pruning compares incarnations, not reused slab ids',
+    edits: [
+      {
+        file: REGISTRY,
+        search: '      if (stream === undefined || stream.createdAtUs !== streamEntry.ref.createdAtUs) {\n',
+        replace: '      if (stream === undefined) {\n',
+      },
+    ],
+    pins: [PIN.registry],
+  },
+  {
+    id: '3a',
+    defect: 3,
+    reverts: 'the offer source is built once per checkpoint',
+    edits: [{ file: REPLICA, search: '    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {\n', replace: '    if (false) {\n' }],
+    pins: [PIN.offerCache],
+  },
+  {
+    id: '3b',
+    defect: 3,
+    reverts: 'the served snapshot is verified at rest (reference: raw read, re-sealed downstream)',
+    edits: [
+      {
+        file: SNAPSHOT_FILE,
+        search: "        case 'checksum_mismatch':\n",
+        replace: "        case 'checksum_mismatch':\n          return { ok: true, payload: split.payload.slice(), checksum: split.expected };\n",
+      },
+    ],
+    pins: [PIN.corruptAtRest],
+  },
+  {
+    id: '4a',
+    defect: 4,
+    reverts: 'a chunk request at or past the end is refused',
+    edits: [{ file: REPLICA, search: '    if (header.offset >= entry.len) return;\n', replace: '' }],
+    pins: [PIN.pastEnd],
+  },
+  {
+    id: '4b',
+    defect: 4,
+    reverts: 'a zero-byte chunk is not a valid frame',
+    edits: [{ file: VALIDATE, search: '      if (bodySize === 0) return FrameRejection.chunkEmpty;\n', replace: '' }],
+    pins: [PIN.emptyChunk],
+  },
+  {
+    id: '4c',
+    defect: 4,
+    reverts: 'offers are first-wins per (requester, nonce)',
+    edits: [{ file: REPLICA, search: '    if (existing !== undefined && existing.nonce === header.nonce) {\n', replace: '    if (false) {\n' }],
+    pins: [PIN.firstWins],
+  },
+  {
+    id: '5a',
+    defect: 5,
+    reverts: 'every commit walk is gated while transferring',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    // commit_min must not move under an install that is about to jump it (seed review, defect 5).\n    if (this.stateTransfer.transferring) return;\n',
+        replace: '    // commit_min must not move under an install that is about to jump it (seed review, defect 5).\n',
+      },
+    ],
+    pins: [PIN.walks],
+  },
+  {
+    id: '5b',
+    defect: 5,
+    reverts: 'the install restores the state machine (reference: a silent table-only install)',
+    edits: [{ file: REPLICA, search: '      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });\n', replace: '' }],
+    pins: [PIN.walks],
+  },
+  {
+    id: '6',
+    defect: 6,
+    reverts: 'no StartView arms a transfer (reference: re-arm on any StartView while awaiting a target)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '  private onStartView(header: StartViewHeader, body: Uint8Array): void {\n',
+        replace:
+          '  private onStartView(header: StartViewHeader, body: Uint8Array): void {\n' +
+          "    if (this.stateTransfer.stage === 'awaiting_target') {\n" +
+          '      this.stateTransfer.clear();\n' +
+          '      this.armStateTransfer();\n' +
+          '    }\n',
+      },
+    ],
+    pins: [PIN.startViews],
+  },
+  {
+    id: '7a',
+    defect: 7,
+    reverts: 'header-only frames require size == 256',
+    edits: [{ file: VALIDATE, search: '  if (layout.bodySizeMax === 0 && bodySize !== 0) return FrameRejection.sizeNotHeaderOnly;\n', replace: '' }],
+    pins: [PIN.headerOnly],
+  },
+  {
+    id: '7b',
+    defect: 7,
+    reverts: 'a refusal target (available = 0) is header-only',
+    edits: [
+      {
+        file: VALIDATE,
+        search: '      if (header.available === 0) {\n        if (bodySize !== 0) return FrameRejection.sizeNotHeaderOnly;\n      } else if',
+        replace: '      if (header.available === 0) {\n      } else if',
+      },
+    ],
+    pins: [PIN.headerOnly],
+  },
+  {
+    id: '8a',
+    defect: 8,
+    reverts: 'the install decodes the table at the configured capacity (reference: the default)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);\n',
+        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, 8192);\n',
+      },
+    ],
+    pins: [PIN.capacity],
+  },
+  {
+    id: '8b',
+    defect: 8,
+    reverts: 'boot decodes the table at the configured capacity (reference: the default)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);\n',
+        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, 8192);\n',
+      },
+    ],
+    pins: [PIN.capacity],
+  },
+  {
+    id: '9',
+    defect: 9,
+    reverts: 'a snapshot at or behind commit_min is refused',
+    edits: [{ file: REPLICA, search: '    if (best.op <= this.commitMin) {\n', replace: '    if (false) {\n' }],
+    pins: [PIN.behind],
+  },
+];
+
+function parseArgs(argv) {
+  const options = { only: null, markdown: false };
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index];
+    if (arg === '--markdown') options.markdown = true;
+    else if (arg === '--only') options.only = (argv[++index] ?? '').split(',').filter((part) => part !== '');
+    else throw new Error(`unknown argument ${arg} (use --only 4,5a and/or --markdown)`);
+  }
+  return options;
+}
+
+function selected(mutation, only) {
+  if (only === null) return true;
+  return only.some((wanted) => wanted === mutation.id || wanted === String(mutation.defect));
+}
+
+function occurrences(text, search) {
+  let count = 0;
+  for (let at = text.indexOf(search); at >= 0; at = text.indexOf(search, at + 1)) count += 1;
+  return count;
+}
+
+function escapeRegex(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A workspace that shares node_modules and the WASM build but owns its src/ and test/. */
+function makeWorkspace() {
+  const dir = mkdtempSync(join(tmpdir(), 'vrmeta-mutations-'));
+  for (const entry of ['src', 'test']) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  for (const file of ['package.json', 'vitest.config.ts', 'tsconfig.json', 'tsconfig.test.json']) {
+    if (existsSync(join(ROOT, file))) cpSync(join(ROOT, file), join(dir, file));
+  }
+  for (const entry of ['node_modules', 'build']) symlinkSync(join(ROOT, entry), join(dir, entry), 'dir');
+  return dir;
+}
+
+/**
+ * Runs `pins` in `dir`; returns each pin's status ('passed', 'failed', or 'missing' when it did
+ * not run) with the first line of its failure, and the suite's own error if it did not load.
+ */
+function runPins(dir, pins) {
+  const files = [...new Set(pins.map((entry) => entry.file))];
+  const pattern = `^(${pins.map((entry) => escapeRegex(entry.name)).join('|')})$`;
+  const report = join(dir, 'vitest-report.json');
+  rmSync(report, { force: true });
+  const run = spawnSync(
+    join(dir, 'node_modules', '.bin', 'vitest'),
+    ['run', ...files, '-t', pattern, '--reporter=json', `--outputFile=${report}`],
+    { cwd: dir, encoding: 'utf8', timeout: RUN_TIMEOUT_MS, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
+  );
+  const results = new Map(pins.map((entry) => [entry.name, { status: 'missing', failure: '' }]));
+  let suiteError = '';
+  if (run.error !== undefined) suiteError = `vitest did not finish: ${run.error.message}`;
+  if (existsSync(report)) {
+    const parsed = JSON.parse(readFileSync(report, 'utf8'));
+    for (const file of parsed.testResults) {
+      if (file.status === 'failed' && file.assertionResults.length === 0) suiteError ||= firstLine(file.message);
+      for (const assertion of file.assertionResults) {
+        if (!results.has(assertion.fullName)) continue;
+        if (assertion.status !== 'passed' && assertion.status !== 'failed') continue;
+        results.set(assertion.fullName, { status: assertion.status, failure: firstLine(assertion.failureMessages?.[0] ?? '') });
+      }
+    }
+  } else {
+    suiteError ||= `no report (exit ${run.status}): ${firstLine(run.stderr || run.stdout || '')}`;
+  }
+  return { results, suiteError };
+}
+
+function firstLine(text) {
+  return String(text).split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 140) ?? '';
+}
+
+function printTable(rows) {
+  const header = ['#', 'id', 'fix reverted', 'file', 'pin', 'result'];
+  const body = rows.map((row) => [String(row.defect), row.id, row.reverts, row.files, row.pins, row.result]);
+  const widths = header.map((title, column) => Math.min(80, Math.max(title.length, ...body.map((cells) => cells[column].length))));
+  const line = (cells) => cells.map((cell, column) => cell.padEnd(widths[column])).join('  ');
+  console.log(line(header));
+  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  for (const cells of body) console.log(line(cells));
+}
+
+function printMarkdown(rows) {
+  console.log('| # | mutation | fix reverted | pin | result |');
+  console.log('|---|---|---|---|---|');
+  for (const row of rows) console.log(`| ${row.defect} | ${row.id} | ${row.reverts} | ${row.pins} | ${row.result} |`);
+}
+
+function main() {
+  const options = parseArgs(process.argv.slice(2));
+  const mutations = MUTATIONS.filter((mutation) => selected(mutation, options.only));
+  if (mutations.length === 0) throw new Error(`--only ${options.only?.join(',')} selects no mutation`);
+
+  // Every site must exist exactly once in the current tree, or the mutation tests nothing.
+  const siteErrors = new Map();
+  for (const mutation of mutations) {
+    for (const edit of mutation.edits) {
+      const count = occurrences(readFileSync(join(ROOT, edit.file), 'utf8'), edit.search);
+      if (count !== 1) {
+        const message = `MUTATION SITE NOT FOUND: ${edit.file} has ${count} occurrences of ${JSON.stringify(edit.search.trim().slice(0, 80))}`;
+        console.error(`mutation ${mutation.id}: ${message}`);
+        siteErrors.set(mutation.id, message);
+      }
+    }
+  }
+
+  const dir = makeWorkspace();
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  const rows = [];
+  try {
+    // The pins must pass before anything is reverted, or a "kill" proves nothing.
+    const allPins = [...new Map(mutations.flatMap((mutation) => mutation.pins).map((entry) => [entry.name, entry])).values()];
+    console.log(`baseline: ${allPins.length} pinned tests on the unmutated tree (${dir})`);
+    const baseline = runPins(dir, allPins);
+    const broken = [...baseline.results].filter(([, result]) => result.status !== 'passed');
+    if (baseline.suiteError !== '' || broken.length > 0) {
+      console.error(`baseline failed: ${baseline.suiteError}`);
+      for (const [name, result] of broken) console.error(`  ${result.status}: ${name} ${result.failure}`);
+      process.exitCode = 2;
+      return;
+    }
+
+    for (const mutation of mutations) {
+      const started = Date.now();
+      const row = {
+        defect: mutation.defect,
+        id: mutation.id,
+        reverts: mutation.reverts,
+        files: [...new Set(mutation.edits.map((edit) => edit.file))].join(', '),
+        pins: mutation.pins.map((entry) => `\`${entry.name.startsWith(BLOCK) ? entry.name.slice(BLOCK.length + 1) : entry.name}\``).join('; '),
+        result: '',
+        killed: false,
+        detail: '',
+      };
+      rows.push(row);
+      if (siteErrors.has(mutation.id)) {
+        row.result = 'ERROR: mutation site not found';
+        row.detail = siteErrors.get(mutation.id);
+        continue;
+      }
+      const originals = new Map();
+      try {
+        for (const edit of mutation.edits) {
+          const path = join(dir, edit.file);
+          if (!originals.has(path)) originals.set(path, readFileSync(path, 'utf8'));
+          writeFileSync(path, readFileSync(path, 'utf8').replace(edit.search, () => edit.replace));
+        }
+        const { results, suiteError } = runPins(dir, mutation.pins);
+        const failed = [...results.values()].filter((result) => result.status === 'failed');
+        const missing = [...results].filter(([, result]) => result.status === 'missing').map(([name]) => name);
+        if (failed.length > 0) {
+          row.killed = true;
+          row.result = 'killed';
+          row.detail = failed[0].failure;
+        } else if (suiteError !== '' || missing.length > 0) {
+          row.result = 'ERROR: pin did not run';
+          row.detail = suiteError || `missing: ${missing.join('; ')}`;
+        } else {
+          row.result = 'SURVIVED';
+        }
+      } finally {
+        for (const [path, text] of originals) writeFileSync(path, text);
+      }
+      console.log(`${mutation.id.padEnd(3)} ${row.result.padEnd(8)} ${((Date.now() - started) / 1000).toFixed(1)}s  ${row.detail}`);
+    }
+  } finally {
+    cleanup();
+  }
+
+  console.log('');
+  printTable(rows);
+  if (options.markdown) {
+    console.log('');
+    printMarkdown(rows);
+  }
+  const killed = rows.filter((row) => row.killed).length;
+  console.log(`\n${killed}/${rows.length} mutations killed`);
+  for (const [id, message] of siteErrors) {
+    console.error(`mutation ${id}: ${message} (the code moved: update the mutation in scripts/mutations.mjs)`);
+  }
+  if (killed !== rows.length) process.exitCode = 1;
+}
+
+main();
