@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * The seed review's mutation check (issue 12): every fix of the nine defects that the review of
- * the reference's state-transfer PR named (seed-pr-3765-review.txt, README "The seed review,
- * pinned") is reverted in turn, and the test that pins it must then fail. A pin that still passes
- * with its fix reverted pins nothing.
+ * The mutation check (issue 12): every fix of the nine defects that the review of the reference's
+ * state-transfer PR named (seed-pr-3765-review.txt, README "The seed review, pinned"), and of the
+ * outside audit's defects A-E (test/sim/scenarios-audit.test.ts), is reverted in turn, and the
+ * test that pins it must then fail. A pin that still passes with its fix reverted pins nothing.
  *
  *   npm run test:mutations                 every mutation
  *   npm run test:mutations -- --only 4,5a  defects 4 and mutation 5a
@@ -52,6 +52,22 @@ const PIN = {
   behind: pin('9. a snapshot behind the local applied frontier is never restored: local state kept'),
 };
 
+const AUDIT = 'test/sim/scenarios-audit.test.ts';
+/** A test of the audit's scenarios (issue 12, defects A-E), by its describe block and title. */
+const audit = (block, title) => ({ file: AUDIT, name: `${block} ${title}`, title });
+const AUDIT_PIN = {
+  a: audit('audit defect A: an install during a view change never drops an op this replica reported present', 'the only holder of an acknowledged op transfers a checkpoint mid view change and the op survives'),
+  aServe: audit('audit defect A: an install during a view change never drops an op this replica reported present', 'a transferring replica serves the prepare it reported present, so the view starts before its install'),
+  aFence: audit('audit defect A, the other half: what an install keeps is applied only as far as proven committed', "a stale prepare kept above the installed checkpoint is never applied on a newer view's commit number"),
+  b: audit('audit defect B: an install supersedes a checkpoint whose superblock pairing is failing', 'the commit walk resumes after an install that lands while the own checkpoint retries its superblock write'),
+  c: audit('audit defect C: adopting a view mid-transfer resets the heartbeat watermark', 'a replica that adopts a new view while fetching follows its primary without deposing it'),
+  d: audit('audit defect D: a wiped replica that caught up counts again when the primary dies', 'the primary dies while a wiped replica transfers: the survivors elect a primary without it'),
+  eVouch: audit('audit defect E: a corrupt snapshot at rest on the primary does not keep a wiped replica down', "the primary vouches for the checkpoint id it cannot serve, so the other backup's copy is installed"),
+  eRepair: audit('audit defect E: a corrupt snapshot at rest on the primary does not keep a wiped replica down', 'the replica whose snapshot at rest is damaged fetches it back from a peer and serves again'),
+  divergence: audit('audit, also: fail-stop on own divergence, no ignored storage failure', 'a committed prepare that does not chain onto the applied history stops the replica with DivergenceFailure'),
+  discard: audit('audit, also: fail-stop on own divergence, no ignored storage failure', 'a failed transfer_discard is logged, not ignored'),
+};
+
 const REPLICA = 'src/vsr/replica.ts';
 const STAGES = 'src/vsr/state-transfer.ts';
 const VALIDATE = 'src/vsr/header-validate.ts';
@@ -79,7 +95,7 @@ const MUTATIONS = [
     id: '1c',
     defect: 1,
     reverts: 'a chunk finds its session by nonce and stage',
-    edits: [{ file: REPLICA, search: "const session = this.stateTransfer.session(header.nonce, 'fetching');", replace: 'const session = this.stateTransfer.sessionAny;' }],
+    edits: [{ file: REPLICA, search: "const session = repair ?? this.stateTransfer.session(header.nonce, 'fetching');", replace: 'const session = repair ?? this.stateTransfer.sessionAny;' }],
     pins: [PIN.lateChunks],
   },
   {
@@ -254,6 +270,122 @@ const MUTATIONS = [
     edits: [{ file: REPLICA, search: '    if (best.op <= this.commitMin) {\n', replace: '    if (false) {\n' }],
     pins: [PIN.behind],
   },
+  // The outside audit's defects (issue 12), pinned in test/sim/scenarios-audit.test.ts.
+  {
+    id: 'A1',
+    defect: 'A',
+    reverts: 'an install keeps the journal above the checkpoint (reference: truncate above the applied op in a view change)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n',
+        replace:
+          "      if (this.status === 'view_change' && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);\n      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n",
+      },
+    ],
+    pins: [AUDIT_PIN.a],
+  },
+  {
+    id: 'A2',
+    defect: 'A',
+    reverts: 'a transferring replica serves the prepares it reported present',
+    edits: [{ file: REPLICA, search: "    if (this.status === 'recovering') return;\n    const reply = ", replace: "    if (this.status === 'recovering' || this.stateTransfer.transferring) return;\n    const reply = " }],
+    pins: [AUDIT_PIN.aServe],
+  },
+  {
+    id: 'A3',
+    defect: 'A',
+    reverts: 'the commit walk stops at commit_canonical (reference: at commit_max)',
+    edits: [
+      { file: REPLICA, search: '    while (this.commitMin < this.commitCanonical) {\n', replace: '    while (this.commitMin < this.commitMax) {\n' },
+      { file: REPLICA, search: "    assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');\n", replace: '' },
+    ],
+    pins: [AUDIT_PIN.aFence],
+  },
+  {
+    id: 'B',
+    defect: 'B',
+    reverts: 'an install supersedes a checkpoint waiting for its superblock pairing',
+    edits: [{ file: REPLICA, search: '      if (superseded !== null) {\n', replace: '      if (superseded !== null && false) {\n' }],
+    pins: [AUDIT_PIN.b],
+  },
+  {
+    id: 'C',
+    defect: 'C',
+    reverts: 'a StartView adopted mid-transfer takes the normal path (reference: view only, heartbeat watermark kept)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;\n',
+        replace: [
+          '    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;',
+          '    if (this.stateTransfer.transferring) {',
+          "      if (header.view > this.view || this.status !== 'normal') {",
+          '        this.view = header.view;',
+          "        this.status = 'normal';",
+          '        this.pipeline = [];',
+          '        this.requestQueue = [];',
+          '        this.pendingView = null;',
+          '        for (const timeout of this.timeouts()) timeout.stop();',
+          '        this.timeoutNormalHeartbeat.start();',
+          '        this.persistView();',
+          '      }',
+          '      this.advanceCommitMax(header.commit);',
+          '      return;',
+          '    }',
+          '',
+        ].join('\n'),
+      },
+    ],
+    pins: [AUDIT_PIN.c],
+  },
+  {
+    id: 'D',
+    defect: 'D',
+    reverts: 'a wiped replica counts once it applied the adopted head, in any status (reference: only in its own log view)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (this.commitMin < this.catchUpTarget) {\n',
+        replace: "    if (this.status !== 'normal' || this.logView !== this.view) return;\n    if (this.commitMin < this.catchUpTarget) {\n",
+      },
+    ],
+    pins: [AUDIT_PIN.d],
+  },
+  {
+    id: 'E1',
+    defect: 'E',
+    reverts: 'a refusal that names a checkpoint vouches for it',
+    edits: [{ file: REPLICA, search: '      const vouchers = servers.length + (vouches.get(key) ?? 0);\n', replace: '      const vouchers = servers.length;\n' }],
+    pins: [AUDIT_PIN.eVouch],
+  },
+  {
+    id: 'E2',
+    defect: 'E',
+    reverts: 'a replica repairs its damaged snapshot file from a peer',
+    edits: [{ file: REPLICA, search: '    if (damaged === null || damaged.op !== this.checkpointOp', replace: '    if (true || damaged === null || damaged.op !== this.checkpointOp' }],
+    pins: [AUDIT_PIN.eRepair],
+  },
+  {
+    id: 'F1',
+    defect: 'also',
+    reverts: 'own divergence is fail-stop (reference: counted, the walk stalls)',
+    edits: [
+      {
+        file: REPLICA,
+        search: "        this.failStop('committed prepare does not chain onto the applied history', op);\n",
+        replace: "        this.reportDivergence('committed prepare does not chain onto the applied history', op);\n        break;\n",
+      },
+    ],
+    pins: [AUDIT_PIN.divergence],
+  },
+  {
+    id: 'F2',
+    defect: 'also',
+    reverts: 'a failed transfer_discard is logged',
+    edits: [{ file: REPLICA, search: '      if (!result.ok) this.env.logger.log(\'warn\', \'state transfer: discarding', replace: '      if (false) this.env.logger.log(\'warn\', \'state transfer: discarding' }],
+    pins: [AUDIT_PIN.discard],
+  },
 ];
 
 function parseArgs(argv) {
@@ -326,6 +458,12 @@ function runPins(dir, pins) {
   return { results, suiteError };
 }
 
+/** A pin's title without its describe block. */
+function shortName(entry) {
+  if (entry.title !== undefined) return entry.title;
+  return entry.name.startsWith(BLOCK) ? entry.name.slice(BLOCK.length + 1) : entry.name;
+}
+
 function firstLine(text) {
   return String(text).split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 140) ?? '';
 }
@@ -391,7 +529,7 @@ function main() {
         id: mutation.id,
         reverts: mutation.reverts,
         files: [...new Set(mutation.edits.map((edit) => edit.file))].join(', '),
-        pins: mutation.pins.map((entry) => `\`${entry.name.startsWith(BLOCK) ? entry.name.slice(BLOCK.length + 1) : entry.name}\``).join('; '),
+        pins: mutation.pins.map((entry) => `\`${shortName(entry)}\``).join('; '),
         result: '',
         killed: false,
         detail: '',

@@ -591,15 +591,6 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const commitMin = receiver.commitMin;
     const restoresBefore = restores;
     expect(snapshotOp).toBeGreaterThan(commitMin);
-    // The receiver holds the bodies right above its commit point, so any commit walk that runs
-    // would apply them. (Live prepares are refused while transferring, so the receiver is handed
-    // the prepares it would have journaled just before its transfer armed.)
-    for (let op = commitMin + 1; op <= commitMin + 4; op++) {
-      const decoded = decodeFrame(kernels, prepares.get(op)!);
-      expect(decoded.ok && decoded.header.command === Command.prepare).toBe(true);
-      if (!decoded.ok || decoded.header.command !== Command.prepare) return;
-      receiver.journal.put({ op, header: decoded.header, checksum: decoded.header.checksum, frame: decoded.frame, durable: true });
-    }
     const deliver = (frame: Uint8Array): void => {
       const decoded = decodeFrame(kernels, frame);
       expect(rejection(decoded)).toBeNull();
@@ -615,6 +606,16 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     deliver(buildFrame(kernels, { ...common, command: Command.startView, view, replica: primary, op: commit, commit, incarnation: 0n }));
     expect(receiver.view).toBe(view);
     expect(receiver.commitMin).toBe(commitMin);
+    // The receiver holds the bodies right above its commit point, so any commit walk that runs
+    // would apply them. (Live prepares are refused while transferring, so the receiver is handed
+    // the prepares it would have journaled just before its transfer armed; after the StartView,
+    // which reconciles the journal against its own log and would drop them.)
+    for (let op = commitMin + 1; op <= commitMin + 4; op++) {
+      const decoded = decodeFrame(kernels, prepares.get(op)!);
+      expect(decoded.ok && decoded.header.command === Command.prepare).toBe(true);
+      if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+      receiver.journal.put({ op, header: decoded.header, checksum: decoded.header.checksum, frame: decoded.frame, durable: true });
+    }
     // That primary's heartbeat (newer than any before it), which walks the commit point of a
     // replica that is not transferring.
     expect([receiver.status, receiver.isPrimary(), receiver.primaryIndex()]).toEqual(['normal', false, primary]);
