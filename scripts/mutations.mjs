@@ -8,6 +8,10 @@
  *   npm run test:mutations                 every mutation
  *   npm run test:mutations -- --only 4,5a  defects 4 and mutation 5a
  *   npm run test:mutations -- --markdown   also print the table as Markdown
+ *   npm run test:mutations -- --only A,B,C,D,E --simulate 5000 [--base B]
+ *       instead of the pins, build each mutated tree and run `vrmeta simulate --seeds 5000`
+ *       on it (and on the unmutated tree first): does the simulator find the reverted defect
+ *       on its own, and in how many seeds?
  *
  * Each mutation is a list of (file, exact search string, replacement) edits, applied to a copy of
  * the tree in a temporary directory (src/ and test/ copied, node_modules and build/ linked), so
@@ -303,6 +307,13 @@ const MUTATIONS = [
     pins: [AUDIT_PIN.aFence],
   },
   {
+    id: 'A*',
+    defect: 'A',
+    reverts: 'all of A at once: the install truncates in a view change, a transferring replica serves nothing, the walk runs to commit_max',
+    edits: [],
+    pins: [AUDIT_PIN.a],
+  },
+  {
     id: 'B',
     defect: 'B',
     reverts: 'an install supersedes a checkpoint waiting for its superblock pairing',
@@ -367,6 +378,13 @@ const MUTATIONS = [
     pins: [AUDIT_PIN.eRepair],
   },
   {
+    id: 'E*',
+    defect: 'E',
+    reverts: 'all of E at once: no vouch for an id that cannot be served, no repair of a damaged snapshot',
+    edits: [],
+    pins: [AUDIT_PIN.eVouch],
+  },
+  {
     id: 'F1',
     defect: 'also',
     reverts: 'own divergence is fail-stop (reference: counted, the walk stalls)',
@@ -388,15 +406,102 @@ const MUTATIONS = [
   },
 ];
 
+// A fix with several halves, reverted whole: the simulator is asked to find the defect itself.
+for (const [whole, parts] of [['A*', ['A1', 'A2', 'A3']], ['E*', ['E1', 'E2']]]) {
+  MUTATIONS.find((mutation) => mutation.id === whole).edits = parts.flatMap((id) => MUTATIONS.find((mutation) => mutation.id === id).edits);
+}
+
 function parseArgs(argv) {
-  const options = { only: null, markdown: false };
+  const options = { only: null, markdown: false, simulate: 0, base: 1 };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index];
     if (arg === '--markdown') options.markdown = true;
     else if (arg === '--only') options.only = (argv[++index] ?? '').split(',').filter((part) => part !== '');
-    else throw new Error(`unknown argument ${arg} (use --only 4,5a and/or --markdown)`);
+    else if (arg === '--simulate') options.simulate = Number(argv[++index]);
+    else if (arg === '--base') options.base = Number(argv[++index]);
+    else throw new Error(`unknown argument ${arg} (use --only 4,5a, --markdown, --simulate N [--base B])`);
   }
+  if (!Number.isSafeInteger(options.simulate) || options.simulate < 0) throw new Error('--simulate takes a seed count');
   return options;
+}
+
+/**
+ * Builds the (mutated) workspace and runs the simulator over `seeds` seeds from `base`: the
+ * failing seeds and the first failure, or the build's error.
+ */
+function simulateWorkspace(dir, seeds, base) {
+  // Unused-symbol checks off: a reverted fix may leave its helper unused; the code still runs.
+  const build = spawnSync(join(dir, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json', '--noUnusedLocals', 'false', '--noUnusedParameters', 'false'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
+  if (!existsSync(join(dir, 'dist', 'src', 'node', 'cli.js'))) return { error: `build failed: ${firstLine(build.stdout || build.stderr)}` };
+  const run = spawnSync(process.execPath, [join(dir, 'dist', 'src', 'node', 'cli.js'), 'simulate', '--seeds', String(seeds), '--base', String(base)], {
+    cwd: dir,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  const lines = (run.stdout ?? '').split('\n');
+  const summary = lines.find((line) => line.startsWith('seeds='));
+  if (summary === undefined) return { error: `no summary: ${firstLine(run.stderr || run.stdout)}` };
+  const failures = Number(/failures=(\d+)/.exec(summary)[1]);
+  const failed = lines.filter((line) => line.startsWith('seed=') && line.includes('FAILED')).map((line) => Number(/seed=(\d+)/.exec(line)[1]));
+  const firstFailure = lines.find((line) => line.startsWith('  failure: ')) ?? '';
+  const kinds = new Map();
+  for (const line of lines.filter((candidate) => candidate.startsWith('  failure: '))) {
+    const kind = /liveness: the core|liveness: r\d+ stuck|liveness: r\d+ deposed|liveness: no convergence|CheckFailure: replica \d+ applied|AssertionError|CheckFailure/.exec(line)?.[0] ?? 'other';
+    const key = kind.replace(/r\d+/g, 'r').replace(/replica \d+/, 'replica');
+    kinds.set(key, (kinds.get(key) ?? 0) + 1);
+  }
+  return { failures, failed, firstFailure: firstFailure.replace('  failure: ', '').slice(0, 160), kinds, summary, targeted: lines.find((line) => line.startsWith('targeted:')) ?? '' };
+}
+
+function mainSimulate(options, mutations) {
+  const dir = makeWorkspace();
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  const rows = [];
+  try {
+    const runs = [{ id: 'none', reverts: 'every fix in place', edits: [] }, ...mutations];
+    for (const mutation of runs) {
+      const started = Date.now();
+      const originals = new Map();
+      let result;
+      try {
+        for (const edit of mutation.edits) {
+          const path = join(dir, edit.file);
+          if (occurrences(readFileSync(path, 'utf8'), edit.search) !== 1) throw new Error(`MUTATION SITE NOT FOUND: ${edit.file}: ${edit.search.trim().slice(0, 80)}`);
+          if (!originals.has(path)) originals.set(path, readFileSync(path, 'utf8'));
+          writeFileSync(path, readFileSync(path, 'utf8').replace(edit.search, () => edit.replace));
+        }
+        rmSync(join(dir, 'dist'), { recursive: true, force: true });
+        result = simulateWorkspace(dir, options.simulate, options.base);
+      } finally {
+        for (const [path, text] of originals) writeFileSync(path, text);
+      }
+      const seconds = ((Date.now() - started) / 1000).toFixed(0);
+      const kinds = result.kinds === undefined ? '' : [...result.kinds].map(([kind, count]) => `${kind} x${count}`).join(', ');
+      const row = { id: mutation.id, reverts: mutation.reverts, result, seconds, kinds };
+      rows.push(row);
+      console.log(`${mutation.id.padEnd(4)} ${result.error ?? `${result.failures}/${options.simulate} seeds fail`}  ${seconds}s  ${kinds}`);
+      if (result.failed !== undefined && result.failed.length > 0) console.log(`     first: seed ${result.failed[0]}: ${result.firstFailure}`);
+      if (mutation.id === 'none' && result.targeted !== undefined) console.log(`     ${result.summary}\n     ${result.targeted}`);
+    }
+  } finally {
+    cleanup();
+  }
+  console.log(`\n| mutation | fix reverted | seeds that fail (of ${options.simulate}, --base ${options.base}) | how they fail | first failing seed |`);
+  console.log('|---|---|---:|---|---|');
+  for (const row of rows) {
+    const failing = row.result.error ?? String(row.result.failures);
+    console.log(`| ${row.id} | ${row.reverts} | ${failing} | ${row.kinds} | ${row.result.failed?.[0] ?? ''} |`);
+  }
+  const baseline = rows[0].result;
+  const missed = rows.slice(1).filter((row) => row.result.error !== undefined || row.result.failures === 0);
+  if (baseline.error !== undefined || baseline.failures > 0 || missed.length > 0) process.exitCode = 1;
 }
 
 function selected(mutation, only) {
@@ -417,7 +522,7 @@ function escapeRegex(text) {
 /** A workspace that shares node_modules and the WASM build but owns its src/ and test/. */
 function makeWorkspace() {
   const dir = mkdtempSync(join(tmpdir(), 'vrmeta-mutations-'));
-  for (const entry of ['src', 'test']) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  for (const entry of ['src', 'test', 'bench']) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
   for (const file of ['package.json', 'vitest.config.ts', 'tsconfig.json', 'tsconfig.test.json']) {
     if (existsSync(join(ROOT, file))) cpSync(join(ROOT, file), join(dir, file));
   }
@@ -488,6 +593,10 @@ function main() {
   const options = parseArgs(process.argv.slice(2));
   const mutations = MUTATIONS.filter((mutation) => selected(mutation, options.only));
   if (mutations.length === 0) throw new Error(`--only ${options.only?.join(',')} selects no mutation`);
+  if (options.simulate > 0) {
+    mainSimulate(options, mutations);
+    return;
+  }
 
   // Every site must exist exactly once in the current tree, or the mutation tests nothing.
   const siteErrors = new Map();

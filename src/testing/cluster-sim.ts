@@ -7,6 +7,15 @@
  * commit, reply and checkpoint. Liveness: faults heal, every replica restarts if down, and the
  * cluster must converge within a tick budget (every request answered, every replica caught up on
  * the same commit with the same checkpoint ids).
+ *
+ * Targeted faults (the outside audit of issue 12 found five defects that ~30,000 seeds of random
+ * loss never built the schedule for): a backup starved of prepares while heartbeats still reach
+ * it and its repair requests are lost; superblock writes failing for a stretch, overlapping
+ * checkpoints and installs; the primary crashing when a replica starts fetching a checkpoint, and
+ * staying down; a live replica's snapshot file rotting at rest. And liveness checks beyond "it
+ * converged eventually": a core of replicas (a quorum able to proceed) must converge while the
+ * others stay down, no replica may sit with commit_min < commit_max without progress, and no
+ * replica may depose a healthy primary once the network healed.
  */
 import { Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
@@ -67,6 +76,24 @@ export interface SimOptions {
    * a wipe (the fault budget: a second lost disk could hold the last copy of a committed op).
    */
   readonly diskLossProbability: number;
+  /** Per-tick probability that a backup starts being starved of prepares (and its repair requests). */
+  readonly starveProbability: number;
+  readonly starveMeanTicks: number;
+  /** Per-tick probability that a replica's superblock writes start failing for a stretch. */
+  readonly superblockBurstProbability: number;
+  /** When a replica starts fetching a checkpoint, the probability that the primary crashes then. */
+  readonly crashPrimaryOnFetchProbability: number;
+  /**
+   * When a replica that lost its disk installs a checkpoint, the probability that the primary
+   * crashes a little later, for good (the rest of the safety phase and a core liveness run).
+   */
+  readonly crashPrimaryOnRejoinProbability: number;
+  /** Probability that a crash keeps the replica down for the rest of the safety phase. */
+  readonly longCrashProbability: number;
+  /** Per-tick probability that a live replica's snapshot file rots at rest (a flipped bit). */
+  readonly snapshotRotProbability: number;
+  /** Probability that liveness first runs a core (replicas still down stay down), when one can proceed. */
+  readonly coreLivenessProbability: number;
   readonly safetyTicks: number;
   readonly livenessTicksMax: number;
 }
@@ -86,6 +113,8 @@ export interface SimResult {
   readonly wipes: number;
   /** State transfers installed. */
   readonly transfers: number;
+  /** How often each targeted fault fired (and core liveness runs). */
+  readonly targeted: Readonly<ClusterSim['targetedCounters']>;
   readonly options: SimOptions;
   /** The last log lines before a failure (empty on success). */
   readonly log: readonly string[];
@@ -129,8 +158,52 @@ export function swarmOptions(seed: number): SimOptions {
     tornWriteProbability: prng.float() * 0.5,
     lostWriteProbability: prng.float() * 0.5,
     diskLossProbability: faulty && prng.chance(0.5) ? prng.float() * 0.3 : 0,
+    ...targetedFaults(seed, faulty),
     safetyTicks: 3_000,
     livenessTicksMax: 20_000,
+  };
+}
+
+/** No targeted faults: what `swarmOptions` drew before they existed (regression seeds replay with it). */
+export const TARGETED_FAULTS_OFF: TargetedFaults = {
+  starveProbability: 0,
+  starveMeanTicks: 0,
+  superblockBurstProbability: 0,
+  crashPrimaryOnFetchProbability: 0,
+  crashPrimaryOnRejoinProbability: 0,
+  longCrashProbability: 0,
+  snapshotRotProbability: 0,
+  coreLivenessProbability: 0,
+};
+
+type TargetedFaults = Pick<
+  SimOptions,
+  | 'starveProbability'
+  | 'starveMeanTicks'
+  | 'superblockBurstProbability'
+  | 'crashPrimaryOnFetchProbability'
+  | 'crashPrimaryOnRejoinProbability'
+  | 'longCrashProbability'
+  | 'snapshotRotProbability'
+  | 'coreLivenessProbability'
+>;
+
+/**
+ * The targeted faults of a seed, from a PRNG stream of their own: the draws of the original
+ * swarm (and so every schedule a seed produced before these existed, with them off) stay put.
+ */
+function targetedFaults(seed: number, faulty: boolean): TargetedFaults {
+  if (!faulty) return TARGETED_FAULTS_OFF;
+  const prng = new Prng(seed * 7 + 5);
+  return {
+    starveProbability: prng.chance(0.5) ? prng.float() * 0.004 : 0,
+    starveMeanTicks: prng.range(50, 400),
+    superblockBurstProbability: prng.chance(0.4) ? prng.float() * 0.003 : 0,
+    crashPrimaryOnFetchProbability: prng.chance(0.5) ? 0.2 + prng.float() * 0.8 : 0,
+    crashPrimaryOnRejoinProbability: prng.chance(0.5) ? 0.5 + prng.float() * 0.5 : 0,
+    longCrashProbability: prng.chance(0.5) ? prng.float() * 0.6 : 0,
+    snapshotRotProbability: prng.chance(0.4) ? prng.float() * 0.004 : 0,
+    coreLivenessProbability: prng.chance(0.8) ? 1 : 0,
   };
 }
 
@@ -144,6 +217,19 @@ interface SimReplica {
   wipedCatchUpOp: number | null;
   /** The disk was lost since the last start: restart it as the operator would, with --rejoin. */
   rejoinPending: boolean;
+  /** A long crash: it stays down until the liveness phase (and maybe through a core's). */
+  downUntilHeal: boolean;
+  /** Its superblock writes fail until this tick (a burst); 0 when none. */
+  superblockFailingUntil: number;
+  /** Its snapshot file rotted at rest and was not rewritten since (a disk fault in the budget). */
+  rotten: boolean;
+  /** Its state-transfer stage at the end of the last tick (to see a fetch start). */
+  stageLast: string;
+  /** Its head and installs at the end of the last tick it was up. */
+  opLast: number;
+  installsLast: number;
+  /** Its head when its disk was lost: what the lost disk could have acknowledged (null: not wiped). */
+  headAtWipe: number | null;
 }
 
 const LOG_LINES_MAX = 400;
@@ -167,11 +253,40 @@ export class ClusterSim {
   private transfersRetired = 0;
   private faultsEnabled = true;
   verbose = false;
+  /** The targeted faults' own PRNG stream (see `targetedFaults`). */
+  private readonly targetedPrng: Prng;
+  /** The backup starved of prepares, until a tick. */
+  private starving: { replica: number; untilTick: number } | null = null;
+  /** The highest op any replica ever knew (a wiped replica's lost acknowledgements are below it). */
+  private opMaxEver = 0;
+  /** The liveness phase began at this tick (null during the safety phase). */
+  private healedAtTick: number | null = null;
+  /** Per replica: since when it has been an active primary (null when it is not one). */
+  private readonly activePrimarySince: (number | null)[] = [];
+  /** Per replica: its commit_min and the tick it last changed (the stuck-replica checker). */
+  private readonly progress: { commitMin: number; sinceTick: number }[] = [];
+  /** A checker's verdict raised inside a replica call, thrown after the tick. */
+  private failurePending: CheckFailure | null = null;
+  /** Counters of the targeted faults, for the summary. */
+  readonly targetedCounters = {
+    starvations: 0,
+    superblockBursts: 0,
+    crashesOnFetch: 0,
+    crashesOnRejoin: 0,
+    longCrashes: 0,
+    rots: 0,
+    coreRuns: 0,
+    /** Core runs with a replica that lost its disk and must count again (audit defect D). */
+    coreRunsRejoining: 0,
+    coreRefusedKnowledge: 0,
+    coreRefusedHeld: 0,
+  };
 
   constructor(options: SimOptions, kernels: Kernels) {
     this.options = options;
     this.kernels = kernels;
     this.prng = new Prng(options.seed);
+    this.targetedPrng = new Prng(options.seed * 7 + 6);
     const cluster = 0x5eed_0000_0000_0000_0000n + BigInt(options.seed);
     this.network = new NetworkSim(new Prng(options.seed + 1), options.replicaCount, options.network);
     for (let index = 0; index < options.replicaCount; index++) {
@@ -200,8 +315,17 @@ export class ClusterSim {
         crashes: 0,
         wipedCatchUpOp: null,
         rejoinPending: false,
+        downUntilHeal: false,
+        superblockFailingUntil: 0,
+        rotten: false,
+        stageLast: 'idle',
+        opLast: 0,
+        installsLast: 0,
+        headAtWipe: null,
       };
       this.replicas.push(entry);
+      this.activePrimarySince.push(null);
+      this.progress.push({ commitMin: 0, sinceTick: 0 });
       this.start(entry);
     }
     for (let index = 0; index < options.clientCount; index++) {
@@ -226,7 +350,7 @@ export class ClusterSim {
   private start(entry: SimReplica): void {
     const config = this.configs[entry.index]!;
     const storage = new StorageSim(new Prng(this.prng.nextU32()), this.options.storageLatencyMaxTicks);
-    storage.superblockFailureProbability = this.options.superblockFailureProbability;
+    storage.superblockFailureProbability = entry.superblockFailingUntil > this.tickNow ? 1 : this.options.superblockFailureProbability;
     entry.storage = storage;
     const index = entry.index;
     let boot;
@@ -266,6 +390,7 @@ export class ClusterSim {
         logger: {
           log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
             this.events.set(event, (this.events.get(event) ?? 0) + 1);
+            if (event === 'view change') this.checkViewChange(index, fields ?? {});
             if (level === 'debug') return;
             this.log(`r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`);
           },
@@ -275,9 +400,12 @@ export class ClusterSim {
     entry.replica = replica;
   }
 
-  crash(index: number): void {
+  /** Crashes a replica; `untilHeal` keeps it down for the rest of the safety phase. */
+  crash(index: number, untilHeal = false): void {
     const entry = this.replicas[index]!;
     if (entry.replica === null) return;
+    entry.downUntilHeal = untilHeal;
+    if (untilHeal) this.targetedCounters.longCrashes += 1;
     const lost = entry.storage.crash();
     entry.store.crash();
     this.retire(entry.replica);
@@ -292,18 +420,21 @@ export class ClusterSim {
   }
 
   private wipe(entry: SimReplica): void {
+    entry.headAtWipe = Math.max(entry.headAtWipe ?? 0, entry.opLast);
     entry.store.wipe();
     entry.rejoinPending = true;
     this.wipeCount += 1;
     entry.wipedCatchUpOp = Math.max(0, ...this.replicas.map((other) => other.replica?.commitMax ?? 0));
   }
 
-  /** At most one replica may be catching up from a lost disk at a time. */
+  /** At most one replica may be catching up from a lost disk (or hold a rotten snapshot) at a time. */
   private wipeBudgetAvailable(index: number): boolean {
     // A single replica is its own only copy: losing its disk loses the cluster's data.
     if (this.options.replicaCount === 1) return false;
     return this.replicas.every((other) => {
       if (other.index === index) return true;
+      // A rotten snapshot refuses the next boot: that replica's disk is already the one at fault.
+      if (other.rotten) return false;
       if (other.replica === null || other.replica.nackUnknown) return false;
       if (other.wipedCatchUpOp !== null) {
         // Still catching up from an earlier lost disk: a second one could lose the last copy.
@@ -379,6 +510,51 @@ export class ClusterSim {
       const send = client.tick();
       if (send !== null) this.network.send(CLIENT_NODE_BASE + client.index, send.target, send.frame);
     }
+    this.observe();
+    if (this.healedAtTick !== null) this.checkProgress();
+    const failure = this.failurePending;
+    if (failure !== null) {
+      this.failurePending = null;
+      throw failure;
+    }
+  }
+
+  /** Ticks a replica may sit with commit_min < commit_max, making no progress, after healing. */
+  static readonly STUCK_TICKS_MAX = 5_000;
+
+  /** Liveness: once healed, no live replica stays behind its commit_max without progress. */
+  private checkProgress(): void {
+    for (const entry of this.replicas) {
+      const replica = entry.replica;
+      if (replica === null) continue;
+      const progress = this.progress[entry.index]!;
+      const since = Math.max(progress.sinceTick, this.healedAtTick!);
+      if (replica.commitMin < replica.commitMax && this.tickNow - since > ClusterSim.STUCK_TICKS_MAX) {
+        throw new CheckFailure(
+          `liveness: r${entry.index} stuck at commit_min ${replica.commitMin} < commit_max ${replica.commitMax} for ${this.tickNow - since} ticks after healing: ${this.describe()}`,
+        );
+      }
+    }
+  }
+
+  /**
+   * Liveness: once the network healed, a backup deposes a primary only if that primary stopped
+   * being one. A heartbeat timeout while the primary of that view has been active for longer than
+   * the timeout (its heartbeats flow, nothing is lost any more) means the backup ignored them.
+   */
+  private checkViewChange(index: number, fields: Readonly<Record<string, unknown>>): void {
+    if (this.healedAtTick === null || fields['reason'] !== 'heartbeat_timeout') return;
+    const view = Number(fields['from_view']);
+    const primaryIndex = view % this.options.replicaCount;
+    const primary = this.replicas[primaryIndex]!.replica;
+    const since = this.activePrimarySince[primaryIndex] ?? null;
+    const heartbeatTicks = this.configs[index]!.timeouts.normalHeartbeat;
+    const healedFor = this.tickNow - this.healedAtTick;
+    if (primary === null || since === null || primary.view !== view || healedFor <= heartbeatTicks) return;
+    if (this.tickNow - since <= heartbeatTicks + SIM_TIMEOUTS.commitMessage) return;
+    this.failurePending ??= new CheckFailure(
+      `liveness: r${index} deposed the healthy primary r${primaryIndex} of view ${view} (active since tick ${since}, network healed at ${this.healedAtTick})`,
+    );
   }
 
   /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
@@ -402,9 +578,17 @@ export class ClusterSim {
       this.deliverToClient(to - CLIENT_NODE_BASE, decoded);
       return;
     }
+    if (this.starves(from, to, decoded)) return;
     const entry = this.replicas[to]!;
-    void from;
     this.guard(entry, (replica) => replica.onMessage(decoded));
+  }
+
+  /** A starved backup gets no prepare, and its repair requests are lost; all else flows. */
+  private starves(from: number, to: number, message: DecodedFrame): boolean {
+    const starving = this.starving;
+    if (starving === null || !this.faultsEnabled) return false;
+    const command = message.header.command;
+    return (to === starving.replica && command === Command.prepare) || (from === starving.replica && command === Command.requestPrepares);
   }
 
   private deliverToClient(index: number, message: DecodedFrame): void {
@@ -438,31 +622,212 @@ export class ClusterSim {
           if (entry.storage.inFlight > 0 && this.prng.chance(this.options.crashInsideRequestProbability)) {
             entry.store.disk.crashAtOperation(this.prng.range(1, 6));
           } else {
-            this.crash(entry.index);
+            this.crash(entry.index, this.targetedPrng.chance(this.options.longCrashProbability));
           }
         }
-      } else if (this.prng.chance(this.options.restartProbability)) {
+      } else if (this.prng.chance(this.options.restartProbability) && !entry.downUntilHeal) {
         this.restart(entry.index);
+      }
+    }
+    this.injectTargetedFaults();
+  }
+
+  /** The audit's schedules, drawn from their own PRNG stream (see the file comment). */
+  private injectTargetedFaults(): void {
+    const prng = this.targetedPrng;
+    const options = this.options;
+    if (this.starving !== null && this.tickNow >= this.starving.untilTick) {
+      // Often another backup starves right away: the prepares the first one gets again are then
+      // held by it alone (the schedule of the audit's defect A).
+      const previous = this.starving.replica;
+      this.starving = null;
+      const primary = this.livePrimary();
+      const others = this.replicas.filter((entry) => entry.replica !== null && entry.index !== previous && entry.index !== primary?.index);
+      if (others.length > 0 && prng.chance(0.5)) {
+        const ticks = Math.ceil(-Math.log(1 - prng.float()) * options.starveMeanTicks);
+        this.starving = { replica: prng.pick(others).index, untilTick: this.tickNow + ticks };
+        this.targetedCounters.starvations += 1;
+        this.log(`r${this.starving.replica} STARVED of prepares for ${ticks} ticks (after r${previous})`);
+      }
+    }
+    if (this.starving === null && prng.chance(options.starveProbability)) {
+      const primary = this.livePrimary();
+      const backups = this.replicas.filter((entry) => entry.replica !== null && entry.index !== primary?.index);
+      if (backups.length > 0) {
+        const ticks = Math.ceil(-Math.log(1 - prng.float()) * options.starveMeanTicks);
+        this.starving = { replica: prng.pick(backups).index, untilTick: this.tickNow + ticks };
+        this.targetedCounters.starvations += 1;
+        this.log(`r${this.starving.replica} STARVED of prepares for ${ticks} ticks`);
+      }
+    }
+    for (const entry of this.replicas) {
+      if (entry.superblockFailingUntil > 0 && this.tickNow >= entry.superblockFailingUntil) {
+        entry.superblockFailingUntil = 0;
+        entry.storage.superblockFailureProbability = options.superblockFailureProbability;
+      }
+      if (entry.replica === null) continue;
+      if (entry.superblockFailingUntil === 0 && prng.chance(options.superblockBurstProbability)) {
+        entry.superblockFailingUntil = this.tickNow + prng.range(30, 300);
+        entry.storage.superblockFailureProbability = 1;
+        this.targetedCounters.superblockBursts += 1;
+        this.log(`r${entry.index} SUPERBLOCK WRITES FAIL until ${entry.superblockFailingUntil}`);
+      }
+    }
+    if (prng.chance(options.snapshotRotProbability)) this.rotSnapshot();
+    if (this.primaryCrashAtTick !== null && this.tickNow >= this.primaryCrashAtTick) {
+      this.primaryCrashAtTick = null;
+      const primary = this.livePrimary();
+      if (primary !== null) {
+        this.targetedCounters.crashesOnRejoin += 1;
+        this.log(`r${primary.index} CRASH (primary, while a lost disk rejoins) until healed`);
+        this.crash(primary.index, true);
       }
     }
   }
 
-  /** Ends the safety phase: heal the network, restart everyone, stop injecting faults. */
-  heal(): void {
-    this.faultsEnabled = false;
-    this.network.options = NETWORK_NO_FAULTS;
-    this.network.heal();
+  /** The replica that is an active primary, if any. */
+  private livePrimary(): SimReplica | null {
+    return this.replicas.find((entry) => entry.replica !== null && entry.replica.activePrimary) ?? null;
+  }
+
+  /** Bit rot in a live replica's snapshot file, the primary's more often than not. */
+  private rotSnapshot(): void {
+    const prng = this.targetedPrng;
+    const live = this.replicas.filter((entry) => entry.replica !== null && entry.store.disk.exists(SNAPSHOT_FILE) && entry.store.disk.size(SNAPSHOT_FILE) > 0);
+    if (live.length === 0) return;
+    const primary = live.find((entry) => entry.replica!.activePrimary);
+    const target = primary !== undefined && prng.chance(0.7) ? primary : prng.pick(live);
+    if (target.rotten || !this.wipeBudgetAvailable(target.index)) return;
+    target.store.disk.corrupt(SNAPSHOT_FILE);
+    target.rotten = true;
+    this.targetedCounters.rots += 1;
+    this.log(`r${target.index} SNAPSHOT ROTS at rest`);
+  }
+
+  /** The primary crashes at this tick (scheduled while a lost disk rejoins). */
+  private primaryCrashAtTick: number | null = null;
+
+  /** A replica that lost its disk installed a checkpoint: maybe the primary crashes a little later. */
+  private onRejoinInstalled(entry: SimReplica): void {
+    if (!this.faultsEnabled || !this.formed || this.primaryCrashAtTick !== null) return;
+    if (!this.targetedPrng.chance(this.options.crashPrimaryOnRejoinProbability)) return;
+    this.primaryCrashAtTick = this.tickNow + this.targetedPrng.range(0, 200);
+    this.log(`r${entry.index} rejoining installed a checkpoint: the primary crashes at ${this.primaryCrashAtTick}`);
+  }
+
+  /** A replica just accepted a checkpoint to fetch: maybe the primary crashes now. */
+  private onFetchStarted(entry: SimReplica): void {
+    if (!this.faultsEnabled || !this.formed || !this.targetedPrng.chance(this.options.crashPrimaryOnFetchProbability)) return;
+    const primary = this.livePrimary();
+    if (primary === null || primary.index === entry.index) return;
+    this.targetedCounters.crashesOnFetch += 1;
+    this.log(`r${primary.index} CRASH (primary, as r${entry.index} starts fetching)`);
+    this.crash(primary.index, this.targetedPrng.chance(this.options.longCrashProbability));
+  }
+
+  /** Book-keeping after every tick: rot healed, fetch starts, active primaries, progress. */
+  private observe(): void {
     for (const entry of this.replicas) {
-      entry.storage.superblockFailureProbability = 0;
-      entry.store.disk.clearCrashPoint();
-      if (entry.replica === null) this.restart(entry.index);
+      const replica = entry.replica;
+      if (entry.rotten) {
+        const file = entry.store.disk.exists(SNAPSHOT_FILE) ? entry.store.disk.readAll(SNAPSHOT_FILE) : new Uint8Array(0);
+        // Rewritten (a checkpoint, a repair, an install) or wiped: the fault is over.
+        if (file.byteLength === 0 || this.kernels.trailerSplit(file).status === 'valid') entry.rotten = false;
+      }
+      const stage = replica?.stateTransfer.stage ?? 'idle';
+      if (stage === 'fetching' && entry.stageLast !== 'fetching') this.onFetchStarted(entry);
+      entry.stageLast = stage;
+      if (replica === null) {
+        this.activePrimarySince[entry.index] = null;
+        entry.installsLast = 0;
+        continue;
+      }
+      entry.opLast = replica.op;
+      const installs = replica.counters.stateTransfersInstalled;
+      if (installs > entry.installsLast && replica.nackUnknown) this.onRejoinInstalled(entry);
+      entry.installsLast = installs;
+      if (!replica.nackUnknown) entry.headAtWipe = null;
+      this.opMaxEver = Math.max(this.opMaxEver, replica.op);
+      if (!replica.activePrimary) this.activePrimarySince[entry.index] = null;
+      else this.activePrimarySince[entry.index] ??= this.tickNow;
+      const progress = this.progress[entry.index]!;
+      if (progress.commitMin !== replica.commitMin || replica.commitMin === replica.commitMax) {
+        progress.commitMin = replica.commitMin;
+        progress.sinceTick = this.tickNow;
+      }
     }
   }
 
-  /** Converged: every client done, every replica normal on the same view and commit. */
-  converged(): boolean {
+  /**
+   * Ends the safety phase: heal the network, stop injecting faults, restart every replica but
+   * those in `keepDown` (a core liveness run).
+   */
+  heal(keepDown: ReadonlySet<number> = new Set()): void {
+    this.faultsEnabled = false;
+    this.starving = null;
+    this.primaryCrashAtTick = null;
+    this.healedAtTick = this.tickNow;
+    this.network.options = NETWORK_NO_FAULTS;
+    this.network.heal();
+    for (const entry of this.replicas) {
+      entry.superblockFailingUntil = 0;
+      entry.storage.superblockFailureProbability = 0;
+      entry.store.disk.clearCrashPoint();
+      entry.downUntilHeal = false;
+      if (entry.replica === null && !keepDown.has(entry.index)) this.restart(entry.index);
+    }
+  }
+
+  /**
+   * The replicas down at the end of the safety phase that a core liveness run keeps down: all of
+   * them, if the others can proceed on their own, else none. They can when they are a view-change
+   * quorum, enough of them can nack truthfully (kept their disk, or a lost one caught up past
+   * every op any replica ever knew), and between them they hold every acknowledged op.
+   */
+  private coreExcluded(): Set<number> {
+    const down = new Set(this.replicas.filter((entry) => entry.replica === null).map((entry) => entry.index));
+    if (down.size === 0 || !this.targetedPrng.chance(this.options.coreLivenessProbability)) return new Set();
+    const config = this.configs[0]!;
+    const core = this.replicas.filter((entry) => !down.has(entry.index));
+    // A rotten snapshot is a disk fault already: with replicas down as well, the core may hold no
+    // servable copy of the checkpoint a laggard needs (two faults; the budget allows one).
+    if (core.length < config.quorumViewChange || core.some((entry) => entry.rotten)) return new Set();
+    // Restart the core first: what it can prove is what its disks hold.
+    for (const entry of core) if (entry.replica === null) this.restart(entry.index);
+    const replicas = core.map((entry) => entry.replica!);
+    // A lost disk can nack truthfully again once this replica applied what that disk could have
+    // acknowledged (its head when lost) and the head of the view it adopted since.
+    const knowledgeable = core.filter((entry) => {
+      const replica = entry.replica!;
+      if (!replica.nackUnknown) return true;
+      const lost = entry.headAtWipe ?? this.opMaxEver;
+      return replica.catchUpHead >= 0 && replica.commitMin >= replica.catchUpHead && replica.commitMin >= lost && replica.commitMin > 0;
+    });
+    if (knowledgeable.length < config.quorumNack) {
+      this.targetedCounters.coreRefusedKnowledge += 1;
+      return new Set();
+    }
+    const applied = Math.max(...replicas.map((replica) => replica.commitMin));
+    for (let op = applied + 1; op <= this.checker.ackedOpMax; op++) {
+      const canonical = this.checker.canonicalChecksum(op);
+      const held = replicas.some((replica) => {
+        const entry = replica.journal.get(op);
+        return canonical !== undefined && entry !== undefined && entry.durable && entry.frame !== null && entry.checksum === canonical;
+      });
+      if (!held) {
+        this.targetedCounters.coreRefusedHeld += 1;
+        return new Set();
+      }
+    }
+    if (replicas.some((replica) => replica.nackUnknown)) this.targetedCounters.coreRunsRejoining += 1;
+    return down;
+  }
+
+  /** Converged: every client done, every replica (of `core`, if given) normal on the same view and commit. */
+  converged(core: ReadonlySet<number> | null = null): boolean {
     if (!this.clients.every((client) => client.idle)) return false;
-    const replicas = this.replicas.map((entry) => entry.replica);
+    const entries = this.replicas.filter((entry) => core === null || core.has(entry.index));
+    const replicas = entries.map((entry) => entry.replica);
     if (replicas.some((replica) => replica === null)) return false;
     const first = replicas[0]!;
     for (const replica of replicas) {
@@ -513,7 +878,18 @@ export class ClusterSim {
     let failure: string | null = null;
     try {
       for (let tick = 0; tick < this.options.safetyTicks; tick++) this.tick();
-      this.heal();
+      const excluded = this.coreExcluded();
+      this.heal(excluded);
+      if (excluded.size > 0) {
+        // A core must converge on its own, the others still down (as TigerBeetle's VOPR asks).
+        this.targetedCounters.coreRuns += 1;
+        const core = new Set(this.replicas.map((entry) => entry.index).filter((index) => !excluded.has(index)));
+        this.log(`CORE liveness: r${[...core].join(',r')} without r${[...excluded].join(',r')}`);
+        if (!this.runUntil(() => this.converged(core), this.options.livenessTicksMax)) {
+          throw new CheckFailure(`liveness: the core r${[...core].join(',r')} did not converge within ${this.options.livenessTicksMax} ticks while r${[...excluded].join(',r')} stayed down: ${this.describe()}`);
+        }
+        for (const index of excluded) this.restart(index);
+      }
       let converged = false;
       for (let tick = 0; tick < this.options.livenessTicksMax; tick++) {
         this.tick();
@@ -542,6 +918,7 @@ export class ClusterSim {
       wipes: this.wipeCount,
       transfers: this.transfersRetired + live.reduce((sum, replica) => sum + replica.counters.stateTransfersInstalled, 0),
       evictions: this.clients.reduce((sum, client) => sum + client.evictions, 0),
+      targeted: { ...this.targetedCounters },
       options: this.options,
       log: failure === null ? [] : [...this.logLines],
     };
@@ -594,6 +971,7 @@ export function scenarioOptions(overrides: Partial<SimOptions> = {}): SimOptions
     tornWriteProbability: 0,
     lostWriteProbability: 0,
     diskLossProbability: 0,
+    ...TARGETED_FAULTS_OFF,
     safetyTicks: 0,
     livenessTicksMax: 20_000,
     ...overrides,

@@ -30,6 +30,8 @@ export interface SimulateSummary {
   readonly wipes: number;
   readonly transfers: number;
   readonly seedsWithTransfer: number;
+  /** Targeted faults fired, summed over the seeds (see cluster-sim.ts). */
+  readonly targeted: Readonly<Record<string, number>>;
   readonly elapsedMs: number;
 }
 
@@ -55,6 +57,7 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
   }
   const totals = { commits: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
   const failedSeeds: number[] = [];
+  const targeted: Record<string, number> = {};
   for (const seed of seeds) {
     const result = simulateSeed(seed, options.kernels);
     totals.commits += result.commits;
@@ -65,6 +68,7 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     totals.wipes += result.wipes;
     totals.transfers += result.transfers;
     if (result.transfers > 0) totals.seedsWithTransfer += 1;
+    for (const [name, count] of Object.entries(result.targeted)) targeted[name] = (targeted[name] ?? 0) + count;
     if (options.seed !== undefined || options.verbose === true || !result.ok) options.write(describe(result));
     if (!result.ok) {
       failedSeeds.push(seed);
@@ -78,12 +82,18 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     failures: failedSeeds.length,
     failedSeeds,
     ...totals,
+    targeted,
     elapsedMs: Date.now() - started,
   };
   options.write(
     `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} view_changes=${summary.viewChanges} ` +
       `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} wipes=${summary.wipes} ` +
       `transfers=${summary.transfers} seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`,
+  );
+  options.write(
+    `targeted: ${Object.entries(targeted)
+      .map(([name, count]) => `${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}=${count}`)
+      .join(' ')}`,
   );
   return summary;
 }

@@ -79,6 +79,25 @@ import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './
 
 export type Status = 'normal' | 'view_change' | 'recovering';
 
+/** Why a replica started a view change (logged with it; the simulator's checkers read it). */
+export type ViewChangeReason =
+  /** A backup heard no heartbeat from its primary within the timeout. */
+  | 'heartbeat_timeout'
+  /** A peer's StartViewChange or DoViewChange names a newer view. */
+  | 'peer_start_view_change'
+  | 'peer_do_view_change'
+  /** The view change itself did not finish in time: try the next primary. */
+  | 'view_change_timeout'
+  /** No live view answered a restarted replica's probes: a new or fully restarted cluster. */
+  | 'probe_exhausted'
+  /** The primary of our view probed for a view: it restarted and lost its state. */
+  | 'primary_restarted'
+  /** A primary-elect that cannot lead: its journal cannot hold the merged log, or it is behind a checkpoint. */
+  | 'forfeit_cannot_hold_log'
+  | 'forfeit_behind_checkpoint'
+  /** A stopping primary hands over. */
+  | 'abdicate';
+
 /** IggyError 59: the request number is below the watermark and its reply left the ring. */
 export const ERROR_REQUEST_ALREADY_APPLIED = 59;
 /** The packed release this build writes into snapshots (provenance only). */
@@ -488,6 +507,16 @@ export class Replica {
     return this.durableView === this.view && this.durableLogView === this.logView;
   }
 
+  /** The head a replica that lost its disk must apply before it counts again (-1: none adopted yet). */
+  get catchUpHead(): number {
+    return this.catchUpTarget;
+  }
+
+  /** A primary that may prepare (and sends heartbeats): normal in its own log view, durable. */
+  get activePrimary(): boolean {
+    return this.primaryActive();
+  }
+
   /** A primary that may prepare: normal in its own log view, durable. */
   private primaryActive(): boolean {
     return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
@@ -580,7 +609,7 @@ export class Replica {
   abdicate(): boolean {
     if (this.config.replicaCount === 1 || this.status !== 'normal' || !this.isPrimary()) return false;
     this.env.logger.log('info', 'abdicating: electing a successor before shutdown', { view: this.view });
-    this.startViewChange(this.view + 1);
+    this.startViewChange(this.view + 1, 'abdicate');
     return true;
   }
 
@@ -1385,7 +1414,7 @@ export class Replica {
       this.timeoutNormalHeartbeat.stop();
       return;
     }
-    this.startViewChange(this.view + 1);
+    this.startViewChange(this.view + 1, 'heartbeat_timeout');
   }
 
   private onTimeoutPrepare(): void {
@@ -1443,9 +1472,9 @@ export class Replica {
     this.env.bus.sendToReplica(this.primaryIndex(view), this.requestStartViewFrame());
   }
 
-  private startViewChange(view: number): void {
+  private startViewChange(view: number, reason: ViewChangeReason): void {
     assert(view > this.view, 'view changes move forward');
-    this.env.logger.log('info', 'view change', { from_view: this.view, to_view: view });
+    this.env.logger.log('info', 'view change', { from_view: this.view, to_view: view, reason });
     this.counters.viewChanges += 1;
     this.view = view;
     this.status = 'view_change';
@@ -1481,7 +1510,7 @@ export class Replica {
 
   private onStartViewChange(header: StartViewChangeHeader): void {
     if (this.status === 'recovering') return;
-    if (header.view > this.view) this.startViewChange(header.view);
+    if (header.view > this.view) this.startViewChange(header.view, 'peer_start_view_change');
     if (header.view !== this.view || this.status !== 'view_change') return;
     this.startViewChangeFrom.add(header.replica);
     this.maybeSendDoViewChange();
@@ -1509,7 +1538,7 @@ export class Replica {
   private onTimeoutViewChangeStatus(): void {
     if (this.status !== 'view_change') return this.timeoutViewChangeStatus.stop();
     // Stuck (a dead primary-elect, an undecidable merge): escalate to the next view.
-    this.startViewChange(this.view + 1);
+    this.startViewChange(this.view + 1, 'view_change_timeout');
   }
 
   /**
@@ -1575,7 +1604,7 @@ export class Replica {
 
   private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
     if (this.status === 'recovering') return;
-    if (header.view > this.view) this.startViewChange(header.view);
+    if (header.view > this.view) this.startViewChange(header.view, 'peer_do_view_change');
     if (header.view !== this.view || this.status !== 'view_change' || !this.isPrimary()) return;
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, header.nackBitset, header.presentBitset);
     if (suffix === null) return;
@@ -1609,7 +1638,7 @@ export class Replica {
         head: outcome.head,
         floor: this.journal.floor,
       });
-      this.startViewChange(this.view + 1);
+      this.startViewChange(this.view + 1, 'forfeit_cannot_hold_log');
       return;
     }
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
@@ -1831,7 +1860,7 @@ export class Replica {
       // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
       this.env.logger.log('info', 'view probe exhausted; starting an election', { view: this.view });
       this.status = 'view_change';
-      this.startViewChange(this.view + 1);
+      this.startViewChange(this.view + 1, 'probe_exhausted');
       return;
     }
     // A fixed interval (no backoff): a new cluster waits only attempts x interval to elect.
@@ -1848,7 +1877,7 @@ export class Replica {
     }
     // The primary of our view probing means it lost its state: elect a new one.
     if (this.status === 'normal' && header.replica === this.primaryIndex() && header.view === this.view) {
-      this.startViewChange(this.view + 1);
+      this.startViewChange(this.view + 1, 'primary_restarted');
     }
   }
 
@@ -2120,7 +2149,7 @@ export class Replica {
     if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
       this.env.logger.log('warn', 'primary-elect is behind a checkpoint; forfeiting the view', { view: this.view });
-      this.startViewChange(this.view + 1);
+      this.startViewChange(this.view + 1, 'forfeit_behind_checkpoint');
       return;
     }
     this.env.logger.log('warn', 'repair range evicted: the gap lies below the peer checkpoint', {
