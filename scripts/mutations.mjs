@@ -307,6 +307,23 @@ const MUTATIONS = [
     pins: [AUDIT_PIN.aFence],
   },
   {
+    id: 'A4',
+    defect: 'A',
+    reverts: "a primary counts acks from commit_canonical (a foreign commit_max skipped its own pipeline)",
+    edits: [
+      { file: REPLICA, search: '    let committed = this.commitCanonical;\n', replace: '    let committed = this.commitMax;\n' },
+      { file: REPLICA, search: '    if (committed > this.commitCanonical) {\n      this.advanceCommitCanonical(committed);', replace: '    if (committed > this.commitMax) {\n      this.advanceCommitCanonical(committed);' },
+    ],
+    pins: [],
+  },
+  {
+    id: 'A5',
+    defect: 'A',
+    reverts: 'a primary-elect persists the parked headers of the log view it adopts from the merge',
+    edits: [{ file: REPLICA, search: '    this.noteViewHeaders(logViewChanged);\n    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();\n', replace: '    if (logViewChanged) this.persistView();\n' }],
+    pins: [{ file: 'test/sim/seeds.test.ts', name: 'regression seeds seed 1282654390171: a primary-elect adopted the merged log view without persisting its parked headers', title: 'regression seed 1282654390171' }],
+  },
+  {
     id: 'A*',
     defect: 'A',
     reverts: 'all of A at once: the install truncates in a view change, a transferring replica serves nothing, the walk runs to commit_max',

@@ -246,7 +246,10 @@ export class Replica {
   commitMax = 0;
   /**
    * The commit walk's bound: the highest op known committed whose journal entry is known to be
-   * the committed prepare. Invariants: commitMin <= commitCanonical <= commitMax.
+   * the committed prepare. Invariants: commitMin <= commitCanonical <= commitMax. It is also the
+   * commit number every message within a view carries (prepares, heartbeats, PrepareOks,
+   * StartViews), since receivers in that view apply their own journal on it; only DoViewChanges
+   * carry commit_max, which the merge needs and checks against the logs of a whole quorum.
    *
    * `commitMax` is cluster knowledge from any source (a peer's StateTransferTarget, a DoViewChange
    * of a later view): it is what this replica reports and what a merge must never nack. The
@@ -823,7 +826,7 @@ export class Replica {
         this.onTimeoutPrepare();
         this.promoteRequests();
       } else {
-        this.sendPrepareOks(this.commitMax, this.op);
+        this.sendPrepareOks(this.commitCanonical, this.op);
       }
     }
   }
@@ -917,7 +920,7 @@ export class Replica {
         parent,
         requestChecksum: header.requestChecksum,
         op,
-        commit: this.commitMax,
+        commit: this.commitCanonical,
         timestamp: this.timestampLast,
         request: header.request,
         operation: header.operation,
@@ -1067,7 +1070,7 @@ export class Replica {
         parent: entry.header.parent,
         prepareChecksum: entry.checksum,
         op: entry.op,
-        commit: this.commitMax,
+        commit: this.commitCanonical,
         timestamp: entry.header.timestamp,
         request: entry.header.request,
         operation: entry.header.operation,
@@ -1093,7 +1096,7 @@ export class Replica {
     if (header.view !== this.view || !this.primaryActive()) return;
     // A backup's commit_max is true knowledge: ops up to it committed in some view, so a new
     // primary that merged a lower commit number learns it here instead of waiting for acks.
-    if (header.commit > this.commitMax && header.commit <= this.op) {
+    if (header.commit > this.commitCanonical && header.commit <= this.op) {
       this.advanceCommitCanonical(header.commit);
       this.commitJournal();
     }
@@ -1105,13 +1108,13 @@ export class Replica {
     const entry = this.pipeline.find((candidate) => candidate.op === op);
     if (entry === undefined || entry.checksum !== checksum) return;
     entry.okFrom.add(replica);
-    let committed = this.commitMax;
+    let committed = this.commitCanonical;
     for (const candidate of this.pipeline) {
       if (candidate.op <= committed) continue;
       if (candidate.op !== committed + 1 || candidate.okFrom.size < this.config.quorumReplication) break;
       committed = candidate.op;
     }
-    if (committed > this.commitMax) {
+    if (committed > this.commitCanonical) {
       this.advanceCommitCanonical(committed);
       this.commitJournal();
     }
@@ -1380,7 +1383,7 @@ export class Replica {
         replica: this.config.replica,
         commitChecksum: this.checkpointChecksum,
         timestampMonotonic: this.heartbeatCounter,
-        commit: this.commitMax,
+        commit: this.commitCanonical,
         checkpointOp: this.checkpointOp,
         group: METADATA_GROUP,
       }),
@@ -1642,13 +1645,19 @@ export class Replica {
       return;
     }
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
-    if (outcome.logView > this.logView) {
+    const logViewChanged = outcome.logView > this.logView;
+    if (logViewChanged) {
       // Our journal now holds the log of the canonical log view (truncated at the merged head), so
       // that is our log view: if this view never starts, our next DoViewChange must not claim the
       // older log view for entries that came from a newer one.
       this.logView = outcome.logView;
-      this.persistView();
     }
+    // The merged log's headers whose bodies we still lack are parked: persist them with the log
+    // view, as a StartView's are, or a restart before their repair would claim that log view with
+    // a shorter log, and a later merge in which we are its only holder would drop committed ops
+    // (seed 1282654390171: op 86, committed in view 1, lost in view 4).
+    this.noteViewHeaders(logViewChanged);
+    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();
     // The journal now agrees with the merged log: its commit number speaks of our journal.
     this.advanceCommitCanonical(outcome.commitMax);
     this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
@@ -1719,7 +1728,7 @@ export class Replica {
     for (const timeout of this.timeouts()) timeout.stop();
     // Re-replicate the uncommitted suffix in the new view.
     this.pipeline = [];
-    for (let op = Math.max(this.commitMax, this.commitMin) + 1; op <= this.op; op++) {
+    for (let op = Math.max(this.commitCanonical, this.commitMin) + 1; op <= this.op; op++) {
       const entry = this.journal.prepare(op);
       assert(entry !== undefined, 'the new primary holds every uncommitted body');
       this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set() });
@@ -1748,7 +1757,7 @@ export class Replica {
         release: 0,
         replica: this.config.replica,
         op: this.op,
-        commit: Math.min(this.commitMax, this.op),
+        commit: Math.min(this.commitCanonical, this.op),
         group: METADATA_GROUP,
         incarnation,
       },
@@ -1830,7 +1839,7 @@ export class Replica {
     for (const timeout of this.timeouts()) timeout.stop();
     this.timeoutNormalHeartbeat.start();
     this.persistView();
-    if (this.viewDurable()) this.sendPrepareOks(this.commitMax, this.op);
+    if (this.viewDurable()) this.sendPrepareOks(this.commitCanonical, this.op);
     this.commitJournal();
     this.repairIfBehind();
   }

@@ -57,6 +57,7 @@ describe('regression seeds', () => {
     [70_837, 'a state-transfer install truncated the last copy of a committed prepare'],
     [70_823, 'committed repair of parked headers asked only peers that had applied them'],
     [72_186, 'the chain anchor of a transferred checkpoint was lost on restart'],
+    [1_282_654_390_171, 'a primary-elect adopted the merged log view without persisting its parked headers'],
   ])('seed %i: %s', (seed) => {
     const result = simulateSeed(seed, kernels, TARGETED_FAULTS_OFF);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
