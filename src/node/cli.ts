@@ -30,7 +30,8 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
   ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
-  ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared key for replica authentication (>= 32 chars)'],
+  ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared secret (>= 32 chars) every key derives from; prefer --cluster-secret-file (a command line is visible to other users)'],
+  ['--cluster-secret-file <path>', 'cluster_secret_file', 'file holding the cluster secret (mode 0600; refused when group or others can read it)'],
   ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
 ];
 
@@ -38,6 +39,7 @@ const start = program.command('start').description('run one replica in the foreg
 start.option('--config <file>', 'TOML configuration file');
 for (const [flag, , description] of START_FLAGS) start.option(flag, description);
 start.option('--rejoin', 'this replica lost its disk: rejoin with an empty data directory by state transfer');
+start.option('--insecure', 'run without a cluster secret: a throwaway single replica only (keys random per process start)');
 start.action(async (options: Record<string, string | undefined>) => {
   const { start: run } = await import('./main.js');
   const flags: Partial<Record<ConfigKey, unknown>> = {};
@@ -46,6 +48,7 @@ start.action(async (options: Record<string, string | undefined>) => {
     if (options[name] !== undefined) flags[key] = options[name];
   }
   if (options['rejoin'] !== undefined) flags.rejoin = true;
+  if (options['insecure'] !== undefined) flags.insecure = true;
   process.exitCode = await run({ ...(options['config'] === undefined ? {} : { configFile: options['config'] }), flags });
 });
 

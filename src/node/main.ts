@@ -11,7 +11,8 @@ import { buildApp } from '../http/app.js';
 import { setKernelsWarn } from '../kernels/index.js';
 import { StorageRefusal } from '../storage/refusal.js';
 import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
-import { DEFAULT_ROOT_PASSWORD, jwtSecretOf, ReplicaNode } from './replica-node.js';
+import { processOnlySecret, tokenKeyOf } from './cluster-secret.js';
+import { DEFAULT_ROOT_PASSWORD, ReplicaNode } from './replica-node.js';
 
 export interface StartOptions {
   readonly configFile?: string;
@@ -29,6 +30,9 @@ function createLogger(config: NodeConfig): Logger {
   return pino({
     level: config.logLevel,
     base: { replica: config.replicaId },
+    // A safety net, not the defence: nothing logs the config or the secret, and a test greps the
+    // logs for it. Should a future line log the config anyway, the secret comes out censored.
+    redact: { paths: ['clusterSecret', '*.clusterSecret', 'cluster_secret', '*.cluster_secret'], censor: '[secret]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   });
 }
@@ -56,12 +60,20 @@ export async function start(options: StartOptions): Promise<number> {
   if (process.env['VRMETA_ROOT_PASSWORD'] === undefined) {
     logger.warn('using the default root credentials (iggy/iggy); set VRMETA_ROOT_PASSWORD');
   }
-  if (config.clusterSecret === null && config.replicas.length > 1) {
-    logger.warn('no cluster secret: replicas do not authenticate each other and tokens are signed with a key derived from the cluster name; set --cluster-secret');
+  // Every key derives from the secret; `insecure` (one replica only, checked by the config) draws
+  // it at random here, so nothing about it can be guessed and nothing survives the process.
+  const clusterSecret = config.clusterSecret === null ? processOnlySecret() : new TextEncoder().encode(config.clusterSecret);
+  if (config.insecure) {
+    logger.warn(
+      '--insecure: no cluster secret; access tokens are signed with a random key of this process and do not survive a restart. ' +
+        'For a throwaway single replica only: configure --cluster-secret-file for anything else',
+    );
+  } else {
+    logger.info({ cluster_secret_source: config.clusterSecretSource }, 'cluster secret configured');
   }
   let node: ReplicaNode;
   try {
-    node = await ReplicaNode.create({ config, logger, rootPassword });
+    node = await ReplicaNode.create({ config, logger, rootPassword, clusterSecret });
   } catch (error) {
     if (error instanceof StorageRefusal) {
       logger.fatal({ file: error.file, reason: error.reason }, error.message);
@@ -71,7 +83,7 @@ export async function start(options: StartOptions): Promise<number> {
   }
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
-  const app = buildApp({ node, jwtSecret: jwtSecretOf(config), logger: logger.child({ component: 'http' }) });
+  const app = buildApp({ node, jwtSecret: tokenKeyOf(clusterSecret, node.cluster), logger: logger.child({ component: 'http' }) });
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
   logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);

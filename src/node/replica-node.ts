@@ -57,20 +57,16 @@ export function clusterIdOf(name: string): bigint {
   return value;
 }
 
-/**
- * The HS256 key every replica derives the same way, so a token minted on one verifies on all
- * (backups forward writes with the caller's bearer token). From the cluster secret when set.
- */
-export function jwtSecretOf(config: NodeConfig): Uint8Array {
-  const material = config.clusterSecret ?? `insecure-default:${config.clusterName}`;
-  return new Uint8Array(createHash('sha256').update(`vrmeta-jwt\0${material}`).digest());
-}
-
 export interface ReplicaNodeOptions {
   readonly config: NodeConfig;
   readonly logger: PinoLogger;
   readonly rootPassword?: string;
   readonly kernels?: Kernels;
+  /**
+   * The cluster secret's bytes (cluster-secret.ts): the replica bus derives its MAC key from it.
+   * Always present: replica connections are always authenticated.
+   */
+  readonly clusterSecret: Uint8Array;
 }
 
 export class ReplicaNode implements NodeApi {
@@ -138,7 +134,7 @@ export class ReplicaNode implements NodeApi {
       addresses: config.replicas,
       cluster,
       kernels: this.kernels,
-      clusterSecret: config.clusterSecret === null ? undefined : new TextEncoder().encode(config.clusterSecret),
+      clusterSecret: options.clusterSecret,
       onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
       logger: coreLogger,
     });
