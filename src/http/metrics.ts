@@ -98,6 +98,30 @@ export function createMetrics(node: NodeApi): HttpMetrics {
     },
   });
 
+  // The replica port's refusals. prom-client counters cannot be set from a collect callback, so
+  // these are gauges holding counters' values (monotonic for the life of the process); the
+  // `_total` suffix says what they count. Reasons are the bus's fixed vocabularies (bounded).
+  new Gauge({
+    name: 'vsr_replica_auth_failures_total',
+    help: 'failed replica handshakes (wrong or missing secret, wrong replica index, timeouts, ...) by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.set({ reason }, count);
+    },
+  });
+  new Gauge({
+    name: 'vsr_replica_frames_rejected_total',
+    help: 'frames refused on the replica port (bad size, seal, checksum, impersonation, ...) by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.set({ reason }, count);
+    },
+  });
+
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();
   gauge('streams', 'total count of streams', () => stats().streamsCount);

@@ -11,6 +11,7 @@ import type {
   ClusterNode,
   ClusterStatus,
   NodeApi,
+  ReplicaTransportCounters,
   SessionKey,
   WriteOutcome,
 } from '../http/node-api.js';
@@ -325,6 +326,19 @@ export class ReplicaNode implements NodeApi {
       });
     }
     return out;
+  }
+
+  replicaTransport(): ReplicaTransportCounters {
+    const stats = this.bus.stats();
+    const authFailures: Record<string, number> = { ...stats.inbound.authFailures };
+    const rejectedFrames: Record<string, number> = { ...stats.inbound.rejected };
+    for (const peer of stats.peers) {
+      for (const [reason, count] of Object.entries(peer.authFailures)) authFailures[reason] = (authFailures[reason] ?? 0) + count;
+      for (const [reason, count] of Object.entries(peer.rejected)) rejectedFrames[reason] = (rejectedFrames[reason] ?? 0) + count;
+    }
+    // Connections closed at accept because too many handshakes were in progress.
+    if (stats.inbound.refusedHandshakesMax > 0) authFailures['handshakes_max'] = stats.inbound.refusedHandshakesMax;
+    return { authFailures, rejectedFrames };
   }
 
   async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {

@@ -165,6 +165,11 @@ export class Connection {
     return this.#state === 'open';
   }
 
+  /** Inbound: the replica index the peer's Hello claimed (unproven until established), if any. */
+  get claimedPeer(): number | null {
+    return 'claimedPeer' in this.#handshake ? this.#handshake.claimedPeer : null;
+  }
+
   get remoteAddress(): string {
     return `${this.#socket.remoteAddress ?? '?'}:${this.#socket.remotePort ?? '?'}`;
   }

@@ -8,10 +8,13 @@
  * same peer authenticates (the peer restarted before our side noticed the old socket died), the
  * newer one wins and the older is closed.
  *
- * Every connection starts with the replica-auth handshake (`replica-auth.ts`), in mode psk when a
- * cluster secret is configured and mode none otherwise; frames flow only after it, and each frame
- * is delivered with `fromReplica` = the authenticated peer (`connection.ts` drops frames whose
- * sender field names another replica).
+ * Every connection starts with the replica-auth handshake (`replica-auth.ts`), always in mode psk:
+ * the bus cannot be built without the cluster secret, so there is no unauthenticated replica port.
+ * Frames flow only after it, and each frame is delivered with `fromReplica` = the authenticated
+ * peer (`connection.ts` drops frames whose sender field names another replica). Every failed
+ * handshake is counted by reason (`stats()`, exported as a metric) and logged with the remote
+ * address, at most AUTH_FAILURE_LOGS_PER_WINDOW_MAX lines per window so a flood of attempts
+ * cannot flood the log as well (the counters keep counting).
  *
  * Sending never blocks or throws on network conditions: each peer has a bounded queue (frames
  * and bytes) that outlives its connections; a full queue drops its oldest frame, counted. Queued
@@ -55,6 +58,9 @@ export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
  * (256 staged bytes, a timer); the excess is closed at accept, counted.
  */
 export const INBOUND_HANDSHAKES_MAX_DEFAULT = 2 * REPLICAS_MAX;
+/** Handshake failures logged per window; the rest are counted and summarized in one line. */
+export const AUTH_FAILURE_LOGS_PER_WINDOW_MAX = 20;
+export const AUTH_FAILURE_LOG_WINDOW_MS = 10_000;
 
 export interface ReplicaBusOptions {
   readonly replica: number;
@@ -63,8 +69,8 @@ export interface ReplicaBusOptions {
   readonly addresses: readonly string[];
   readonly cluster: bigint;
   readonly kernels: ChecksumKernels;
-  /** Pre-shared key; when set, only replicas holding it can connect (mode psk). */
-  readonly clusterSecret?: Uint8Array | undefined;
+  /** The cluster secret: only replicas holding it can connect. Required: no unauthenticated mode. */
+  readonly clusterSecret: Uint8Array;
   /** Every frame that passed every check, with the authenticated sender. */
   readonly onMessage: (frame: DecodedFrame, fromReplica: number) => void;
   readonly logger?: Logger | undefined;
@@ -170,7 +176,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #handshakeTimeoutMs: number;
   readonly #inboundHandshakesMax: number;
   readonly #random: () => number;
-  readonly #key: ReturnType<typeof deriveAuthKey> | null;
+  readonly #key: ReturnType<typeof deriveAuthKey>;
   readonly #listenAddress: HostPort;
   /** Indexed by replica; null at our own index. */
   readonly #peers: (Peer | null)[];
@@ -192,6 +198,10 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #inboundAuthFailures = authFailureCounters();
   #droppedSelf = 0;
   #droppedClosed = 0;
+  /** Auth-failure log lines in the current window, its start, and the lines it suppressed. */
+  #authLogCount = 0;
+  #authLogWindowStartMs = 0;
+  #authLogSuppressed = 0;
 
   constructor(options: ReplicaBusOptions) {
     const replicaCount = options.addresses.length;
@@ -211,7 +221,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     this.#inboundHandshakesMax = options.inboundHandshakesMax ?? INBOUND_HANDSHAKES_MAX_DEFAULT;
     assert(this.#inboundHandshakesMax > 0, 'bus: inboundHandshakesMax > 0');
     this.#random = options.random ?? Math.random;
-    this.#key = options.clusterSecret === undefined ? null : deriveAuthKey(options.clusterSecret, options.cluster);
+    assert(options.clusterSecret instanceof Uint8Array && options.clusterSecret.byteLength > 0, 'bus: a cluster secret (no unauthenticated mode)');
+    this.#key = deriveAuthKey(options.clusterSecret, options.cluster);
     const own = addresses[options.replica];
     assert(own !== undefined);
     this.#listenAddress = own;
@@ -496,7 +507,6 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       peer: peer.replica,
       direction: connection.direction,
       remote: connection.remoteAddress,
-      authenticated: this.#key !== null,
     });
     this.#flush(peer);
   }
@@ -527,11 +537,35 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     const peer = connection.direction === 'outbound' ? this.#peerOf(connection) : null;
     if (peer === null) this.#inboundAuthFailures[failure] += 1;
     else peer.authFailures[failure] += 1;
+    if (!this.#authLogAllowed()) return;
     this.#logger.log('warn', 'replica bus: handshake failed', {
       peer: peer?.replica ?? null,
+      claimed: connection.direction === 'inbound' ? connection.claimedPeer : undefined,
       remote: connection.remoteAddress,
       failure,
     });
+  }
+
+  /** Whether another auth-failure line fits in the current log window (see the module comment). */
+  #authLogAllowed(): boolean {
+    const nowMs = Date.now();
+    if (nowMs - this.#authLogWindowStartMs >= AUTH_FAILURE_LOG_WINDOW_MS) {
+      if (this.#authLogSuppressed > 0) {
+        this.#logger.log('warn', 'replica bus: handshake failures not logged in the last window', {
+          suppressed: this.#authLogSuppressed,
+          window_ms: AUTH_FAILURE_LOG_WINDOW_MS,
+        });
+      }
+      this.#authLogWindowStartMs = nowMs;
+      this.#authLogCount = 0;
+      this.#authLogSuppressed = 0;
+    }
+    if (this.#authLogCount >= AUTH_FAILURE_LOGS_PER_WINDOW_MAX) {
+      this.#authLogSuppressed += 1;
+      return false;
+    }
+    this.#authLogCount += 1;
+    return true;
   }
 
   #onWritable(connection: Connection): void {

@@ -1,8 +1,9 @@
 /**
  * Secure by default (issue 17), against real processes on 127.0.0.1:
  *   - `npm start` (`vrmeta dev`): the data directory gets a 0600 secret file that every replica
- *     uses; a root token forged from public facts gets 401 on every replica; a restart reuses the
- *     secret (tokens stay valid);
+ *     uses; a root token forged from public facts gets 401 on every replica; a process that knows
+ *     the replica addresses but not the secret gets no frame applied, and is counted and logged;
+ *     a restart reuses the secret (tokens stay valid);
  *   - `vrmeta start` with a secret: forged tokens get 401 (and the same token signed with the
  *     real key gets 200, so the forgeries fail on the key alone); the secret appears in no log
  *     line, status, metric, snapshot, WAL or superblock;
@@ -17,11 +18,13 @@ import { DEV_CLUSTER_SECRET_FILE, tokenKeyOf } from '../../src/node/cluster-secr
 import { clusterIdOf } from '../../src/node/replica-node.js';
 import { Cluster, sleep } from './harness.js';
 import {
+  attackReplicaPort,
   consecutiveFreePorts,
   freePorts,
   getText,
   killAll,
   login,
+  metricByReason,
   publicFactKeys,
   readyz,
   rootActions,
@@ -92,6 +95,55 @@ describe('npm start (vrmeta dev): secure by default', () => {
     const token = await login(`127.0.0.1:${httpPorts[0]}`);
     expect(await rootActions(`127.0.0.1:${httpPorts[1]}`, token)).toEqual({ create: 200, list: 200 });
   }, 60_000);
+
+  it('a process that knows the replica addresses but not the secret gets no frame applied, and is counted and logged', async () => {
+    const http = (index: number) => `127.0.0.1:${httpPorts[index]}`;
+    const token = await login(http(0));
+    const statuses = async () =>
+      Promise.all(httpPorts.map(async (_, index) => JSON.parse((await getText(`http://${http(index)}/cluster/status`, token)).text) as { view: number; op: number; commit_max: number }));
+    const before = await statuses();
+    const view = before[0]!.view;
+    const failures = async (index: number) => metricByReason((await getText(`http://${http(index)}/metrics`, token)).text, 'vsr_replica_auth_failures_total');
+    const countsBefore = await Promise.all([1, 2].map(failures));
+
+    const guesses = [
+      'insecure-default:vrmeta',
+      DEFAULT_CLUSTER_NAME,
+      '',
+      'iggy',
+    ].map((text) => new TextEncoder().encode(text.length === 0 ? '\0' : text));
+    for (const target of [1, 2]) {
+      const port = replicaPorts[target]!;
+      expect((await attackReplicaPort(port, target, DEFAULT_CLUSTER_NAME, view, { kind: 'mode_none' })).closedByPeer).toBe(true);
+      expect((await attackReplicaPort(port, target, DEFAULT_CLUSTER_NAME, view, { kind: 'frames_only' })).closedByPeer).toBe(true);
+      for (const secret of guesses) {
+        expect((await attackReplicaPort(port, target, DEFAULT_CLUSTER_NAME, view, { kind: 'guessed_key', secret })).closedByPeer).toBe(true);
+      }
+    }
+
+    // Counted: every attempt shows in /metrics by reason.
+    for (const [position, target] of [1, 2].entries()) {
+      const after = await failures(target);
+      const grew = (reason: string) => (after[reason] ?? 0) - (countsBefore[position]![reason] ?? 0);
+      expect(grew('mode_mismatch'), `replica ${target} mode_mismatch`).toBe(1);
+      expect(grew('mac_mismatch'), `replica ${target} mac_mismatch`).toBe(guesses.length);
+      expect(grew('frame_rejected') + grew('unexpected_frame'), `replica ${target} frames without a handshake`).toBe(1);
+    }
+    // Logged, with the remote address.
+    for (const target of [1, 2]) {
+      const logged = dev.lines.filter((line) => line.startsWith(`[replica ${target}]`) && line.includes('replica bus: handshake failed') && line.includes('"remote":"127.0.0.1:'));
+      expect(logged.length, `replica ${target} log lines`).toBeGreaterThanOrEqual(2 + guesses.length);
+    }
+    // Nothing applied: had one StartViewChange for view + 100 been accepted, the cluster would be
+    // in a view change or past it by now. Give it the time a view change takes, then compare.
+    await sleep(1_500);
+    const after = await statuses();
+    for (const [index, status] of after.entries()) {
+      expect(status.view, `replica ${index} view`).toBe(view);
+      expect(status.op, `replica ${index} op`).toBe(before[index]!.op);
+    }
+    expect(await rootActions(http(2), token)).toEqual({ create: 200, list: 200 });
+  }, 90_000);
 
   it('a restart reuses the secret file: a token issued before it stays valid', async () => {
     const secretBefore = readFileSync(join(dataDir, DEV_CLUSTER_SECRET_FILE), 'utf8');
