@@ -42,6 +42,8 @@ import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from '.
 import { JsonSyntaxError, parseJsonLossless } from './json.js';
 import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
+import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
+import { verifyPassword } from '../node/secrets.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
@@ -73,6 +75,10 @@ export interface BuildAppOptions {
   /** Process and host facts for GET /stats; the node layer adds disk space and IO counters. */
   readonly systemInfo?: () => SystemInfo;
   readonly serverVersion?: string;
+  /** The bound on Argon2id verifications in flight (password-gate.ts). */
+  readonly passwordGate?: Partial<PasswordGateOptions>;
+  /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
+  readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
 }
 
 export function buildApp(options: BuildAppOptions): FastifyInstance {
@@ -107,15 +113,18 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   // converted (they arrive as strings).
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
+  const passwordGate = new PasswordGate({ ...PASSWORD_GATE_DEFAULTS, ...options.passwordGate });
   const ctx = createContext({
     node,
+    passwordGate,
+    passwordVerifier: options.passwordVerifier ?? verifyPassword,
     auth: new Authenticator(node, {
       jwtSecret: options.jwtSecret,
       accessTokenExpirySeconds: options.accessTokenExpirySeconds ?? ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT,
       nowMs,
     }),
     forwarder: new Forwarder(node, { ...FORWARD_DEFAULTS, ...options.forward }),
-    metrics: createMetrics(node),
+    metrics: createMetrics(node, () => passwordGate.stats()),
     topicDefaults: options.topicDefaults ?? TOPIC_DEFAULTS,
     nowMs,
     systemInfo: options.systemInfo ?? (() => processSystemInfo(nowMs)),

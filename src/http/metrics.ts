@@ -13,6 +13,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NodeApi, StateTransferStatus } from './node-api.js';
+import type { PasswordGateStats } from './password-gate.js';
 
 const STATUS_VALUES = ['normal', 'view_change', 'recovering'] as const;
 const TRANSFER_STAGES = ['idle', 'awaiting_target', 'fetching', 'installing'] as const satisfies readonly (
@@ -31,7 +32,7 @@ export interface HttpMetrics {
   observeRequest(method: string, route: string, statusCode: number, durationSeconds: number): void;
 }
 
-export function createMetrics(node: NodeApi): HttpMetrics {
+export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateStats): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ replica: String(node.replica) });
 
@@ -121,6 +122,10 @@ export function createMetrics(node: NodeApi): HttpMetrics {
       for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.set({ reason }, count);
     },
   });
+
+  gauge('http_password_verifications_running', 'Argon2id verifications running (bounded, password-gate.ts)', () => passwordGate().running);
+  gauge('http_password_verifications_queued', 'Argon2id verifications waiting for a slot', () => passwordGate().queued);
+  gauge('http_password_verifications_refused_total', 'password verifications refused with 429: the gate was full', () => passwordGate().refused);
 
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();

@@ -206,6 +206,29 @@ etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd me
     printReport(report, options.json, formatTransferReport);
   });
 
+bench
+  .command('login-flood')
+  .description('write p50/p99 of a 3-replica cluster, quiet and under a flood of bogus logins, with the password gate and without it')
+  .option('--json', 'print the report as JSON')
+  .option('--smoke', 'tiny run (keeps the bench running in the test suite; numbers meaningless)')
+  .option('--duration <s>', 'measured seconds per phase (default 10)', positiveNumber)
+  .option('--rate <n>', 'bogus logins per second during the flood (default 200)', positiveNumber)
+  .option('--writers <n>', 'closed-loop writers (default 4)', positiveInteger)
+  .addOption(new Option('--kernels <mode>', 'wasm | ts').choices(['wasm', 'ts']).default('wasm'))
+  .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; rate?: number; writers?: number; kernels: 'wasm' | 'ts' }) => {
+    const { formatLoginFloodReport, runLoginFloodBench } = await import('../../bench/login-flood.js');
+    (await import('../../bench/procs.js')).installSignalCleanup();
+    const report = await runLoginFloodBench({
+      smoke: options.smoke === true,
+      kernels: options.kernels,
+      ...(options.duration === undefined ? {} : { durationS: options.duration }),
+      ...(options.rate === undefined ? {} : { rate: options.rate }),
+      ...(options.writers === undefined ? {} : { writers: options.writers }),
+      log: benchLog,
+    });
+    printReport(report, options.json, formatLoginFloodReport);
+  });
+
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`vrmeta: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);

@@ -83,7 +83,16 @@ export async function start(options: StartOptions): Promise<number> {
   }
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
-  const app = buildApp({ node, jwtSecret: tokenKeyOf(clusterSecret, node.cluster), logger: logger.child({ component: 'http' }) });
+  // `vrmeta bench login-flood` measures the server with and without the password gate; the
+  // variable exists for that comparison only and is not a configuration key.
+  const unboundedLogins = process.env['VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY'] === '1';
+  if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
+  const app = buildApp({
+    node,
+    jwtSecret: tokenKeyOf(clusterSecret, node.cluster),
+    logger: logger.child({ component: 'http' }),
+    ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity } } : {}),
+  });
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
   logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);

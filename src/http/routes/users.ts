@@ -119,7 +119,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
       if (target === null) throw iggyError(ErrorCode.resourceNotFound);
       // Before verifying: a caller who may not change this password learns nothing about it.
       if (target.id !== identity.userId && !canManageUsers(identity.principal)) throw unauthorized();
-      const built = await changePasswordBody(node.state, userId, currentPassword, newPassword);
+      const built = await changePasswordBody(node.state, userId, currentPassword, newPassword, ctx.verifyPassword);
       if (!built.ok) throw iggyError(built.errorCode);
       await ctx.commit(identity, Operation.changePassword, built.body);
       return reply.code(204).send();
