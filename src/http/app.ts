@@ -77,6 +77,8 @@ export interface BuildAppOptions {
   readonly serverVersion?: string;
   /** The bound on Argon2id verifications in flight (password-gate.ts). */
   readonly passwordGate?: Partial<PasswordGateOptions>;
+  /** HTTPS: the listener's certificate and key (src/node/tls.ts `serverTlsOptions`). */
+  readonly https?: import('node:tls').TlsOptions;
   /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
   readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
 }
@@ -86,6 +88,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const nowMs = options.nowMs ?? Date.now;
   const bodyLimitBytes = options.bodyLimitBytes ?? MAX_REQUEST_SIZE_BYTES;
   const app = Fastify({
+    // Typed as the plain HTTP server below: fastify serves HTTPS from the same routes and hooks.
+    ...((options.https === undefined ? {} : { https: options.https }) as object),
     ...loggerOptions(options.logger),
     bodyLimit: bodyLimitBytes,
     // A path name may be 255 UTF-8 bytes, up to 765 characters percent-encoded; find-my-way's

@@ -32,6 +32,9 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
   ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared secret (>= 32 chars) every key derives from; prefer --cluster-secret-file (a command line is visible to other users)'],
   ['--cluster-secret-file <path>', 'cluster_secret_file', 'file holding the cluster secret (mode 0600; refused when group or others can read it)'],
+  ['--tls-cert <path>', 'tls_cert', "PEM certificate of this replica: HTTPS on the HTTP listener (with --tls-key)"],
+  ['--tls-key <path>', 'tls_key', 'PEM private key of --tls-cert (not readable by others)'],
+  ['--tls-ca <path>', 'tls_ca', 'PEM CA bundle: mutual TLS on the replica port, peers must present a certificate it issued'],
   ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
 ];
 

@@ -9,6 +9,7 @@ import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
 import { ConfigError, replicaConfig } from '../vsr/config.js';
 import { CLUSTER_SECRET_LENGTH_MIN, ClusterSecretError, readClusterSecretFile } from './cluster-secret.js';
+import { TlsConfigError, loadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 export { ConfigError };
 
@@ -37,6 +38,11 @@ export interface NodeConfig {
   readonly clusterSecretSource: ClusterSecretSource;
   /** `--insecure`: no configured secret, a throwaway single replica (see cluster-secret.ts). */
   readonly insecure: boolean;
+  /**
+   * TLS (src/node/tls.ts): the files, loaded and checked. HTTPS when set; mutual TLS on the
+   * replica port when `files.ca` is set too. Null: plain HTTP and TCP.
+   */
+  readonly tls: { readonly files: TlsFiles; readonly material: TlsMaterial } | null;
   readonly logLevel: LogLevel;
   /** HTTP addresses of every replica, in replica order (for forwarding and /cluster/metadata). */
   readonly httpPeers: readonly string[] | null;
@@ -62,6 +68,9 @@ export const CONFIG_KEYS = {
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
   cluster_secret_file: 'VRMETA_CLUSTER_SECRET_FILE',
   insecure: 'VRMETA_INSECURE',
+  tls_cert: 'VRMETA_TLS_CERT',
+  tls_key: 'VRMETA_TLS_KEY',
+  tls_ca: 'VRMETA_TLS_CA',
   log_level: 'VRMETA_LOG_LEVEL',
   rejoin: 'VRMETA_REJOIN',
 } as const;
@@ -81,6 +90,9 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   cluster_secret: null,
   cluster_secret_file: null,
   insecure: false,
+  tls_cert: null,
+  tls_key: null,
+  tls_ca: null,
   log_level: 'info',
   rejoin: false,
 };
@@ -165,6 +177,32 @@ function resolveSecret(
   return { secret: null, source: 'insecure' };
 }
 
+function optionalPath(key: ConfigKey, value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'string' || value === '') throw new ConfigError(key, 'expected a file path');
+  return value;
+}
+
+/** Certificate and key come together; a CA (mesh TLS) needs them both. Files are loaded here. */
+function resolveTls(raw: Record<ConfigKey, unknown>): NodeConfig['tls'] {
+  const cert = optionalPath('tls_cert', raw.tls_cert);
+  const key = optionalPath('tls_key', raw.tls_key);
+  const ca = optionalPath('tls_ca', raw.tls_ca);
+  if (cert === null && key === null) {
+    if (ca !== null) throw new ConfigError('tls_ca', 'mutual TLS on the replica port needs this replica\'s certificate too: set tls_cert and tls_key');
+    return null;
+  }
+  if (cert === null) throw new ConfigError('tls_cert', 'tls_key is set: give the certificate too');
+  if (key === null) throw new ConfigError('tls_key', 'tls_cert is set: give its private key too');
+  const files: TlsFiles = { cert, key, ca };
+  try {
+    return { files, material: loadTls(files) };
+  } catch (error) {
+    if (error instanceof TlsConfigError) throw new ConfigError(error.key, error.message);
+    throw error;
+  }
+}
+
 /** Reads a TOML config file into raw key -> value (unknown keys refused). */
 export function readConfigFile(path: string): Partial<Record<ConfigKey, unknown>> {
   let text: string;
@@ -227,6 +265,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     throw new ConfigError('log_level', `expected one of ${LOG_LEVELS.join(', ')}`);
   }
   const rejoin = boolean('rejoin', raw.rejoin);
+  const tls = resolveTls(raw);
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -240,6 +279,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     clusterSecret: secret,
     clusterSecretSource: source,
     insecure,
+    tls,
     logLevel: logLevel as LogLevel,
     httpPeers,
     rejoin,

@@ -13,6 +13,7 @@ import { StorageRefusal } from '../storage/refusal.js';
 import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
 import { processOnlySecret, tokenKeyOf } from './cluster-secret.js';
 import { DEFAULT_ROOT_PASSWORD, ReplicaNode } from './replica-node.js';
+import { httpsFetch, serverTlsOptions } from './tls.js';
 
 export interface StartOptions {
   readonly configFile?: string;
@@ -87,15 +88,19 @@ export async function start(options: StartOptions): Promise<number> {
   // variable exists for that comparison only and is not a configuration key.
   const unboundedLogins = process.env['VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY'] === '1';
   if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
+  const tls = config.tls;
   const app = buildApp({
     node,
     jwtSecret: tokenKeyOf(clusterSecret, node.cluster),
     logger: logger.child({ component: 'http' }),
     ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity } } : {}),
+    // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
+    ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
-  logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);
+  const scheme = tls === null ? 'http' : 'https';
+  logger.info({ http: config.http, tls: tls !== null, replica_tls: tls?.files.ca != null }, `HTTP listening on ${scheme}://${config.http}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

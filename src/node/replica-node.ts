@@ -30,6 +30,7 @@ import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { rootPasswordHash } from './secrets.js';
 import { StorageDriver } from './storage-driver.js';
+import { replicaMeshTls } from './tls.js';
 
 /** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
 export const TICK_MS = 10;
@@ -136,6 +137,7 @@ export class ReplicaNode implements NodeApi {
       cluster,
       kernels: this.kernels,
       clusterSecret: options.clusterSecret,
+      tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
       onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
       logger: coreLogger,
     });

@@ -78,6 +78,8 @@ export const AuthFailure = {
   timeout: 'timeout',
   /** The socket closed or failed before the handshake completed. */
   closed: 'closed',
+  /** Mesh TLS: the TLS handshake failed (no certificate, or one the CA did not issue, or the wrong name). */
+  tlsFailed: 'tls_failed',
 } as const;
 export type AuthFailure = (typeof AuthFailure)[keyof typeof AuthFailure];
 export const AUTH_FAILURES: readonly AuthFailure[] = Object.values(AuthFailure);

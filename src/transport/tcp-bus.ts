@@ -21,10 +21,17 @@
  * frames are flushed in one corked batch per microtask tick, so a replica handler that sends to
  * the same peer several times produces one writev.
  *
+ * With mesh TLS (`tls`), the listener and every dial run mutual TLS first (src/node/tls.ts builds
+ * the options: each side's certificate is verified against the cluster's CA), and the PSK
+ * handshake then runs inside the TLS stream. A TLS handshake that fails is an auth failure
+ * `tls_failed`, counted and logged like the others; sockets still in their TLS handshake are
+ * bounded by the listener's `maxConnections`.
+ *
  * Reconnects use jittered exponential backoff with a cap (`backoff.ts`); a link that
  * authenticates resets it. After `close()` nothing fires: no timer, no callback, no dial.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, createServer as tlsCreateServer, type ConnectionOptions, type TlsOptions } from 'node:tls';
 import { HEADER_SIZE, MESSAGE_SIZE_MAX, REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import type { ChecksumKernels } from '../vsr/frame.js';
@@ -83,6 +90,8 @@ export interface ReplicaBusOptions {
   readonly inboundHandshakesMax?: number | undefined;
   /** Jitter source in [0, 1); tests pass a seeded one. */
   readonly random?: (() => number) | undefined;
+  /** Mutual TLS on the replica port (src/node/tls.ts `replicaMeshTls`); plain TCP when absent. */
+  readonly tls?: { readonly server: TlsOptions; readonly client: ConnectionOptions } | undefined;
 }
 
 export interface PeerStats {
@@ -263,7 +272,30 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   /** Binds this replica's address (only its host) and starts dialling the higher-index peers. */
   async listen(): Promise<{ readonly port: number }> {
     assert(this.#server === null && !this.#closed, 'bus: listen() once, before close()');
-    const server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
+    const tls = this.#options.tls;
+    let server: Server;
+    if (tls === undefined) {
+      server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
+    } else {
+      server = tlsCreateServer({ ...tls.server, handshakeTimeout: this.#handshakeTimeoutMs }, (socket) => this.#onAccept(socket));
+      // Sockets in their TLS handshake are not yet ours to count: bound them at the listener.
+      // At most replicaCount - 1 authenticated inbound peers exist, plus a replaced one each.
+      server.maxConnections = this.#inboundHandshakesMax + 2 * this.replicaCount;
+      server.on('drop' as 'connection', () => {
+        this.#inboundRefusedHandshakesMax += 1;
+      });
+      server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => {
+        if (this.#closed) return;
+        this.#inboundAuthFailures.tls_failed += 1;
+        if (!this.#authLogAllowed()) return;
+        this.#logger.log('warn', 'replica bus: handshake failed', {
+          peer: null,
+          remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`,
+          failure: 'tls_failed',
+          reason: error.code ?? error.message,
+        });
+      });
+    }
     this.#server = server;
     this.#listening = new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -277,7 +309,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     const bound = server.address();
     assert(bound !== null && typeof bound === 'object', 'a TCP server has an address');
     this.#port = bound.port;
-    this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port });
+    this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port, tls: tls !== undefined });
     if (this.#closed) return { port: bound.port };
     for (const peer of this.#peers) if (peer !== null && peer.outbound) this.#dial(peer);
     return { port: bound.port };
@@ -437,7 +469,11 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     assert(peer.outbound && peer.connection === null && peer.dialing === null && peer.reconnectTimer === null);
     if (this.#closed || peer.address === null) return;
     peer.dialAttempts += 1;
-    const socket = connect({ host: peer.address.host, port: peer.address.port });
+    const tls = this.#options.tls;
+    const socket =
+      tls === undefined
+        ? connect({ host: peer.address.host, port: peer.address.port })
+        : tlsConnect({ ...tls.client, host: peer.address.host, port: peer.address.port });
     const handshake = new InitiatorHandshake({ ...this.#handshakeOptions(), peer: peer.replica });
     const connection = new Connection({
       socket,
@@ -543,6 +579,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       claimed: connection.direction === 'inbound' ? connection.claimedPeer : undefined,
       remote: connection.remoteAddress,
       failure,
+      ...(connection.lastError === null ? {} : { reason: connection.lastError }),
     });
   }
 

@@ -205,6 +205,20 @@ export async function attackReplicaPort(
   return { closedByPeer };
 }
 
+/** A Hello in mode none from "replica 0" to `target`: refused by every replica (modeMismatch). */
+export function modeNoneHello(clusterName: string, target: number): Uint8Array {
+  return buildFrame(tsKernels, {
+    command: Command.replicaHello,
+    cluster: clusterIdOf(clusterName),
+    view: 0,
+    release: 0,
+    replica: 0,
+    nonce: new Uint8Array(32).fill(3),
+    mode: ReplicaAuthMode.none,
+    peerReplica: target,
+  });
+}
+
 // ------------------------------------------------------------------------------ children
 
 /** Children of this worker: killed with their process group in `killAll` and at exit. */
