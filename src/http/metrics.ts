@@ -135,6 +135,7 @@ export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateSta
   gauge('segments', 'total count of segments', () => stats().segmentsCount);
   gauge('messages', 'total count of messages', () => stats().messagesCount);
   gauge('users', 'total count of users', () => node.state.queries.users().length);
+  gauge('vsr_revoked_access_tokens', 'access tokens revoked by a logout and not yet expired (replicated)', () => node.state.revokedTokenCount());
   gauge('clients', 'total count of clients', () => node.clients().length);
 
   const requests = new Counter({
