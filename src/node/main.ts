@@ -93,7 +93,7 @@ export async function start(options: StartOptions): Promise<number> {
     node,
     jwtSecret: tokenKeyOf(clusterSecret, node.cluster),
     logger: logger.child({ component: 'http' }),
-    ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity } } : {}),
+    ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity, startsPerSecondMax: Infinity } } : {}),
     // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
     ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });

@@ -1,12 +1,13 @@
 /**
- * The bound on Argon2id verifications (src/http/password-gate.ts): at most 2 run and 8 wait;
- * anything beyond is refused at once with Iggy's error shape and a 429, never reaching Argon2;
- * everything admitted gets its correct answer, in arrival order. No timing is asserted: the
- * verifications are held open by the test and released when it chooses.
+ * The bound on Argon2id verifications (src/http/password-gate.ts): at most 1 runs, at most 20
+ * start per second, 8 wait; anything beyond is refused at once with Iggy's error shape and a
+ * 429, never reaching Argon2; everything admitted gets its correct answer, in arrival order. No
+ * timing is asserted: verifications are held open by the test and released when it chooses, and
+ * the rate bound runs on a clock the test moves by hand.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/http/errors.js';
-import { ARGON2_VERIFY_CONCURRENCY_MAX, ARGON2_VERIFY_QUEUE_MAX, PasswordGate } from '../../src/http/password-gate.js';
+import { ARGON2_VERIFY_CONCURRENCY_MAX, ARGON2_VERIFY_QUEUE_MAX, ARGON2_VERIFY_STARTS_PER_SECOND_MAX, PasswordGate, type GateClock } from '../../src/http/password-gate.js';
 import { verifyPassword } from '../../src/node/secrets.js';
 import { expectErrorShape, harness, type Harness, type Reply } from './http-fixtures.js';
 
@@ -48,9 +49,33 @@ function gauge(metrics: string, name: string): number {
   return Number(match[1]);
 }
 
+/** A clock that moves only when told; scheduled callbacks run when it passes their time. */
+function manualClock(): GateClock & { advance(ms: number): void; pending(): number } {
+  let now = 1_000;
+  const timers: { at: number; fn: () => void }[] = [];
+  return {
+    nowMs: () => now,
+    schedule: (fn, delayMs) => {
+      timers.push({ at: now + delayMs, fn });
+    },
+    advance(ms) {
+      now += ms;
+      for (const timer of timers.splice(0).sort((a, b) => a.at - b.at)) {
+        if (timer.at <= now) timer.fn();
+        else timers.push(timer);
+      }
+    },
+    pending: () => timers.length,
+  };
+}
+
 describe('PasswordGate', () => {
+  it('the defaults: 1 running, 8 waiting, 20 starts per second', () => {
+    expect([ARGON2_VERIFY_CONCURRENCY_MAX, ARGON2_VERIFY_QUEUE_MAX, ARGON2_VERIFY_STARTS_PER_SECOND_MAX]).toEqual([1, 8, 20]);
+  });
+
   it('never runs more than the bound, resumes waiters first in first out, and frees the slot of a failure', async () => {
-    const gate = new PasswordGate({ concurrencyMax: 2, queueMax: 3 });
+    const gate = new PasswordGate({ concurrencyMax: 2, queueMax: 3, startsPerSecondMax: Infinity });
     let running = 0;
     let runningMax = 0;
     const order: number[] = [];
@@ -82,6 +107,38 @@ describe('PasswordGate', () => {
     expect(runningMax).toBe(2);
     expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 5 });
   });
+
+  it('starts at most startsPerSecondMax per second: the next one waits its turn, in order, or is refused when the queue is full', async () => {
+    const clock = manualClock();
+    const gate = new PasswordGate({ concurrencyMax: 4, queueMax: 2, startsPerSecondMax: 10 }, clock);
+    const started: number[] = [];
+    const job = (index: number) => async () => {
+      started.push(index);
+      return index;
+    };
+    const first = gate.run(job(0));
+    await first;
+    // 100 ms must pass between starts: these wait although slots are free.
+    const second = gate.run(job(1));
+    const third = gate.run(job(2));
+    await expect(gate.run(job(3))).rejects.toBeInstanceOf(HttpError);
+    await Promise.resolve();
+    expect(started).toEqual([0]);
+    expect(gate.stats()).toMatchObject({ running: 0, queued: 2, refused: 1 });
+    clock.advance(99);
+    await Promise.resolve();
+    expect(started).toEqual([0]);
+    clock.advance(1);
+    expect(await second).toBe(1);
+    expect(started).toEqual([0, 1]);
+    clock.advance(100);
+    expect(await third).toBe(2);
+    expect(clock.pending()).toBe(0);
+    // Idle long enough: the next one starts at once.
+    clock.advance(100);
+    expect(await gate.run(job(4))).toBe(4);
+    expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 4 });
+  });
 });
 
 describe('logins and password changes under the gate', () => {
@@ -92,7 +149,8 @@ describe('logins and password changes under the gate', () => {
 
   it('saturated: 429 at once in Iggy shape with retry-after, Argon2 untouched; admitted ones get their right answers in order', async () => {
     const verifier = heldVerifier();
-    h = await harness({ app: { passwordVerifier: verifier.verify } });
+    // The rate bound is tested above on a manual clock; here only the counts matter.
+    h = await harness({ app: { passwordVerifier: verifier.verify, passwordGate: { startsPerSecondMax: Infinity } } });
     const token = await h.rootToken();
     verifier.calls.length = 0;
     verifier.hold();
@@ -151,7 +209,7 @@ describe('logins and password changes under the gate', () => {
 
   it('change-password verifies through the gate too', async () => {
     const verifier = heldVerifier();
-    h = await harness({ app: { passwordVerifier: verifier.verify, passwordGate: { concurrencyMax: 1, queueMax: 0 } } });
+    h = await harness({ app: { passwordVerifier: verifier.verify, passwordGate: { concurrencyMax: 1, queueMax: 0, startsPerSecondMax: Infinity } } });
     const token = await h.rootToken();
     verifier.calls.length = 0;
     verifier.hold();
