@@ -30,15 +30,15 @@
 // @ts-ignore: decorator
 @inline const D_TABLES: usize = 32;
 // @ts-ignore: decorator
-@inline const D_HEAP_SIZE: usize = 120; // u32 bytes
+@inline const D_HEAP_SIZE: usize = 128; // u32 bytes
 // @ts-ignore: decorator
-@inline const D_HEAP_PTR: usize = 124; // u32; record (offset, length) pairs are relative to it
+@inline const D_HEAP_PTR: usize = 132; // u32; record (offset, length) pairs are relative to it
 // @ts-ignore: decorator
-@inline const D_FAILURE_CODE: usize = 128; // u32, written here
+@inline const D_FAILURE_CODE: usize = 136; // u32, written here
 // @ts-ignore: decorator
-@inline const D_FAILURE_TABLE: usize = 132; // u32, written here
+@inline const D_FAILURE_TABLE: usize = 140; // u32, written here
 // @ts-ignore: decorator
-@inline const D_FAILURE_INDEX: usize = 136; // u32, written here
+@inline const D_FAILURE_INDEX: usize = 144; // u32, written here
 
 // Table kinds (index into the descriptor's pairs; also reported with a failure).
 // @ts-ignore: decorator
@@ -64,7 +64,9 @@
 // @ts-ignore: decorator
 @inline const T_CLIENTS: u32 = 10;
 // @ts-ignore: decorator
-@inline const T_SNAPSHOT: u32 = 11; // the top-level fields
+@inline const T_REVOKED: u32 = 11;
+// @ts-ignore: decorator
+@inline const T_SNAPSHOT: u32 = 12; // the top-level fields
 
 // Failure codes.
 // @ts-ignore: decorator
@@ -113,11 +115,16 @@
 // u64 watermarkChecksum high, u64 watermarkChecksum low, u32 reply (offset, len)
 // @ts-ignore: decorator
 @inline const CLIENT_SIZE: usize = 72;
+// revoked token (snapshot version 2): f64 userId, f64 expiryAtUs, u32 jti (offset, len = 16)
+// @ts-ignore: decorator
+@inline const REVOKED_SIZE: usize = 24;
+// @ts-ignore: decorator
+@inline const JTI_SIZE: u32 = 16;
 
 // Largest encoding of each record's fixed part, headers of its strings and arrays included
 // (payload bytes are added separately). See the field lists in snapshot-model.ts.
 // @ts-ignore: decorator
-@inline const TOP_MAX: u64 = 1 + 5 + 9 + 9 + 5 + 5 + 5 + 5;
+@inline const TOP_MAX: u64 = 1 + 5 + 9 + 9 + 5 + 5 + 5 + 5 + 5;
 // @ts-ignore: decorator
 @inline const USER_MAX: u64 = 1 + 5 + 5 + 5 + 1 + 9 + (1 + 5 + 5) + 5;
 // @ts-ignore: decorator
@@ -140,9 +147,11 @@
 @inline const MEMBER_PARTITION_MAX: u64 = 5;
 // @ts-ignore: decorator
 @inline const CLIENT_MAX: u64 = 1 + 5 + 18 + 9 + 5 + 9 + 18 + 5;
+// @ts-ignore: decorator
+@inline const REVOKED_MAX: u64 = 1 + 5 + 5 + 9; // bin header up to 5: the bound holds for any length
 
 // @ts-ignore: decorator
-@inline const SNAPSHOT_FORMAT_VERSION: f64 = 1;
+@inline const SNAPSHOT_FORMAT_VERSION: f64 = 2;
 // @ts-ignore: decorator
 @inline const U8_MAX: f64 = 255;
 // @ts-ignore: decorator
@@ -425,6 +434,14 @@ function layoutSizeMax(tables: usize): u64 {
     payload += <u64>reply;
   }
 
+  const revokedCount = tableCount(tables, T_REVOKED);
+  record = tablePtr(tables, T_REVOKED);
+  for (let index: u32 = 0; index < revokedCount; index++, record += REVOKED_SIZE) {
+    const jti = heapRange(record, 16, heapSize);
+    broken = broken || jti < 0;
+    payload += <u64>jti;
+  }
+
   if (broken) return 0;
   return (
     TOP_MAX +
@@ -439,7 +456,8 @@ function layoutSizeMax(tables: usize): u64 {
     <u64>groupCount * GROUP_MAX +
     <u64>memberCount * MEMBER_MAX +
     <u64>tableCount(tables, T_MEMBER_PARTITIONS) * MEMBER_PARTITION_MAX +
-    <u64>clientCount * CLIENT_MAX
+    <u64>clientCount * CLIENT_MAX +
+    <u64>revokedCount * REVOKED_MAX
   );
 }
 
@@ -505,7 +523,7 @@ export function snapshot_encode(tables: usize, out: usize, outCapacity: usize): 
   memberPartitionIndex = 0;
 
   let o = out;
-  store<u8>(o, 0x97);
+  store<u8>(o, 0x98);
   o += 1;
   const version = load<f64>(tables + D_VERSION);
   if (version != SNAPSHOT_FORMAT_VERSION) noteFailure(F_RANGE, T_SNAPSHOT, 0);
@@ -516,6 +534,7 @@ export function snapshot_encode(tables: usize, out: usize, outCapacity: usize): 
   o = encodeStreams(o, tablePtr(tables, T_STREAMS), tableCount(tables, T_STREAMS));
   o = encodeClients(o, tablePtr(tables, T_CLIENTS), tableCount(tables, T_CLIENTS));
   o = writeUint(o, uintOf(load<f64>(tables + D_WRITER_RELEASE), U32_MAX, T_SNAPSHOT, 6));
+  o = encodeRevoked(o, tablePtr(tables, T_REVOKED), tableCount(tables, T_REVOKED));
   if (failureCode != 0) return reportFailure(tables);
   return o - out;
 }
@@ -726,6 +745,32 @@ function encodeClients(o: usize, record: usize, count: u32): usize {
     o = writeUint(o, uintOf(load<f64>(record, 24), SAFE_MAX, T_CLIENTS, index));
     o = writeU128(o, load<u64>(record, 48), load<u64>(record, 56));
     o = writeBin(o, heap + load<u32>(record, 64), load<u32>(record, 68));
+  }
+  return o;
+}
+
+// Revoked tokens, in jti byte order: two big-endian u64 halves compared as (high, low).
+function encodeRevoked(o: usize, record: usize, count: u32): usize {
+  o = writeArrayHeader(o, count);
+  let previousHigh: u64 = 0;
+  let previousLow: u64 = 0;
+  for (let index: u32 = 0; index < count; index++, record += REVOKED_SIZE) {
+    const jti = heap + load<u32>(record, 16);
+    const length = load<u32>(record, 20);
+    // The heap range was proven in layoutSizeMax; a length other than 16 is a bad model.
+    if (length != JTI_SIZE) {
+      noteFailure(F_RANGE, T_REVOKED, index);
+    } else {
+      const high = bswap<u64>(load<u64>(jti));
+      const low = bswap<u64>(load<u64>(jti, 8));
+      if (index > 0 && (high < previousHigh || (high == previousHigh && low <= previousLow))) noteFailure(F_ORDER, T_REVOKED, index);
+      previousHigh = high;
+      previousLow = low;
+    }
+    store<u8>(o, 0x93);
+    o = writeBin(o + 1, jti, length);
+    o = writeUint(o, uintOf(load<f64>(record), U32_MAX, T_REVOKED, index));
+    o = writeUint(o, uintOf(load<f64>(record, 8), SAFE_MAX, T_REVOKED, index));
   }
   return o;
 }

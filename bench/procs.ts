@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { ensureDevClusterSecret } from '../src/node/cluster-secret.js';
 
 // ------------------------------------------------------------------------------ paths
 
@@ -438,6 +439,8 @@ export interface VrmetaClusterOptions {
   readonly nodeArgs?: readonly string[];
   /** Another build's cli.js (A/B comparisons of a server change); default: this checkout's dist/. */
   readonly cliPath?: string;
+  /** VRMETA_* variables for every replica (the clean environment drops the caller's). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 interface VrmetaReplica {
@@ -527,11 +530,14 @@ abstract class LocalCluster<Node extends { readonly dataDir: string; child: Chil
 /** A vrmeta cluster of `vrmeta start` children on 127.0.0.1 (the built server from dist/). */
 export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
   readonly options: Required<VrmetaClusterOptions>;
+  /** The cluster secret, created as `vrmeta dev` does (0600, random) in the data root. */
+  readonly secretFile: string;
   private token: string | null = null;
 
   private constructor(root: string, options: Required<VrmetaClusterOptions>, replicas: VrmetaReplica[]) {
     super(root, replicas, 'replica');
     this.options = options;
+    this.secretFile = ensureDevClusterSecret(root).path;
   }
 
   /** Spawns every replica and waits until all are ready (a primary elected, commits caught up). */
@@ -548,6 +554,7 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       formTimeoutMs: options.formTimeoutMs ?? 60_000,
       nodeArgs: options.nodeArgs ?? benchNodeArgs(),
       cliPath,
+      env: options.env ?? {},
     };
     const root = makeTempRoot('vrmeta-bench-');
     const ports = await reservePorts(resolved.replicaCount * 2);
@@ -606,11 +613,13 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       '--clients-table-max', String(o.clientsTableMax),
       '--kernels', o.kernels,
       '--log-level', flags.logLevel ?? o.logLevel,
+      '--cluster-secret-file', this.secretFile,
     ];
     if (flags.rejoin === true) args.push('--rejoin');
     // A clean environment: a caller's VRMETA_* (e.g. VRMETA_KERNELS) must not change what runs.
     const env: NodeJS.ProcessEnv = {};
     for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) env[key] = value;
+    Object.assign(env, o.env);
     replica.child = spawnChild(`vrmeta replica ${index}`, process.execPath, args, {
       env,
       logFile: join(this.root, `replica-${index}.log`),

@@ -42,6 +42,8 @@ import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from '.
 import { JsonSyntaxError, parseJsonLossless } from './json.js';
 import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
+import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
+import { verifyPassword } from '../node/secrets.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
@@ -73,6 +75,12 @@ export interface BuildAppOptions {
   /** Process and host facts for GET /stats; the node layer adds disk space and IO counters. */
   readonly systemInfo?: () => SystemInfo;
   readonly serverVersion?: string;
+  /** The bound on Argon2id verifications in flight (password-gate.ts). */
+  readonly passwordGate?: Partial<PasswordGateOptions>;
+  /** HTTPS: the listener's certificate and key (src/node/tls.ts `serverTlsOptions`). */
+  readonly https?: import('node:tls').TlsOptions;
+  /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
+  readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
 }
 
 export function buildApp(options: BuildAppOptions): FastifyInstance {
@@ -80,6 +88,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const nowMs = options.nowMs ?? Date.now;
   const bodyLimitBytes = options.bodyLimitBytes ?? MAX_REQUEST_SIZE_BYTES;
   const app = Fastify({
+    // Typed as the plain HTTP server below: fastify serves HTTPS from the same routes and hooks.
+    ...((options.https === undefined ? {} : { https: options.https }) as object),
     ...loggerOptions(options.logger),
     bodyLimit: bodyLimitBytes,
     // A path name may be 255 UTF-8 bytes, up to 765 characters percent-encoded; find-my-way's
@@ -107,15 +117,18 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   // converted (they arrive as strings).
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
+  const passwordGate = new PasswordGate({ ...PASSWORD_GATE_DEFAULTS, ...options.passwordGate });
   const ctx = createContext({
     node,
+    passwordGate,
+    passwordVerifier: options.passwordVerifier ?? verifyPassword,
     auth: new Authenticator(node, {
       jwtSecret: options.jwtSecret,
       accessTokenExpirySeconds: options.accessTokenExpirySeconds ?? ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT,
       nowMs,
     }),
     forwarder: new Forwarder(node, { ...FORWARD_DEFAULTS, ...options.forward }),
-    metrics: createMetrics(node),
+    metrics: createMetrics(node, () => passwordGate.stats()),
     topicDefaults: options.topicDefaults ?? TOPIC_DEFAULTS,
     nowMs,
     systemInfo: options.systemInfo ?? (() => processSystemInfo(nowMs)),

@@ -14,6 +14,11 @@
  *
  * Secrets never reach a log line or an op body: a JWT is checked and dropped, a PAT is hashed
  * (SHA-256, src/node/secrets.ts) and only the hash is looked up or used as a session key.
+ *
+ * Revocation: `/users/logout` commits RevokeAccessToken with the token's `jti` (a UUID) through
+ * VSR, so every replica holds it in its state (and its snapshots) until the token's expiry plus
+ * a clock margin, and refuses the token on every request from then on, cached or not. A leaked
+ * token is killed by logging out with it.
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
@@ -46,6 +51,14 @@ export const BEARER_SIZE_MAX = 4096;
  */
 export const VERIFIED_JWTS_MAX = 4096;
 
+/**
+ * A revocation outlives its token's `exp` by the verification skew plus this margin, so a replica
+ * whose clock trails the primary's (which prunes the list) by up to this much still refuses it.
+ */
+export const REVOCATION_CLOCK_MARGIN_SECONDS = 60;
+/** Token ids this cluster issues: UUIDs (randomUUID), 16 bytes once parsed. */
+const JTI_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** A JWT session key is its `jti`; a PAT's is its hash, prefixed so the two spaces never meet. */
 const PAT_SESSION_PREFIX = 'pat:';
 /** Private claim binding a JWT to one incarnation of its user id (see the module comment). */
@@ -54,7 +67,17 @@ const USER_CREATED_AT_CLAIM = 'user_created_at';
 export interface JwtClaims {
   readonly userId: number;
   readonly jti: string;
+  /** The jti's 16 bytes (what a revocation names). */
+  readonly jtiBytes: Uint8Array;
   readonly userCreatedAtUs: number;
+  /** `exp`, seconds since the epoch. */
+  readonly expiresAtS: number;
+}
+
+/** The access token a request authenticated with, when it is a JWT (logout revokes it). */
+export interface AccessTokenRef {
+  readonly jti: Uint8Array;
+  readonly expiresAtS: number;
 }
 
 export interface Identity {
@@ -62,6 +85,8 @@ export interface Identity {
   /** The VSR session this credential writes under (node-api.ts `SessionKey`). */
   readonly sessionKey: SessionKey;
   readonly principal: Principal;
+  /** Null for a personal access token (revoked by deleting it, not by a logout). */
+  readonly accessToken: AccessTokenRef | null;
 }
 
 interface VerifiedJwt {
@@ -117,8 +142,15 @@ export class Authenticator {
     return { user_id: userId, access_token: { token, expiry: expirySeconds } };
   }
 
-  /** The claims of a valid, unexpired JWT of this cluster, else null. */
+  /** The claims of a valid, unexpired, unrevoked JWT of this cluster, else null. */
   async verifyJwt(token: string): Promise<JwtClaims | null> {
+    const claims = await this.verifySignedJwt(token);
+    // Checked on every call, cache hit or not: a logout on any replica revokes it everywhere.
+    if (claims !== null && this.node.state.isAccessTokenRevoked(claims.jtiBytes, this.nowMs() * 1000)) return null;
+    return claims;
+  }
+
+  private async verifySignedJwt(token: string): Promise<JwtClaims | null> {
     if (token.length === 0 || token.length > BEARER_SIZE_MAX) return null;
     const cached = this.verified.get(token);
     if (cached !== undefined) {
@@ -139,14 +171,19 @@ export class Authenticator {
       });
       const subject = payload.sub ?? '';
       if (!/^[0-9]{1,10}$/.test(subject) || Number(subject) > 0xffff_ffff) return null;
-      if (typeof payload.jti !== 'string' || payload.jti.length === 0) return null;
+      if (typeof payload.jti !== 'string' || !JTI_PATTERN.test(payload.jti)) return null;
       const userCreatedAtUs = payload[USER_CREATED_AT_CLAIM];
       if (typeof userCreatedAtUs !== 'number' || !Number.isSafeInteger(userCreatedAtUs)) return null;
-      const claims: JwtClaims = { userId: Number(subject), jti: payload.jti, userCreatedAtUs };
-      if (typeof payload.exp === 'number') {
-        if (this.verified.size >= VERIFIED_JWTS_MAX) this.verified.delete(this.verified.keys().next().value!);
-        this.verified.set(token, { claims, notBeforeS: typeof payload.nbf === 'number' ? payload.nbf : null, expiresAtS: payload.exp });
-      }
+      if (typeof payload.exp !== 'number' || !Number.isSafeInteger(payload.exp)) return null;
+      const claims: JwtClaims = {
+        userId: Number(subject),
+        jti: payload.jti,
+        jtiBytes: new Uint8Array(Buffer.from(payload.jti.replaceAll('-', ''), 'hex')),
+        userCreatedAtUs,
+        expiresAtS: payload.exp,
+      };
+      if (this.verified.size >= VERIFIED_JWTS_MAX) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, { claims, notBeforeS: typeof payload.nbf === 'number' ? payload.nbf : null, expiresAtS: payload.exp });
       return claims;
     } catch {
       // Bad signature, expired, wrong issuer or audience, malformed: all the same 401.
@@ -171,19 +208,24 @@ export class Authenticator {
     if (bearer === null) throw accessTokenMissing();
     if (bearer.length > BEARER_SIZE_MAX) throw unauthenticated();
     const claims = await this.verifyJwt(bearer);
-    if (claims !== null) return this.identity(claims.userId, claims.jti, claims.userCreatedAtUs);
+    if (claims !== null) return this.identity(claims.userId, claims.jti, { jti: claims.jtiBytes, expiresAtS: claims.expiresAtS }, claims.userCreatedAtUs);
     const hash = personalAccessTokenHash(bearer);
     const token = this.node.state.personalAccessTokenByHash(hash);
     if (token === null) throw unauthenticated();
     if (token.expiryAtUs !== null && token.expiryAtUs <= this.nowMs() * 1000) throw unauthenticated('personal access token expired');
-    return this.identity(token.userId, `${PAT_SESSION_PREFIX}${hexOf(hash)}`);
+    return this.identity(token.userId, `${PAT_SESSION_PREFIX}${hexOf(hash)}`, null);
   }
 
-  private identity(userId: number, sessionKey: SessionKey, createdAtUs?: number): Identity {
+  private identity(userId: number, sessionKey: SessionKey, accessToken: AccessTokenRef | null, createdAtUs?: number): Identity {
     const principal = this.activePrincipal(userId, createdAtUs);
     if (principal === null) throw inactiveOrDeleted();
-    return { userId, sessionKey, principal };
+    return { userId, sessionKey, principal, accessToken };
   }
+}
+
+/** Until when a logout keeps `token` revoked: its expiry, the verification skew, the clock margin. */
+export function revocationExpiryUs(token: AccessTokenRef): number {
+  return (token.expiresAtS + JWT_CLOCK_SKEW_SECONDS + REVOCATION_CLOCK_MARGIN_SECONDS) * 1_000_000;
 }
 
 function inactiveOrDeleted(): HttpError {

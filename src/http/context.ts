@@ -15,6 +15,7 @@ import { ForwardToPrimary, iggyError, transientNotAccepted, unauthenticated } fr
 import type { Forwarder } from './forward.js';
 import type { HttpMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
+import type { PasswordGate } from './password-gate.js';
 import type { SystemInfo } from './system-info.js';
 
 export interface HttpContext {
@@ -27,6 +28,12 @@ export interface HttpContext {
   readonly systemInfo: () => SystemInfo;
   readonly serverVersion: string;
   readonly bodyLimitBytes: number;
+  readonly passwordGate: PasswordGate;
+  /**
+   * Argon2id verification of `password` against `passwordHash`, under the password gate: throws
+   * the 429 at once when the gate is full. Every verification of a request goes through here.
+   */
+  verifyPassword(passwordHash: string, password: string): Promise<boolean>;
   /** The caller of a request in the authenticated scope (its onRequest hook set it). */
   identity(request: FastifyRequest): Identity;
   setIdentity(request: FastifyRequest, identity: Identity): void;
@@ -51,6 +58,9 @@ export interface HttpContextParts {
   readonly systemInfo: () => SystemInfo;
   readonly serverVersion: string;
   readonly bodyLimitBytes: number;
+  readonly passwordGate: PasswordGate;
+  /** The unbounded verification (src/node/secrets.ts), or a test's. */
+  readonly passwordVerifier: (passwordHash: string, password: string) => Promise<boolean>;
 }
 
 export function createContext(parts: HttpContextParts): HttpContext {
@@ -59,6 +69,9 @@ export function createContext(parts: HttpContextParts): HttpContext {
   const { node, nowMs } = parts;
   return {
     ...parts,
+    verifyPassword(passwordHash, password) {
+      return parts.passwordGate.run(() => parts.passwordVerifier(passwordHash, password));
+    },
     identity(request) {
       const identity = identities.get(request);
       assert(identity !== undefined, 'identity() is called only in the authenticated scope');

@@ -102,8 +102,9 @@ export class HttpError extends Error {
   }
 }
 
+/** 503 (cannot commit now) and 429 (a bounded resource is full) tell the client when to retry. */
 function retryable(statusCode: number): Readonly<Record<string, string>> {
-  return statusCode === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
+  return statusCode === 503 || statusCode === 429 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
 }
 
 /** The error for an Iggy error code; `detail` is appended to the reason (never a secret). */

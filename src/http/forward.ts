@@ -30,8 +30,10 @@ export const FORWARDED_HEADER = 'iggy-forwarded';
 export const VIEW_HEADER = 'iggy-view';
 
 export interface ForwardOptions {
-  /** The HTTP client; global fetch (undici) unless a test injects one. */
+  /** The HTTP client; global fetch (undici) unless a test or HTTPS (src/node/tls.ts) injects one. */
   readonly fetch: typeof fetch;
+  /** The primary's listener: HTTPS when the replicas serve TLS (every replica is configured alike). */
+  readonly scheme: 'http' | 'https';
   /** One attempt (send + primary commit + body read). Above a commit's own wait, so a slow commit is answered. */
   readonly attemptTimeoutMs: number;
   /** Budget across retryable attempts: long enough to ride out a view change. */
@@ -45,6 +47,7 @@ export interface ForwardOptions {
 
 export const FORWARD_DEFAULTS: ForwardOptions = Object.freeze({
   fetch: (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => fetch(input, init),
+  scheme: 'http',
   attemptTimeoutMs: 35_000,
   retryDeadlineMs: 30_000,
   retryIntervalMs: 50,
@@ -135,7 +138,7 @@ export class Forwarder {
     const signal = AbortSignal.timeout(this.options.attemptTimeoutMs);
     let response: Response;
     try {
-      response = await this.options.fetch(`http://${primary}${request.url}`, {
+      response = await this.options.fetch(`${this.options.scheme}://${primary}${request.url}`, {
         method: request.method,
         headers,
         ...(rawBody === undefined ? {} : { body: rawBody }),

@@ -13,6 +13,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NodeApi, StateTransferStatus } from './node-api.js';
+import type { PasswordGateStats } from './password-gate.js';
 
 const STATUS_VALUES = ['normal', 'view_change', 'recovering'] as const;
 const TRANSFER_STAGES = ['idle', 'awaiting_target', 'fetching', 'installing'] as const satisfies readonly (
@@ -31,7 +32,7 @@ export interface HttpMetrics {
   observeRequest(method: string, route: string, statusCode: number, durationSeconds: number): void;
 }
 
-export function createMetrics(node: NodeApi): HttpMetrics {
+export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateStats): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ replica: String(node.replica) });
 
@@ -98,6 +99,34 @@ export function createMetrics(node: NodeApi): HttpMetrics {
     },
   });
 
+  // The replica port's refusals. prom-client counters cannot be set from a collect callback, so
+  // these are gauges holding counters' values (monotonic for the life of the process); the
+  // `_total` suffix says what they count. Reasons are the bus's fixed vocabularies (bounded).
+  new Gauge({
+    name: 'vsr_replica_auth_failures_total',
+    help: 'failed replica handshakes (wrong or missing secret, wrong replica index, timeouts, ...) by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.set({ reason }, count);
+    },
+  });
+  new Gauge({
+    name: 'vsr_replica_frames_rejected_total',
+    help: 'frames refused on the replica port (bad size, seal, checksum, impersonation, ...) by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.set({ reason }, count);
+    },
+  });
+
+  gauge('http_password_verifications_running', 'Argon2id verifications running (bounded, password-gate.ts)', () => passwordGate().running);
+  gauge('http_password_verifications_queued', 'Argon2id verifications waiting for a slot', () => passwordGate().queued);
+  gauge('http_password_verifications_refused_total', 'password verifications refused with 429: the gate was full', () => passwordGate().refused);
+
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();
   gauge('streams', 'total count of streams', () => stats().streamsCount);
@@ -106,6 +135,7 @@ export function createMetrics(node: NodeApi): HttpMetrics {
   gauge('segments', 'total count of segments', () => stats().segmentsCount);
   gauge('messages', 'total count of messages', () => stats().messagesCount);
   gauge('users', 'total count of users', () => node.state.queries.users().length);
+  gauge('vsr_revoked_access_tokens', 'access tokens revoked by a logout and not yet expired (replicated)', () => node.state.revokedTokenCount());
   gauge('clients', 'total count of clients', () => node.clients().length);
 
   const requests = new Counter({

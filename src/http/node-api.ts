@@ -84,6 +84,16 @@ export interface ClientSessionInfo {
   readonly transport?: string;
 }
 
+/**
+ * The replica port's refusals, for /metrics: failed handshakes and rejected frames by reason,
+ * summed over inbound connections (unattributed: an unauthenticated claim proves nothing) and
+ * every peer. Counters: they only grow for the life of the process.
+ */
+export interface ReplicaTransportCounters {
+  readonly authFailures: Readonly<Record<string, number>>;
+  readonly rejectedFrames: Readonly<Record<string, number>>;
+}
+
 export interface NodeApi {
   readonly replica: number;
   readonly clusterName: string;
@@ -98,6 +108,7 @@ export interface NodeApi {
   ready(): boolean;
   nodes(): readonly ClusterNode[];
   clients(): readonly ClientSessionInfo[];
+  replicaTransport(): ReplicaTransportCounters;
   /**
    * Commits `body` as `operation` for `session` acting as `userId` (stamped by the primary).
    * Resolves only after the committed op was applied to `state` here, so the HTTP layer can read

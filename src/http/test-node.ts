@@ -24,6 +24,7 @@ import type {
   ClusterStatus,
   NodeApi,
   PeerStatus,
+  ReplicaTransportCounters,
   SessionKey,
   StateTransferStatus,
   WriteOutcome,
@@ -144,6 +145,13 @@ export class TestNode implements NodeApi {
   nodes(): readonly ClusterNode[] {
     if (this.clusterNodes.length > 0) return this.clusterNodes;
     return [{ replica: this.replica, name: `node-${this.replica}`, http: '127.0.0.1:3000', role: this.primary ? 'leader' : 'follower', status: 'healthy' }];
+  }
+
+  /** Settable by tests of /metrics; an in-process node has no replica port. */
+  transport: ReplicaTransportCounters = { authFailures: {}, rejectedFrames: {} };
+
+  replicaTransport(): ReplicaTransportCounters {
+    return this.transport;
   }
 
   clients(): readonly ClientSessionInfo[] {

@@ -17,12 +17,14 @@
  * disagree on.
  */
 import {
+  ACCESS_TOKEN_ID_SIZE,
   SNAPSHOT_FORMAT_VERSION,
   U64_MAX,
   type ClientEntrySnapshot,
   type ConsumerGroupSnapshot,
   type MetadataSnapshot,
   type PermissionsSnapshot,
+  type RevokedTokenSnapshot,
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
@@ -73,7 +75,7 @@ function encodeSnapshot(snapshot: MetadataSnapshot): void {
     fail(`snapshot.version is ${snapshot.version}, expected ${SNAPSHOT_FORMAT_VERSION}`);
   }
   ensure(64);
-  buffer[position++] = 0x97;
+  buffer[position++] = 0x98;
   writeUint(snapshot.version);
   writeU64Number(snapshot.createdAtUs, 'snapshot.createdAtUs');
   writeU64Number(snapshot.sequenceNumber, 'snapshot.sequenceNumber');
@@ -81,6 +83,32 @@ function encodeSnapshot(snapshot: MetadataSnapshot): void {
   encodeStreams(snapshot.streams);
   encodeClientTable(snapshot.clientTable);
   writeU32(snapshot.writerRelease, 'snapshot.writerRelease');
+  encodeRevokedTokens(snapshot.revokedTokens);
+}
+
+function encodeRevokedTokens(tokens: readonly RevokedTokenSnapshot[]): void {
+  writeArrayHeader(tokens.length);
+  let previous: Uint8Array | null = null;
+  for (let index = 0; index < tokens.length; index++) {
+    const token = tokens[index]!;
+    const jti = token.jti;
+    if (!(jti instanceof Uint8Array) || jti.byteLength !== ACCESS_TOKEN_ID_SIZE) fail(`revokedTokens[${index}].jti is not ${ACCESS_TOKEN_ID_SIZE} bytes`);
+    if (previous !== null && !bytesAbove(jti, previous)) fail(`revokedTokens[${index}].jti is not ascending`);
+    previous = jti;
+    ensure(1);
+    buffer[position++] = 0x93;
+    writeBin(jti);
+    writeU32(token.userId, 'revokedToken.userId');
+    writeU64Number(token.expiryAtUs, 'revokedToken.expiryAtUs');
+  }
+}
+
+/** `left` > `right` in byte order (equal lengths): the canonical order of revoked token ids. */
+export function bytesAbove(left: Uint8Array, right: Uint8Array): boolean {
+  for (let index = 0; index < left.byteLength; index++) {
+    if (left[index] !== right[index]) return left[index]! > right[index]!;
+  }
+  return false;
 }
 
 function encodeUsers(users: readonly UserSnapshot[]): void {

@@ -26,7 +26,7 @@ import type {
   TopicSnapshot,
   UserSnapshot,
 } from '../metadata/snapshot-model.js';
-import { U64_MAX } from '../metadata/snapshot-model.js';
+import { ACCESS_TOKEN_ID_SIZE, U64_MAX } from '../metadata/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { isWellFormed, snapshotEncodeTs, U128_MAX, writeUtf8 } from './snapshot-encode-ts.js';
 import { ScratchSlot, type WasmInstance } from './wasm-instance.js';
@@ -44,11 +44,11 @@ const Descriptor = {
   writerRelease: 24,
   /** (count u32, pointer u32) per table kind, at tables + 8 * kind. */
   tables: 32,
-  heapSize: 120,
-  heapPtr: 124,
-  failureCode: 128,
-  failureTable: 132,
-  failureIndex: 136,
+  heapSize: 128,
+  heapPtr: 132,
+  failureCode: 136,
+  failureTable: 140,
+  failureIndex: 144,
   size: 192,
 } as const;
 
@@ -65,11 +65,12 @@ const Table = {
   members: 8,
   memberPartitions: 9,
   clients: 10,
+  revokedTokens: 11,
 } as const;
-const TABLE_KIND_COUNT = 11;
+const TABLE_KIND_COUNT = 12;
 
 /** Record sizes in bytes, indexed by table kind (multiples of 8: f64 fields stay aligned). */
-const RECORD_SIZE = [64, 32, 24, 16, 32, 64, 16, 32, 32, 8, 72] as const;
+const RECORD_SIZE = [64, 32, 24, 16, 32, 64, 16, 32, 32, 8, 72, 24] as const;
 
 /** A JS string takes at most 3 UTF-8 bytes per UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
@@ -194,6 +195,7 @@ function marshalSnapshot(snapshot: MetadataSnapshot, tables: number): void {
   marshalUsers(snapshot.users);
   marshalStreams(snapshot);
   marshalClients(snapshot);
+  marshalRevokedTokens(snapshot);
   for (let kind = 0; kind < TABLE_KIND_COUNT; kind++) {
     u32[(tables + Descriptor.tables + 8 * kind) >> 2] = (cursor[kind]! - start[kind]!) / RECORD_SIZE[kind]!;
     u32[(tables + Descriptor.tables + 8 * kind + 4) >> 2] = start[kind]!;
@@ -262,6 +264,8 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
   const clients = snapshot.clientTable;
   table[Table.clients] = clients.length;
   for (let index = 0; index < clients.length; index++) heapBytesMax += clients[index]!.reply.byteLength;
+  table[Table.revokedTokens] = snapshot.revokedTokens.length;
+  heapBytesMax += snapshot.revokedTokens.length * ACCESS_TOKEN_ID_SIZE;
   return {
     records: table.map((count) => Math.ceil(count * CAPACITY_GROWTH)),
     heapBytes: Math.ceil(heapBytesMax * CAPACITY_GROWTH),
@@ -482,4 +486,21 @@ function marshalClients(snapshot: MetadataSnapshot): void {
     putBytes(client.reply, (record >> 2) + 16);
   }
   cursor[Table.clients] = record;
+}
+
+/** The kernel checks the order of the ids (big-endian compare); the length is checked here. */
+function marshalRevokedTokens(snapshot: MetadataSnapshot): void {
+  const tokens = snapshot.revokedTokens;
+  reserve(Table.revokedTokens, tokens.length);
+  let record = cursor[Table.revokedTokens]!;
+  for (let index = 0; index < tokens.length; index++, record += RECORD_SIZE[Table.revokedTokens]) {
+    const token = tokens[index]!;
+    if (!(token.jti instanceof Uint8Array) || token.jti.byteLength !== ACCESS_TOKEN_ID_SIZE) {
+      assert(false, `snapshot model is not canonical: revokedTokens[${index}].jti is not ${ACCESS_TOKEN_ID_SIZE} bytes`);
+    }
+    f64[record >> 3] = token.userId;
+    f64[(record >> 3) + 1] = token.expiryAtUs;
+    putBytes(token.jti, (record >> 2) + 4);
+  }
+  cursor[Table.revokedTokens] = record;
 }

@@ -6,9 +6,10 @@
  * (cc269ef70). A committed rejection carries exactly one of these in its reply, so a code can
  * never be renumbered: it is part of the replicated state's observable history.
  *
- * Two codes are vrmeta extensions (90_000 and up, far from Iggy's ranges so a future Iggy code
+ * Three codes are vrmeta extensions (90_000 and up, far from Iggy's ranges so a future Iggy code
  * cannot collide): Iggy has no limit on consumer groups per topic or members per group, but every
- * vrmeta collection is bounded and a full one must answer with a clear error (STYLE.md).
+ * vrmeta collection is bounded and a full one must answer with a clear error (STYLE.md); the
+ * third is the bound of the revoked-token list, which Iggy does not have.
  */
 
 export const ErrorCode = {
@@ -64,6 +65,7 @@ export const ErrorCode = {
   // vrmeta extensions (see the module comment).
   consumerGroupsLimitReached: 90_001,
   consumerGroupMembersLimitReached: 90_002,
+  revokedTokensLimitReached: 90_003,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -120,6 +122,7 @@ export const ERROR_NAMES: Readonly<Record<ErrorCode, string>> = {
   5006: 'consumer_group_member_not_found',
   90_001: 'consumer_groups_limit_reached',
   90_002: 'consumer_group_members_limit_reached',
+  90_003: 'revoked_tokens_limit_reached',
 };
 
 /** A human-readable reason for logs and the HTTP `reason` field. */
@@ -175,6 +178,7 @@ export const ERROR_REASONS: Readonly<Record<ErrorCode, string>> = {
   5006: 'Consumer group member was not found',
   90_001: 'Consumer groups limit reached for this topic',
   90_002: 'Consumer group members limit reached',
+  90_003: 'Revoked access tokens limit reached; the token stays valid until it expires',
 };
 
 export function isErrorCode(code: number): code is ErrorCode {

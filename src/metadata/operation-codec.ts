@@ -36,12 +36,13 @@
  *   146 CreatePersonalAccessToken   name, expiry_us u64, token_hash [32]
  *   147 DeletePersonalAccessToken   flags u8 (bit0 only_if_expired, bit1 owner present),
  *                                   [owner_user_id u32], name
+ *   150 RevokeAccessToken    jti [16], expiry_at_us u64 (below 2^53)
  */
 import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { BodyReader, BodyWriter } from './body-io.js';
 import { Operation, type Identifier, type MetadataRequest } from './operations.js';
-import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
+import { ACCESS_TOKEN_ID_SIZE, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
 import { PAT_TOKEN_HASH_SIZE, PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from './validation.js';
 
 export type DecodeResult = { readonly ok: true; readonly request: MetadataRequest } | { readonly ok: false; readonly reason: string };
@@ -189,6 +190,12 @@ function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
       const ownerUserId = (flags & 2) !== 0 ? r.u32('owner_user_id') : null;
       return { operation, ownerUserId, onlyIfExpired: (flags & 1) !== 0, name: r.name('name') };
     }
+    case Operation.revokeAccessToken: {
+      const jti = r.bytes(ACCESS_TOKEN_ID_SIZE, 'jti');
+      const expiry = r.u64('expiry_at_us');
+      r.check(expiry <= BigInt(Number.MAX_SAFE_INTEGER), 'expiry_at_us exceeds 2^53 - 1');
+      return { operation, jti, expiryAtUs: Number(expiry) };
+    }
     default:
       return null;
   }
@@ -332,6 +339,12 @@ export function encodeRequest(request: MetadataRequest): Uint8Array {
       w.u8((request.onlyIfExpired ? 1 : 0) | (request.ownerUserId !== null ? 2 : 0));
       if (request.ownerUserId !== null) w.u32(request.ownerUserId);
       w.name(request.name);
+      break;
+    case Operation.revokeAccessToken:
+      assert(request.jti.byteLength === ACCESS_TOKEN_ID_SIZE, 'a token id is 16 bytes');
+      assert(Number.isSafeInteger(request.expiryAtUs) && request.expiryAtUs >= 0, 'expiry is a u64 below 2^53');
+      w.bytes(request.jti);
+      w.u64(BigInt(request.expiryAtUs));
       break;
   }
   const body = w.finish();

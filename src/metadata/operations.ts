@@ -43,6 +43,11 @@ export const Operation = {
   deletePersonalAccessToken: 147,
   joinConsumerGroup: 148,
   leaveConsumerGroup: 149,
+  /**
+   * vrmeta extension (Iggy's metadata list ends at 149 and its partition operations start at
+   * 160): a logout revokes the access token it was called with, on every replica.
+   */
+  revokeAccessToken: 150,
   sendMessages: 160,
   storeConsumerOffset: 161,
   deleteConsumerOffset: 162,
@@ -50,14 +55,17 @@ export const Operation = {
 export type Operation = (typeof Operation)[keyof typeof Operation];
 
 export const METADATA_OPERATION_MIN = Operation.createStream;
-export const METADATA_OPERATION_MAX = Operation.leaveConsumerGroup;
+export const METADATA_OPERATION_MAX = Operation.revokeAccessToken;
 
-/** The operations this state machine applies (128..=149). */
+/** The operations this state machine applies (128..=150). */
 export function isStateMachineOperation(operation: number): operation is MetadataOperation {
   return Number.isInteger(operation) && operation >= METADATA_OPERATION_MIN && operation <= METADATA_OPERATION_MAX;
 }
 
-export type MetadataOperation = Extract<Operation, 128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139 | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149>;
+export type MetadataOperation = Extract<
+  Operation,
+  128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139 | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149 | 150
+>;
 
 /** A resource named by its numeric id or by its name (Iggy `Identifier`). */
 export type Identifier =
@@ -235,6 +243,19 @@ export interface DeletePersonalAccessTokenRequest {
   readonly onlyIfExpired: boolean;
 }
 
+/**
+ * Revokes the access token whose id is `jti` until `expiryAtUs` (its own expiry plus a clock
+ * margin): every replica refuses it from the commit on. Acts for the acting user, who can only
+ * know a jti by holding the token (it is inside the signed JWT).
+ */
+export interface RevokeAccessTokenRequest {
+  readonly operation: typeof Operation.revokeAccessToken;
+  /** ACCESS_TOKEN_ID_SIZE bytes: the JWT `jti` (a UUID) as bytes. */
+  readonly jti: Uint8Array;
+  /** u64 µs, below 2^53. */
+  readonly expiryAtUs: number;
+}
+
 export type MetadataRequest =
   | CreateStreamRequest
   | UpdateStreamRequest
@@ -257,7 +278,8 @@ export type MetadataRequest =
   | ChangePasswordRequest
   | UpdatePermissionsRequest
   | CreatePersonalAccessTokenRequest
-  | DeletePersonalAccessTokenRequest;
+  | DeletePersonalAccessTokenRequest
+  | RevokeAccessTokenRequest;
 
 /**
  * Success payloads. Create{Stream,Topic,ConsumerGroup,User} and DeleteUser reply with the

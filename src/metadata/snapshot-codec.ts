@@ -18,7 +18,8 @@
  * with a `SnapshotDecodeError`, never asserted on. Decoding never throws anything else.
  */
 import {
-  SNAPSHOT_FORMAT_VERSION,
+  ACCESS_TOKEN_ID_SIZE,
+  SNAPSHOT_FORMAT_VERSIONS_READABLE,
   type ClientEntrySnapshot,
   type CompressionAlgorithm,
   type ConsumerGroupMemberSnapshot,
@@ -27,6 +28,7 @@ import {
   type PartitionSnapshot,
   type PermissionsSnapshot,
   type PersonalAccessTokenSnapshot,
+  type RevokedTokenSnapshot,
   type StreamPermissionsSnapshot,
   type StreamSnapshot,
   type TopicPermissionsSnapshot,
@@ -115,25 +117,63 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
   if (fieldCount === 0) reader.fail('malformed', 'version', 'the snapshot array is empty');
   const versionOffset = reader.position;
   const version = reader.uint('version', U32_MAX);
-  if (version !== SNAPSHOT_FORMAT_VERSION) {
+  if (!SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version)) {
     throw new SnapshotDecodeError(
       'unsupported_version',
       'version',
       versionOffset,
-      `version ${version}, this build reads only version ${SNAPSHOT_FORMAT_VERSION}`,
+      `version ${version}, this build reads versions ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`,
     );
   }
-  if (fieldCount !== 7) reader.fail('malformed', 'snapshot', `expected 7 fields, found ${fieldCount}`);
+  // Version 1 ends at writerRelease; version 2 appends the revoked tokens.
+  const fieldsExpected = version === 1 ? 7 : 8;
+  if (fieldCount !== fieldsExpected) reader.fail('malformed', 'snapshot', `expected ${fieldsExpected} fields, found ${fieldCount}`);
   const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
   const sequenceNumber = reader.uint('sequenceNumber', Number.MAX_SAFE_INTEGER);
   const users = decodeUsers(reader);
   const streams = decodeStreams(reader);
   const clientTable = decodeClientTable(reader);
   const writerRelease = reader.uint('writerRelease', U32_MAX);
+  const revokedTokens = version === 1 ? [] : decodeRevokedTokens(reader);
   if (reader.position !== bytes.byteLength) {
     reader.fail('trailing_bytes', 'snapshot', `${bytes.byteLength - reader.position} bytes after the snapshot`);
   }
-  return { version, createdAtUs, sequenceNumber, users, streams, clientTable, writerRelease };
+  return { version, createdAtUs, sequenceNumber, users, streams, clientTable, writerRelease, revokedTokens };
+}
+
+function decodeRevokedTokens(reader: Reader): RevokedTokenSnapshot[] {
+  const count = reader.arrayHeader('revokedTokens');
+  const tokens: RevokedTokenSnapshot[] = [];
+  const depth = reader.enter('revokedTokens');
+  let previous: Uint8Array | null = null;
+  for (let index = 0; index < count; index++) {
+    reader.at(depth, index);
+    reader.record(3);
+    const jtiOffset = reader.position;
+    const jti = reader.bin('jti');
+    if (jti.byteLength !== ACCESS_TOKEN_ID_SIZE) {
+      throw new SnapshotDecodeError('malformed', reader.pathTo('jti'), jtiOffset, `expected ${ACCESS_TOKEN_ID_SIZE} bytes, found ${jti.byteLength}`);
+    }
+    if (previous !== null && compareBytes(jti, previous) <= 0) {
+      throw new SnapshotDecodeError('not_canonical_order', reader.pathTo('jti'), jtiOffset, 'revoked token ids are not strictly ascending');
+    }
+    previous = jti;
+    const userId = reader.uint('userId', U32_MAX);
+    const expiryAtUs = reader.uint('expiryAtUs', Number.MAX_SAFE_INTEGER);
+    tokens.push({ jti, userId, expiryAtUs });
+  }
+  reader.leave(depth);
+  return tokens;
+}
+
+/** Lexicographic byte order (the canonical order of revoked token ids). */
+export function compareBytes(left: Uint8Array, right: Uint8Array): number {
+  const length = Math.min(left.byteLength, right.byteLength);
+  for (let index = 0; index < length; index++) {
+    const difference = left[index]! - right[index]!;
+    if (difference !== 0) return difference;
+  }
+  return left.byteLength - right.byteLength;
 }
 
 function decodeUsers(reader: Reader): UserSnapshot[] {

@@ -20,14 +20,28 @@
  * range (sentinels such as u64::MAX for "never expire") and every u128 are `bigint`.
  */
 
-/** Bumped whenever the encoding changes. Readers refuse any other version (no migration). */
-export const SNAPSHOT_FORMAT_VERSION = 1;
+/**
+ * Bumped whenever the encoding changes; writers write only this one. Version 2 added the
+ * revoked access tokens (field 7).
+ */
+export const SNAPSHOT_FORMAT_VERSION = 2;
+/**
+ * Versions readers accept: checkpoints written by any release stay readable. A version-1
+ * snapshot has 7 fields and no revoked tokens (read as an empty list); its bytes are never
+ * re-encoded (its checkpoint id is the checksum of the bytes on disk), so reading it back
+ * changes nothing, and the next checkpoint is written as version 2. Anything else is refused.
+ */
+export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [1, 2];
+
+export function isReadableSnapshotVersion(version: number | null): boolean {
+  return version !== null && SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version);
+}
 
 export const U64_MAX = 0xffff_ffff_ffff_ffffn;
 
 /** Field 1 of the snapshot array; also the first thing a reader peeks. */
 export interface MetadataSnapshot {
-  /** u32, always SNAPSHOT_FORMAT_VERSION. Field index 0. */
+  /** u32: SNAPSHOT_FORMAT_VERSION when written, any readable version when read. Field index 0. */
   readonly version: number;
   /** u64 µs since the epoch, from the replicated clock (the checkpoint prepare's timestamp). */
   readonly createdAtUs: number;
@@ -41,6 +55,27 @@ export interface MetadataSnapshot {
   readonly clientTable: readonly ClientEntrySnapshot[];
   /** u32, packed release of the writer (provenance only). */
   readonly writerRelease: number;
+  /**
+   * Field 7 (version 2): access tokens revoked by a logout and not yet expired, ordered by `jti`
+   * bytes ascending, jtis unique. Empty when read from a version-1 snapshot.
+   */
+  readonly revokedTokens: readonly RevokedTokenSnapshot[];
+}
+
+/** A revoked access token's id (the JWT `jti`, a UUID) as bytes. */
+export const ACCESS_TOKEN_ID_SIZE = 16;
+
+/**
+ * Encoded as [jti, userId, expiryAtUs]. Kept until `expiryAtUs` (the token's own expiry plus a
+ * clock margin, src/http/auth.ts), after which the token is refused on its expiry anyway.
+ */
+export interface RevokedTokenSnapshot {
+  /** ACCESS_TOKEN_ID_SIZE bytes. */
+  readonly jti: Uint8Array;
+  /** The user that revoked it (per-user bound). */
+  readonly userId: number;
+  /** u64 µs. */
+  readonly expiryAtUs: number;
 }
 
 export const UserStatus = { active: 1, inactive: 2 } as const;

@@ -41,6 +41,7 @@ import {
   updatePermissions,
   updateUser,
 } from './ops-users.js';
+import { revokeAccessToken } from './ops-tokens.js';
 import { ALL_GLOBAL_PERMISSIONS, type Principal } from './permissions.js';
 import { MetadataQueries } from './queries.js';
 import { UserStatus } from './snapshot-model.js';
@@ -199,6 +200,21 @@ export class MetadataStateMachine implements StateMachine {
     return { userId: owner.userId, name: owner.name, expiryAtUs: token.expiryAtUs };
   }
 
+  /**
+   * Whether a logout revoked the access token `jti` (16 bytes) and the revocation has not expired
+   * at `nowUs`. An entry past its expiry may linger until the next revocation prunes it; it is
+   * ignored here, as the token itself is expired by then.
+   */
+  isAccessTokenRevoked(jti: Uint8Array, nowUs: number): boolean {
+    const token = this.state.revokedTokens.get(hexOf(jti));
+    return token !== undefined && token.expiryAtUs > nowUs;
+  }
+
+  /** Entries in the revoked-token list (for /metrics). */
+  revokedTokenCount(): number {
+    return this.state.revokedTokens.size;
+  }
+
   /** Where a client is a consumer-group member (for `/clients/{id}`). */
   consumerGroupsOfClient(clientId: bigint): { streamId: number; topicId: number; groupId: number }[] {
     return groupsOfClient(this.state, clientId);
@@ -272,5 +288,7 @@ function dispatch(ctx: OpContext, request: MetadataRequest): ApplyResult {
       return createPersonalAccessToken(ctx, request);
     case Operation.deletePersonalAccessToken:
       return deletePersonalAccessToken(ctx, request);
+    case Operation.revokeAccessToken:
+      return revokeAccessToken(ctx, request);
   }
 }

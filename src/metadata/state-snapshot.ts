@@ -10,9 +10,11 @@
  */
 import type { StateMachineSnapshot } from '../vsr/state-machine.js';
 import { IdSlab } from './id-slab.js';
+import { compareBytes } from './snapshot-codec.js';
 import type {
   ConsumerGroupSnapshot,
   PersonalAccessTokenSnapshot,
+  RevokedTokenSnapshot,
   StreamSnapshot,
   TopicSnapshot,
   UserSnapshot,
@@ -84,7 +86,11 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
     }
     streams.push({ id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics });
   }
-  return { users, streams };
+  // Canonical order: jti bytes ascending (hex keys compare like the bytes they spell).
+  const revokedTokens: RevokedTokenSnapshot[] = [...state.revokedTokens.entries()]
+    .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0))
+    .map(([, token]) => ({ jti: token.jti.slice(), userId: token.userId, expiryAtUs: token.expiryAtUs }));
+  return { users, streams, revokedTokens };
 }
 
 /** Thrown inside the builder only; `stateFromSnapshot` turns it into a reason. */
@@ -164,6 +170,17 @@ function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): Metadata
     ]);
   }
   state.install(users, streams);
+  check(snapshot.revokedTokens.length <= limits.revokedTokensMax, 'has more revoked tokens than the limit');
+  let previous: Uint8Array | null = null;
+  for (const token of snapshot.revokedTokens) {
+    check(token.jti.byteLength === 16, 'revoked token id is not 16 bytes');
+    check(previous === null || compareBytes(token.jti, previous) > 0, 'revoked token ids are not strictly ascending');
+    previous = token.jti;
+    const count = (state.revokedTokensByUser.get(token.userId) ?? 0) + 1;
+    check(count <= limits.revokedTokensPerUserMax, `user ${token.userId} has more revoked tokens than the limit`);
+    state.revokedTokensByUser.set(token.userId, count);
+    state.revokedTokens.set(hexOf(token.jti), { jti: token.jti.slice(), userId: token.userId, expiryAtUs: token.expiryAtUs });
+  }
   return state;
 }
 

@@ -70,6 +70,13 @@ export interface UserState {
   readonly tokens: Map<string, TokenState>;
 }
 
+/** A revoked access token (snapshot-model.ts `RevokedTokenSnapshot`). */
+export interface RevokedTokenState {
+  readonly jti: Uint8Array;
+  readonly userId: number;
+  readonly expiryAtUs: number;
+}
+
 /** Where a token hash points (login by personal access token). */
 export interface TokenOwner {
   readonly userId: number;
@@ -83,6 +90,13 @@ export class MetadataState {
   readonly userIndex = new Map<string, number>();
   /** Hex SHA-256 of a raw token -> its owner. */
   readonly tokenIndex = new Map<string, TokenOwner>();
+  /**
+   * Hex jti -> revoked access token, until its expiry (entries at or past it are pruned by the
+   * next revocation, at that op's timestamp). At most `limits.revokedTokensMax` entries.
+   */
+  readonly revokedTokens = new Map<string, RevokedTokenState>();
+  /** Entries of `revokedTokens` per user id (derived; at most `limits.revokedTokensPerUserMax` each). */
+  readonly revokedTokensByUser = new Map<number, number>();
   readonly limits: MetadataLimits;
 
   constructor(limits: MetadataLimits) {

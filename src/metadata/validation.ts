@@ -57,6 +57,13 @@ export interface MetadataLimits {
    * this already; the explicit bound turns a stale-member bug into an error, not unbounded growth.
    */
   readonly consumerGroupMembersMax: number;
+  /**
+   * Revoked access tokens kept until they expire (a logout each). Full: RevokedTokensLimitReached,
+   * and the logged-out token stays valid until its own expiry (at most an hour by default).
+   */
+  readonly revokedTokensMax: number;
+  /** Per user, so one user logging in and out in a loop cannot fill the list for everyone. */
+  readonly revokedTokensPerUserMax: number;
 }
 
 export const METADATA_LIMITS: MetadataLimits = Object.freeze({
@@ -67,7 +74,16 @@ export const METADATA_LIMITS: MetadataLimits = Object.freeze({
   patsPerUserMax: PATS_PER_USER_MAX,
   consumerGroupsPerTopicMax: 4096,
   consumerGroupMembersMax: 1 << 16,
+  revokedTokensMax: 1 << 16,
+  revokedTokensPerUserMax: 1024,
 });
+
+/**
+ * A revocation names an expiry at most this far past the op's timestamp: tokens live an hour by
+ * default, so anything later is not a token of this cluster, and an entry cannot be planted to
+ * outlive every token.
+ */
+export const REVOKED_TOKEN_EXPIRY_AHEAD_MAX_US = 24 * 3600 * 1_000_000;
 
 /**
  * Permission entries in one user's permissions: one per stream (bounded like the streams table's

@@ -30,7 +30,11 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
   ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
-  ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared key for replica authentication (>= 32 chars)'],
+  ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared secret (>= 32 chars) every key derives from; prefer --cluster-secret-file (a command line is visible to other users)'],
+  ['--cluster-secret-file <path>', 'cluster_secret_file', 'file holding the cluster secret (mode 0600; refused when group or others can read it)'],
+  ['--tls-cert <path>', 'tls_cert', "PEM certificate of this replica: HTTPS on the HTTP listener (with --tls-key)"],
+  ['--tls-key <path>', 'tls_key', 'PEM private key of --tls-cert (not readable by others)'],
+  ['--tls-ca <path>', 'tls_ca', 'PEM CA bundle: mutual TLS on the replica port, peers must present a certificate it issued'],
   ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
 ];
 
@@ -38,6 +42,7 @@ const start = program.command('start').description('run one replica in the foreg
 start.option('--config <file>', 'TOML configuration file');
 for (const [flag, , description] of START_FLAGS) start.option(flag, description);
 start.option('--rejoin', 'this replica lost its disk: rejoin with an empty data directory by state transfer');
+start.option('--insecure', 'run without a cluster secret: a throwaway single replica only (keys random per process start)');
 start.action(async (options: Record<string, string | undefined>) => {
   const { start: run } = await import('./main.js');
   const flags: Partial<Record<ConfigKey, unknown>> = {};
@@ -46,6 +51,7 @@ start.action(async (options: Record<string, string | undefined>) => {
     if (options[name] !== undefined) flags[key] = options[name];
   }
   if (options['rejoin'] !== undefined) flags.rejoin = true;
+  if (options['insecure'] !== undefined) flags.insecure = true;
   process.exitCode = await run({ ...(options['config'] === undefined ? {} : { configFile: options['config'] }), flags });
 });
 
@@ -201,6 +207,29 @@ etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd me
       log: benchLog,
     });
     printReport(report, options.json, formatTransferReport);
+  });
+
+bench
+  .command('login-flood')
+  .description('write p50/p99 of a 3-replica cluster, quiet and under a flood of bogus logins, with the password gate and without it')
+  .option('--json', 'print the report as JSON')
+  .option('--smoke', 'tiny run (keeps the bench running in the test suite; numbers meaningless)')
+  .option('--duration <s>', 'measured seconds per phase (default 10)', positiveNumber)
+  .option('--rate <n>', 'bogus logins per second during the flood (default 200)', positiveNumber)
+  .option('--writers <n>', 'closed-loop writers (default 4)', positiveInteger)
+  .addOption(new Option('--kernels <mode>', 'wasm | ts').choices(['wasm', 'ts']).default('wasm'))
+  .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; rate?: number; writers?: number; kernels: 'wasm' | 'ts' }) => {
+    const { formatLoginFloodReport, runLoginFloodBench } = await import('../../bench/login-flood.js');
+    (await import('../../bench/procs.js')).installSignalCleanup();
+    const report = await runLoginFloodBench({
+      smoke: options.smoke === true,
+      kernels: options.kernels,
+      ...(options.duration === undefined ? {} : { durationS: options.duration }),
+      ...(options.rate === undefined ? {} : { rate: options.rate }),
+      ...(options.writers === undefined ? {} : { writers: options.writers }),
+      log: benchLog,
+    });
+    printReport(report, options.json, formatLoginFloodReport);
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -8,6 +8,8 @@ import { parse as parseToml } from 'smol-toml';
 import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
 import { ConfigError, replicaConfig } from '../vsr/config.js';
+import { CLUSTER_SECRET_LENGTH_MIN, ClusterSecretError, readClusterSecretFile } from './cluster-secret.js';
+import { TlsConfigError, loadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 export { ConfigError };
 
@@ -26,8 +28,21 @@ export interface NodeConfig {
   readonly clientsTableMax: number;
   readonly prepareQueueDepth: number;
   readonly kernels: KernelsMode;
-  /** Pre-shared key for replica authentication (and the JWT key); null = none. */
+  /**
+   * The pre-shared secret every key of the cluster derives from (replica authentication, access
+   * tokens): from `cluster_secret` or read from `cluster_secret_file`. Null only with `insecure`
+   * (a single replica whose keys come from random bytes of the process). Never logged.
+   */
   readonly clusterSecret: string | null;
+  /** Where the secret came from (loggable; the secret itself is not). */
+  readonly clusterSecretSource: ClusterSecretSource;
+  /** `--insecure`: no configured secret, a throwaway single replica (see cluster-secret.ts). */
+  readonly insecure: boolean;
+  /**
+   * TLS (src/node/tls.ts): the files, loaded and checked. HTTPS when set; mutual TLS on the
+   * replica port when `files.ca` is set too. Null: plain HTTP and TCP.
+   */
+  readonly tls: { readonly files: TlsFiles; readonly material: TlsMaterial } | null;
   readonly logLevel: LogLevel;
   /** HTTP addresses of every replica, in replica order (for forwarding and /cluster/metadata). */
   readonly httpPeers: readonly string[] | null;
@@ -51,6 +66,11 @@ export const CONFIG_KEYS = {
   prepare_queue_depth: 'VRMETA_PREPARE_QUEUE_DEPTH',
   kernels: 'VRMETA_KERNELS',
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
+  cluster_secret_file: 'VRMETA_CLUSTER_SECRET_FILE',
+  insecure: 'VRMETA_INSECURE',
+  tls_cert: 'VRMETA_TLS_CERT',
+  tls_key: 'VRMETA_TLS_KEY',
+  tls_ca: 'VRMETA_TLS_CA',
   log_level: 'VRMETA_LOG_LEVEL',
   rejoin: 'VRMETA_REJOIN',
 } as const;
@@ -68,9 +88,22 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   prepare_queue_depth: 32,
   kernels: 'auto',
   cluster_secret: null,
+  cluster_secret_file: null,
+  insecure: false,
+  tls_cert: null,
+  tls_key: null,
+  tls_ca: null,
   log_level: 'info',
   rejoin: false,
 };
+
+export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
+
+/** Named by the refusal of a start without a secret: every way to give one. */
+export const NO_SECRET_REASON =
+  'no cluster secret: pass --cluster-secret (or set VRMETA_CLUSTER_SECRET), or a secret file with ' +
+  '--cluster-secret-file (or VRMETA_CLUSTER_SECRET_FILE, mode 0600); `vrmeta dev` creates one for you. ' +
+  '--insecure runs a throwaway single replica without one';
 
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
@@ -93,6 +126,81 @@ function list(key: string, value: unknown): string[] {
   if (typeof value === 'string') return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
   if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value as string[];
   throw new ConfigError(key, 'expected a list of host:port (an array, or a comma-separated string)');
+}
+
+function boolean(key: string, value: unknown): boolean {
+  if (value === true || value === 'true' || value === '1') return true;
+  if (value === false || value === 'false' || value === '0') return false;
+  throw new ConfigError(key, 'expected true or false');
+}
+
+/**
+ * The secret from the highest-precedence layer that sets `cluster_secret` or
+ * `cluster_secret_file` (a flag's file beats an environment's secret, as for every key); one
+ * layer setting both is ambiguous and refused. Without one, only `insecure` with one replica runs.
+ */
+function resolveSecret(
+  layers: readonly Partial<Record<ConfigKey, unknown>>[],
+  insecure: boolean,
+  replicaCount: number,
+): { secret: string | null; source: ClusterSecretSource } {
+  for (let index = layers.length - 1; index >= 0; index--) {
+    const layer = layers[index]!;
+    const inline = layer.cluster_secret ?? null;
+    const file = layer.cluster_secret_file ?? null;
+    if (inline === null && file === null) continue;
+    if (inline !== null && file !== null) {
+      throw new ConfigError('cluster_secret', 'set either cluster_secret or cluster_secret_file, not both');
+    }
+    if (insecure) throw new ConfigError('insecure', 'a cluster secret is configured; drop --insecure');
+    if (inline !== null) {
+      if (typeof inline !== 'string' || inline.length < CLUSTER_SECRET_LENGTH_MIN) {
+        throw new ConfigError('cluster_secret', `expected at least ${CLUSTER_SECRET_LENGTH_MIN} characters`);
+      }
+      return { secret: inline, source: 'cluster_secret' };
+    }
+    if (typeof file !== 'string' || file === '') throw new ConfigError('cluster_secret_file', 'expected a file path');
+    try {
+      return { secret: readClusterSecretFile(file), source: 'cluster_secret_file' };
+    } catch (error) {
+      if (error instanceof ClusterSecretError) throw new ConfigError('cluster_secret_file', error.message);
+      throw error;
+    }
+  }
+  if (!insecure) throw new ConfigError('cluster_secret', NO_SECRET_REASON);
+  if (replicaCount !== 1) {
+    throw new ConfigError(
+      'insecure',
+      `only a single replica may run without a cluster secret (replicas lists ${replicaCount}); a cluster needs a secret so replicas authenticate each other`,
+    );
+  }
+  return { secret: null, source: 'insecure' };
+}
+
+function optionalPath(key: ConfigKey, value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'string' || value === '') throw new ConfigError(key, 'expected a file path');
+  return value;
+}
+
+/** Certificate and key come together; a CA (mesh TLS) needs them both. Files are loaded here. */
+function resolveTls(raw: Record<ConfigKey, unknown>): NodeConfig['tls'] {
+  const cert = optionalPath('tls_cert', raw.tls_cert);
+  const key = optionalPath('tls_key', raw.tls_key);
+  const ca = optionalPath('tls_ca', raw.tls_ca);
+  if (cert === null && key === null) {
+    if (ca !== null) throw new ConfigError('tls_ca', 'mutual TLS on the replica port needs this replica\'s certificate too: set tls_cert and tls_key');
+    return null;
+  }
+  if (cert === null) throw new ConfigError('tls_cert', 'tls_key is set: give the certificate too');
+  if (key === null) throw new ConfigError('tls_key', 'tls_cert is set: give its private key too');
+  const files: TlsFiles = { cert, key, ca };
+  try {
+    return { files, material: loadTls(files) };
+  } catch (error) {
+    if (error instanceof TlsConfigError) throw new ConfigError(error.key, error.message);
+    throw error;
+  }
 }
 
 /** Reads a TOML config file into raw key -> value (unknown keys refused). */
@@ -150,18 +258,14 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
   } catch {
     throw new ConfigError('kernels', `expected auto, wasm or ts, got ${JSON.stringify(raw.kernels)}`);
   }
-  const secret = raw.cluster_secret;
-  if (secret !== null && (typeof secret !== 'string' || secret.length < 32)) {
-    throw new ConfigError('cluster_secret', 'expected at least 32 characters');
-  }
+  const insecure = boolean('insecure', raw.insecure);
+  const { secret, source } = resolveSecret(layers, insecure, replicas.length);
   const logLevel = raw.log_level;
   if (typeof logLevel !== 'string' || !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('log_level', `expected one of ${LOG_LEVELS.join(', ')}`);
   }
-  const rejoin = raw.rejoin === true || raw.rejoin === 'true' || raw.rejoin === '1';
-  if (!(rejoin || raw.rejoin === false || raw.rejoin === 'false' || raw.rejoin === '0')) {
-    throw new ConfigError('rejoin', 'expected true or false');
-  }
+  const rejoin = boolean('rejoin', raw.rejoin);
+  const tls = resolveTls(raw);
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -172,7 +276,10 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     clientsTableMax: integer('clients_table_max', raw.clients_table_max, 2, 65536),
     prepareQueueDepth: integer('prepare_queue_depth', raw.prepare_queue_depth, 1, 127),
     kernels,
-    clusterSecret: secret as string | null,
+    clusterSecret: secret,
+    clusterSecretSource: source,
+    insecure,
+    tls,
     logLevel: logLevel as LogLevel,
     httpPeers,
     rejoin,

@@ -3,12 +3,19 @@
  * replica each, data under ./data/replica-N, HTTP on consecutive ports from 3000. Prints the URLs
  * and the credentials, forwards every child's log lines with a replica prefix, and stops all
  * children on Ctrl-C (or when one of them dies). Refuses clearly when a port is taken.
+ *
+ * Secure by default: the cluster's secret is `<data-dir>/cluster.secret`, created once (mode
+ * 0600, random) and reused on every later run, and every replica is given its path (never the
+ * secret on a command line). A secret the caller configured in the environment
+ * (VRMETA_CLUSTER_SECRET / VRMETA_CLUSTER_SECRET_FILE) is used instead.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { ensureDevClusterSecret } from './cluster-secret.js';
 
 export interface DevOptions {
   readonly replicas: number;
@@ -37,6 +44,23 @@ export async function dev(options: DevOptions): Promise<number> {
       process.stderr.write(`vrmeta dev: port ${port} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port\n`);
       return 2;
     }
+  }
+  const fromEnvironment = ['VRMETA_CLUSTER_SECRET', 'VRMETA_CLUSTER_SECRET_FILE'].some((name) => (process.env[name] ?? '') !== '');
+  let secretArgs: string[] = [];
+  let secretLine: string;
+  if (fromEnvironment) {
+    secretLine = '  cluster secret: from the environment (VRMETA_CLUSTER_SECRET / VRMETA_CLUSTER_SECRET_FILE)';
+  } else {
+    mkdirSync(options.dataDir, { recursive: true });
+    let secretFile: ReturnType<typeof ensureDevClusterSecret>;
+    try {
+      secretFile = ensureDevClusterSecret(options.dataDir);
+    } catch (error) {
+      process.stderr.write(`vrmeta dev: ${(error as Error).message}\n`);
+      return 2;
+    }
+    secretArgs = ['--cluster-secret-file', secretFile.path];
+    secretLine = `  cluster secret: ${secretFile.path} (mode 0600, ${secretFile.created ? 'created now' : 'reused'})`;
   }
   const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
   const replicas = replicaPorts.map((port) => `127.0.0.1:${port}`).join(',');
@@ -70,6 +94,7 @@ export async function dev(options: DevOptions): Promise<number> {
           options.kernels,
           '--log-level',
           options.logLevel,
+          ...secretArgs,
         ],
         { stdio: ['ignore', 'pipe', 'pipe'], env: process.env },
       );
@@ -98,6 +123,7 @@ export async function dev(options: DevOptions): Promise<number> {
       `vrmeta: a ${options.replicas}-replica cluster on 127.0.0.1, data under ${options.dataDir}`,
       ...httpPorts.map((port, index) => `  replica ${index}: http://127.0.0.1:${port}`),
       `  credentials: iggy / ${password}`,
+      secretLine,
       `  try: curl -s -X POST http://127.0.0.1:${httpPorts[0]}/users/login -H 'content-type: application/json' -d '{"username":"iggy","password":"iggy"}'`,
       '  Ctrl-C stops every replica.',
       '',

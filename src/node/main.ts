@@ -11,7 +11,9 @@ import { buildApp } from '../http/app.js';
 import { setKernelsWarn } from '../kernels/index.js';
 import { StorageRefusal } from '../storage/refusal.js';
 import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
-import { DEFAULT_ROOT_PASSWORD, jwtSecretOf, ReplicaNode } from './replica-node.js';
+import { processOnlySecret, tokenKeyOf } from './cluster-secret.js';
+import { DEFAULT_ROOT_PASSWORD, ReplicaNode } from './replica-node.js';
+import { httpsFetch, serverTlsOptions } from './tls.js';
 
 export interface StartOptions {
   readonly configFile?: string;
@@ -29,6 +31,9 @@ function createLogger(config: NodeConfig): Logger {
   return pino({
     level: config.logLevel,
     base: { replica: config.replicaId },
+    // A safety net, not the defence: nothing logs the config or the secret, and a test greps the
+    // logs for it. Should a future line log the config anyway, the secret comes out censored.
+    redact: { paths: ['clusterSecret', '*.clusterSecret', 'cluster_secret', '*.cluster_secret'], censor: '[secret]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   });
 }
@@ -56,12 +61,20 @@ export async function start(options: StartOptions): Promise<number> {
   if (process.env['VRMETA_ROOT_PASSWORD'] === undefined) {
     logger.warn('using the default root credentials (iggy/iggy); set VRMETA_ROOT_PASSWORD');
   }
-  if (config.clusterSecret === null && config.replicas.length > 1) {
-    logger.warn('no cluster secret: replicas do not authenticate each other and tokens are signed with a key derived from the cluster name; set --cluster-secret');
+  // Every key derives from the secret; `insecure` (one replica only, checked by the config) draws
+  // it at random here, so nothing about it can be guessed and nothing survives the process.
+  const clusterSecret = config.clusterSecret === null ? processOnlySecret() : new TextEncoder().encode(config.clusterSecret);
+  if (config.insecure) {
+    logger.warn(
+      '--insecure: no cluster secret; access tokens are signed with a random key of this process and do not survive a restart. ' +
+        'For a throwaway single replica only: configure --cluster-secret-file for anything else',
+    );
+  } else {
+    logger.info({ cluster_secret_source: config.clusterSecretSource }, 'cluster secret configured');
   }
   let node: ReplicaNode;
   try {
-    node = await ReplicaNode.create({ config, logger, rootPassword });
+    node = await ReplicaNode.create({ config, logger, rootPassword, clusterSecret });
   } catch (error) {
     if (error instanceof StorageRefusal) {
       logger.fatal({ file: error.file, reason: error.reason }, error.message);
@@ -71,10 +84,23 @@ export async function start(options: StartOptions): Promise<number> {
   }
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
-  const app = buildApp({ node, jwtSecret: jwtSecretOf(config), logger: logger.child({ component: 'http' }) });
+  // `vrmeta bench login-flood` measures the server with and without the password gate; the
+  // variable exists for that comparison only and is not a configuration key.
+  const unboundedLogins = process.env['VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY'] === '1';
+  if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
+  const tls = config.tls;
+  const app = buildApp({
+    node,
+    jwtSecret: tokenKeyOf(clusterSecret, node.cluster),
+    logger: logger.child({ component: 'http' }),
+    ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity, startsPerSecondMax: Infinity } } : {}),
+    // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
+    ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
+  });
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
-  logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);
+  const scheme = tls === null ? 'http' : 'https';
+  logger.info({ http: config.http, tls: tls !== null, replica_tls: tls?.files.ca != null }, `HTTP listening on ${scheme}://${config.http}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

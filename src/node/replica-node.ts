@@ -11,6 +11,7 @@ import type {
   ClusterNode,
   ClusterStatus,
   NodeApi,
+  ReplicaTransportCounters,
   SessionKey,
   WriteOutcome,
 } from '../http/node-api.js';
@@ -29,6 +30,7 @@ import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { rootPasswordHash } from './secrets.js';
 import { StorageDriver } from './storage-driver.js';
+import { replicaMeshTls } from './tls.js';
 
 /** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
 export const TICK_MS = 10;
@@ -59,20 +61,16 @@ export function clusterIdOf(name: string): bigint {
   return value;
 }
 
-/**
- * The HS256 key every replica derives the same way, so a token minted on one verifies on all
- * (backups forward writes with the caller's bearer token). From the cluster secret when set.
- */
-export function jwtSecretOf(config: NodeConfig): Uint8Array {
-  const material = config.clusterSecret ?? `insecure-default:${config.clusterName}`;
-  return new Uint8Array(createHash('sha256').update(`vrmeta-jwt\0${material}`).digest());
-}
-
 export interface ReplicaNodeOptions {
   readonly config: NodeConfig;
   readonly logger: PinoLogger;
   readonly rootPassword?: string;
   readonly kernels?: Kernels;
+  /**
+   * The cluster secret's bytes (cluster-secret.ts): the replica bus derives its MAC key from it.
+   * Always present: replica connections are always authenticated.
+   */
+  readonly clusterSecret: Uint8Array;
 }
 
 export class ReplicaNode implements NodeApi {
@@ -140,7 +138,8 @@ export class ReplicaNode implements NodeApi {
       addresses: config.replicas,
       cluster,
       kernels: this.kernels,
-      clusterSecret: config.clusterSecret === null ? undefined : new TextEncoder().encode(config.clusterSecret),
+      clusterSecret: options.clusterSecret,
+      tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
       onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
       logger: coreLogger,
     });
@@ -338,6 +337,19 @@ export class ReplicaNode implements NodeApi {
       });
     }
     return out;
+  }
+
+  replicaTransport(): ReplicaTransportCounters {
+    const stats = this.bus.stats();
+    const authFailures: Record<string, number> = { ...stats.inbound.authFailures };
+    const rejectedFrames: Record<string, number> = { ...stats.inbound.rejected };
+    for (const peer of stats.peers) {
+      for (const [reason, count] of Object.entries(peer.authFailures)) authFailures[reason] = (authFailures[reason] ?? 0) + count;
+      for (const [reason, count] of Object.entries(peer.rejected)) rejectedFrames[reason] = (rejectedFrames[reason] ?? 0) + count;
+    }
+    // Connections closed at accept because too many handshakes were in progress.
+    if (stats.inbound.refusedHandshakesMax > 0) authFailures['handshakes_max'] = stats.inbound.refusedHandshakesMax;
+    return { authFailures, rejectedFrames };
   }
 
   async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {

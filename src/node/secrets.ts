@@ -129,13 +129,15 @@ export async function changePasswordBody(
   userId: Identifier,
   currentPassword: string,
   newPassword: string,
+  verify: (passwordHash: string, password: string) => Promise<boolean> = verifyPassword,
 ): Promise<BodyResult> {
   for (const code of [validatePassword(currentPassword), validatePassword(newPassword)]) {
     if (code !== ErrorCode.ok) return { ok: false, errorCode: code };
   }
   const currentPasswordHash = source.passwordHashOf(userId);
   if (currentPasswordHash === null) return { ok: false, errorCode: ErrorCode.resourceNotFound };
-  if (!(await verifyPassword(currentPasswordHash, currentPassword))) return { ok: false, errorCode: ErrorCode.invalidCredentials };
+  // `verify` is the HTTP edge's bounded verification (password-gate.ts), which may throw its 429.
+  if (!(await verify(currentPasswordHash, currentPassword))) return { ok: false, errorCode: ErrorCode.invalidCredentials };
   const newPasswordHash = await hashPassword(newPassword);
   return { ok: true, body: encodeRequest({ operation: Operation.changePassword, userId, currentPasswordHash, newPasswordHash }) };
 }

@@ -8,7 +8,7 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
-import { SNAPSHOT_FORMAT_VERSION } from '../metadata/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion } from '../metadata/snapshot-model.js';
 import { HEADER_SIZE } from '../constants.js';
 import type { Disk } from './disk.js';
 import { FsDisk, resolveDataPath } from './fs-disk.js';
@@ -164,7 +164,7 @@ export function inspectSnapshot(
     try {
       const version = peekSnapshotVersion(split.payload);
       report['version'] = version;
-      if (version !== SNAPSHOT_FORMAT_VERSION) problems.push(`format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSION}`);
+      if (!isReadableSnapshotVersion(version)) problems.push(`format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`);
       else {
         const snapshot = decodeSnapshot(split.payload);
         report['sequenceNumber'] = snapshot.sequenceNumber;
@@ -172,6 +172,7 @@ export function inspectSnapshot(
         report['writerRelease'] = snapshot.writerRelease;
         report['users'] = snapshot.users.length;
         report['streams'] = snapshot.streams.length;
+        report['revokedTokens'] = snapshot.revokedTokens.length;
         report['clientTableEntries'] = snapshot.clientTable.length;
       }
     } catch (error) {

@@ -15,7 +15,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { TRAILER_SIZE } from '../kernels/kernel.js';
 import { trailerWriteChecksum } from '../kernels/trailer.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
-import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../metadata/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../metadata/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk } from './disk.js';
 import { DurableWriteError, readUntilStable, temporaryName, writeDurably, type DurableWriteStage } from './durable-file.js';
@@ -108,11 +108,11 @@ export class SnapshotFile {
     if (version === null) {
       throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, 'no msgpack array with a version first');
     }
-    if (version !== SNAPSHOT_FORMAT_VERSION) {
+    if (!isReadableSnapshotVersion(version)) {
       throw new StorageRefusal(
         SNAPSHOT_FILE,
         RefusalReason.snapshotVersion,
-        `format version ${version}, this build reads ${SNAPSHOT_FORMAT_VERSION}`,
+        `format version ${version}, this build reads ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`,
       );
     }
     this.current = { payloadSizeBytes: attempt.payload.byteLength, checksum: attempt.checksum };
@@ -167,8 +167,8 @@ export class SnapshotFile {
     const actual = this.kernels.xxh3_64(payload);
     if (actual !== checksum) return { ok: false, error: `payload hashes to ${hex(actual, 8)}, the checkpoint id is ${hex(checksum)}` };
     const version = peekSnapshotVersion(payload);
-    if (version !== SNAPSHOT_FORMAT_VERSION) {
-      return { ok: false, error: `format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSION}` };
+    if (!isReadableSnapshotVersion(version)) {
+      return { ok: false, error: `format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}` };
     }
     let snapshot: MetadataSnapshot;
     try {

@@ -25,10 +25,12 @@ import {
   type MetadataSnapshot,
   type PermissionsSnapshot,
   type PersonalAccessTokenSnapshot,
+  type RevokedTokenSnapshot,
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
 } from '../metadata/snapshot-model.js';
+import { compareBytes } from '../metadata/snapshot-codec.js';
 import { Prng } from '../stdx/prng.js';
 
 export interface ReferenceSnapshotOptions {
@@ -109,14 +111,25 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
     clientTable.push(clientEntry(prng, slot - 1, userCount));
   }
 
+  // Logged-out tokens not yet expired: one per 40 clients (drawn last, so the rest of the
+  // fixture is what it was before version 2 added them).
+  const createdAtUs = tick();
+  const sequenceNumber = 1_000_000 + prng.int(1_000_000);
+  const revokedTokens: RevokedTokenSnapshot[] = [];
+  for (let index = 0; index < Math.ceil(clientCount / 40); index++) {
+    revokedTokens.push({ jti: randomBytes(prng, 16), userId: prng.int(userCount), expiryAtUs: createdAtUs + prng.int(3_600_000_000) });
+  }
+  revokedTokens.sort((left, right) => compareBytes(left.jti, right.jti));
+
   return {
     version: SNAPSHOT_FORMAT_VERSION,
-    createdAtUs: tick(),
-    sequenceNumber: 1_000_000 + prng.int(1_000_000),
+    createdAtUs,
+    sequenceNumber,
     users,
     streams,
     clientTable,
     writerRelease: 0x0001_0200,
+    revokedTokens,
   };
 }
 

@@ -67,11 +67,11 @@ export class TestStateMachine implements StateMachine {
 
   snapshot(): StateMachineSnapshot {
     const streams = [...this.streams.values()].sort((a, b) => a.id - b.id);
-    return { users: [], streams };
+    return { users: [], streams, revokedTokens: [] };
   }
 
   restore(snapshot: StateMachineSnapshot): void {
-    assert(snapshot.users.length === 0, 'the test state machine has no users');
+    assert(snapshot.users.length === 0 && snapshot.revokedTokens.length === 0, 'the test state machine has no users or tokens');
     this.streams = new Map(snapshot.streams.map((stream) => [stream.id, stream]));
     this.removedClients = [];
   }

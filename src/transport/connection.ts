@@ -17,6 +17,7 @@
  * frames wait in the peer's bounded queue instead of in an unbounded socket buffer.
  */
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { Command, HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import type { ChecksumKernels } from '../vsr/frame.js';
@@ -115,6 +116,13 @@ export class Connection {
   #authFailed = false;
   /** TCP connected (inbound sockets are born connected). A failed dial is not an auth failure. */
   #connected: boolean;
+  /**
+   * The TLS handshake completed, or there is none (plain TCP; inbound TLS sockets are handed
+   * over only once secured). A TLS socket that closes before is a `tls_failed`, not a `closed`.
+   */
+  #secured: boolean;
+  /** The socket's last error (a code such as ECONNRESET or a TLS alert), for the failure log. */
+  #lastError: string | null = null;
   #timer: NodeJS.Timeout | null;
 
   constructor(options: {
@@ -131,6 +139,7 @@ export class Connection {
     this.peer = options.peer;
     this.direction = options.peer === null ? 'inbound' : 'outbound';
     this.#connected = this.direction === 'inbound';
+    this.#secured = !(options.socket instanceof TLSSocket) || this.direction === 'inbound';
     this.#decoder = new FrameDecoder(options.connection.kernels, { cluster: options.connection.cluster });
 
     let resolveClosed: () => void = () => {};
@@ -145,10 +154,17 @@ export class Connection {
         this.#connected = true;
       });
     }
+    if (!this.#secured) {
+      socket.once('secureConnect', () => {
+        this.#secured = true;
+      });
+    }
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.#onDrain());
     // Without a listener an 'error' event throws; every error ends in 'close', handled there.
-    socket.on('error', () => {});
+    socket.on('error', (error: Error & { code?: string }) => {
+      this.#lastError = error.code ?? error.message;
+    });
     socket.on('close', () => {
       this.#onClose();
       resolveClosed();
@@ -163,6 +179,15 @@ export class Connection {
   /** Authenticated and not closing: frames may be written and are delivered. */
   get open(): boolean {
     return this.#state === 'open';
+  }
+
+  /** Inbound: the replica index the peer's Hello claimed (unproven until established), if any. */
+  get claimedPeer(): number | null {
+    return 'claimedPeer' in this.#handshake ? this.#handshake.claimedPeer : null;
+  }
+
+  get lastError(): string | null {
+    return this.#lastError;
   }
 
   get remoteAddress(): string {
@@ -335,7 +360,7 @@ export class Connection {
     this.#clearTimer();
     if (wasHandshaking && this.#connected && !this.#authFailed) {
       this.#authFailed = true;
-      this.#events.onAuthFailure(this, AuthFailure.closed);
+      this.#events.onAuthFailure(this, this.#secured ? AuthFailure.closed : AuthFailure.tlsFailed);
     }
     this.#events.onClose(this);
   }

@@ -8,13 +8,8 @@
  *                                                   <-  Challenge{replica=a, nonce_a, mac_a, mode, status}
  *   Finish{replica=i, mac_i, status}                ->
  *
- * Without a cluster secret (mode none) the exchange still runs with zero MACs: it establishes the
- * peer's replica index and checks it against the configuration (the initiator dialled the address
- * of replica `a`, and replica `a` answers; the acceptor is the replica the initiator meant, and
- * the initiator is a lower index of this cluster), so swapped address lists fail loudly. Without
- * a secret the claim is trusted; that mode is for loopback and trusted networks only.
- *
- * With a secret (mode psk) each side proves knowledge of a key derived from it:
+ * Every connection runs in mode psk: a replica always has a cluster secret (src/node/cluster-secret.ts;
+ * there is no configuration without one), and each side proves knowledge of a key derived from it:
  *   key   = HKDF-SHA256(ikm = secret, salt = "vrmeta/replica-auth/v1", info = "mac key" || cluster u128 LE)
  *   mac_x = HMAC-SHA256(key, transcript(direction_x)), 32 bytes (the header's MAC field, no truncation)
  *   transcript = "vrmeta/replica-auth/v1\0" || direction u8 || mode u8 || cluster u128 LE
@@ -29,8 +24,14 @@
  * secret: it cannot open a connection that delivers a frame. An on-path attacker who can hijack an
  * established TCP stream is out of scope; that needs TLS.
  *
- * Mode mismatch (one side has a secret, the other not) is refused with status modeMismatch, never
- * downgraded: each side insists on its own configured mode.
+ * Besides the MACs, the exchange checks the peer's replica index against the configuration (the
+ * initiator dialled the address of replica `a`, and replica `a` answers; the acceptor is the replica
+ * the initiator meant, and the initiator is a lower index of this cluster), so swapped address
+ * lists fail loudly.
+ *
+ * Mode none (zero MACs) still exists on the wire, because the header format has the field, but
+ * it is never spoken and always refused with status modeMismatch: a peer that offers it is
+ * either misconfigured or probing for the unauthenticated mode this cluster once had.
  */
 import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { Command } from '../constants.js';
@@ -77,6 +78,8 @@ export const AuthFailure = {
   timeout: 'timeout',
   /** The socket closed or failed before the handshake completed. */
   closed: 'closed',
+  /** Mesh TLS: the TLS handshake failed (no certificate, or one the CA did not issue, or the wrong name). */
+  tlsFailed: 'tls_failed',
 } as const;
 export type AuthFailure = (typeof AuthFailure)[keyof typeof AuthFailure];
 export const AUTH_FAILURES: readonly AuthFailure[] = Object.values(AuthFailure);
@@ -166,8 +169,8 @@ export interface HandshakeOptions {
   /** This replica's index. */
   readonly replica: number;
   readonly replicaCount: number;
-  /** From `deriveAuthKey`; null runs mode none. */
-  readonly key: KeyObject | null;
+  /** From `deriveAuthKey`: there is no unauthenticated mode. */
+  readonly key: KeyObject;
   /** Tests inject fixed nonces; production uses node:crypto. */
   readonly nonce?: () => Uint8Array;
 }
@@ -176,10 +179,6 @@ function freshNonce(options: HandshakeOptions): Uint8Array {
   const nonce = options.nonce?.() ?? new Uint8Array(randomBytes(AUTH_NONCE_SIZE));
   assert(nonce.byteLength === AUTH_NONCE_SIZE, 'replica auth: 32-byte nonce');
   return nonce;
-}
-
-function modeOf(key: KeyObject | null): ReplicaAuthMode {
-  return key === null ? ReplicaAuthMode.none : ReplicaAuthMode.psk;
 }
 
 const STATUS_FAILURE = {
@@ -193,15 +192,15 @@ type RefusalStatus = keyof typeof STATUS_FAILURE;
 export class InitiatorHandshake {
   readonly peer: number;
   readonly #options: HandshakeOptions;
-  readonly #mode: ReplicaAuthMode;
+  readonly #mode: ReplicaAuthMode = ReplicaAuthMode.psk;
   #nonce: Uint8Array | null = null;
   #stage: 'hello' | 'challenge' | 'done' = 'hello';
 
   constructor(options: HandshakeOptions & { readonly peer: number }) {
     assert(options.replica < options.replicaCount && options.peer < options.replicaCount);
     assert(dials(options.replica, options.peer), 'the lower index dials');
+    assert(options.key !== null && options.key !== undefined, 'replica auth: a key (no unauthenticated mode)');
     this.#options = options;
-    this.#mode = modeOf(options.key);
     this.peer = options.peer;
   }
 
@@ -240,20 +239,17 @@ export class InitiatorHandshake {
     if (challenge.replica !== this.peer) return this.#refuse(ReplicaAuthStatus.replicaMismatch);
     if (challenge.mode !== this.#mode) return this.#refuse(ReplicaAuthStatus.modeMismatch);
     const key = this.#options.key;
-    let mac: Uint8Array = ZERO_32;
-    if (key !== null) {
-      const transcript = {
-        mode: this.#mode,
-        cluster: this.#options.cluster,
-        initiator: this.#options.replica,
-        acceptor: this.peer,
-        nonceInitiator: nonce,
-        nonceAcceptor: challenge.nonce,
-      };
-      const expected = authMac(key, { ...transcript, direction: AuthDirection.challenge });
-      if (!macMatches(expected, challenge.mac)) return this.#refuse(ReplicaAuthStatus.macMismatch);
-      mac = authMac(key, { ...transcript, direction: AuthDirection.finish });
-    }
+    const transcript = {
+      mode: this.#mode,
+      cluster: this.#options.cluster,
+      initiator: this.#options.replica,
+      acceptor: this.peer,
+      nonceInitiator: nonce,
+      nonceAcceptor: challenge.nonce,
+    };
+    const expected = authMac(key, { ...transcript, direction: AuthDirection.challenge });
+    if (!macMatches(expected, challenge.mac)) return this.#refuse(ReplicaAuthStatus.macMismatch);
+    const mac = authMac(key, { ...transcript, direction: AuthDirection.finish });
     return { kind: 'established', peer: this.peer, send: this.#finish(ReplicaAuthStatus.ok, mac) };
   }
 
@@ -277,7 +273,7 @@ export class InitiatorHandshake {
 /** The listening side: checks Hello, sends Challenge, checks Finish. */
 export class AcceptorHandshake {
   readonly #options: HandshakeOptions;
-  readonly #mode: ReplicaAuthMode;
+  readonly #mode: ReplicaAuthMode = ReplicaAuthMode.psk;
   #stage: 'hello' | 'finish' | 'done' = 'hello';
   #hello: ReplicaHelloHeader | null = null;
   #nonce: Uint8Array | null = null;
@@ -286,8 +282,8 @@ export class AcceptorHandshake {
 
   constructor(options: HandshakeOptions) {
     assert(options.replica < options.replicaCount);
+    assert(options.key !== null && options.key !== undefined, 'replica auth: a key (no unauthenticated mode)');
     this.#options = options;
-    this.#mode = modeOf(options.key);
   }
 
   onFrame(header: Header): HandshakeStep {
@@ -316,9 +312,7 @@ export class AcceptorHandshake {
     this.#stage = 'finish';
     this.#hello = hello;
     this.#nonce = freshNonce(this.#options);
-    const key = this.#options.key;
-    const mac =
-      key === null ? ZERO_32 : authMac(key, { ...this.#transcript(hello, this.#nonce), direction: AuthDirection.challenge });
+    const mac = authMac(this.#options.key, { ...this.#transcript(hello, this.#nonce), direction: AuthDirection.challenge });
     return { kind: 'continue', send: this.#challenge(ReplicaAuthStatus.ok, this.#nonce, mac) };
   }
 
@@ -330,12 +324,9 @@ export class AcceptorHandshake {
     // The same connection carries both messages, but the sender field is checked anyway: a Finish
     // must come from the replica the Hello named.
     if (finish.replica !== hello.replica) return { kind: 'refused', failure: AuthFailure.replicaMismatch, send: null };
-    const key = this.#options.key;
-    if (key !== null) {
-      const expected = authMac(key, { ...this.#transcript(hello, nonce), direction: AuthDirection.finish });
-      // No status goes back: Finish is the last message, the close says it.
-      if (!macMatches(expected, finish.mac)) return { kind: 'refused', failure: AuthFailure.macMismatch, send: null };
-    }
+    const expected = authMac(this.#options.key, { ...this.#transcript(hello, nonce), direction: AuthDirection.finish });
+    // No status goes back: Finish is the last message, the close says it.
+    if (!macMatches(expected, finish.mac)) return { kind: 'refused', failure: AuthFailure.macMismatch, send: null };
     return { kind: 'established', peer: hello.replica, send: null };
   }
 

@@ -8,20 +8,30 @@
  * same peer authenticates (the peer restarted before our side noticed the old socket died), the
  * newer one wins and the older is closed.
  *
- * Every connection starts with the replica-auth handshake (`replica-auth.ts`), in mode psk when a
- * cluster secret is configured and mode none otherwise; frames flow only after it, and each frame
- * is delivered with `fromReplica` = the authenticated peer (`connection.ts` drops frames whose
- * sender field names another replica).
+ * Every connection starts with the replica-auth handshake (`replica-auth.ts`), always in mode psk:
+ * the bus cannot be built without the cluster secret, so there is no unauthenticated replica port.
+ * Frames flow only after it, and each frame is delivered with `fromReplica` = the authenticated
+ * peer (`connection.ts` drops frames whose sender field names another replica). Every failed
+ * handshake is counted by reason (`stats()`, exported as a metric) and logged with the remote
+ * address, at most AUTH_FAILURE_LOGS_PER_WINDOW_MAX lines per window so a flood of attempts
+ * cannot flood the log as well (the counters keep counting).
  *
  * Sending never blocks or throws on network conditions: each peer has a bounded queue (frames
  * and bytes) that outlives its connections; a full queue drops its oldest frame, counted. Queued
  * frames are flushed in one corked batch per microtask tick, so a replica handler that sends to
  * the same peer several times produces one writev.
  *
+ * With mesh TLS (`tls`), the listener and every dial run mutual TLS first (src/node/tls.ts builds
+ * the options: each side's certificate is verified against the cluster's CA), and the PSK
+ * handshake then runs inside the TLS stream. A TLS handshake that fails is an auth failure
+ * `tls_failed`, counted and logged like the others; sockets still in their TLS handshake are
+ * bounded by the listener's `maxConnections`.
+ *
  * Reconnects use jittered exponential backoff with a cap (`backoff.ts`); a link that
  * authenticates resets it. After `close()` nothing fires: no timer, no callback, no dial.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, createServer as tlsCreateServer, type ConnectionOptions, type TlsOptions } from 'node:tls';
 import { HEADER_SIZE, MESSAGE_SIZE_MAX, REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import type { ChecksumKernels } from '../vsr/frame.js';
@@ -55,6 +65,9 @@ export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
  * (256 staged bytes, a timer); the excess is closed at accept, counted.
  */
 export const INBOUND_HANDSHAKES_MAX_DEFAULT = 2 * REPLICAS_MAX;
+/** Handshake failures logged per window; the rest are counted and summarized in one line. */
+export const AUTH_FAILURE_LOGS_PER_WINDOW_MAX = 20;
+export const AUTH_FAILURE_LOG_WINDOW_MS = 10_000;
 
 export interface ReplicaBusOptions {
   readonly replica: number;
@@ -63,8 +76,8 @@ export interface ReplicaBusOptions {
   readonly addresses: readonly string[];
   readonly cluster: bigint;
   readonly kernels: ChecksumKernels;
-  /** Pre-shared key; when set, only replicas holding it can connect (mode psk). */
-  readonly clusterSecret?: Uint8Array | undefined;
+  /** The cluster secret: only replicas holding it can connect. Required: no unauthenticated mode. */
+  readonly clusterSecret: Uint8Array;
   /** Every frame that passed every check, with the authenticated sender. */
   readonly onMessage: (frame: DecodedFrame, fromReplica: number) => void;
   readonly logger?: Logger | undefined;
@@ -77,6 +90,8 @@ export interface ReplicaBusOptions {
   readonly inboundHandshakesMax?: number | undefined;
   /** Jitter source in [0, 1); tests pass a seeded one. */
   readonly random?: (() => number) | undefined;
+  /** Mutual TLS on the replica port (src/node/tls.ts `replicaMeshTls`); plain TCP when absent. */
+  readonly tls?: { readonly server: TlsOptions; readonly client: ConnectionOptions } | undefined;
 }
 
 export interface PeerStats {
@@ -170,7 +185,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #handshakeTimeoutMs: number;
   readonly #inboundHandshakesMax: number;
   readonly #random: () => number;
-  readonly #key: ReturnType<typeof deriveAuthKey> | null;
+  readonly #key: ReturnType<typeof deriveAuthKey>;
   readonly #listenAddress: HostPort;
   /** Indexed by replica; null at our own index. */
   readonly #peers: (Peer | null)[];
@@ -192,6 +207,10 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #inboundAuthFailures = authFailureCounters();
   #droppedSelf = 0;
   #droppedClosed = 0;
+  /** Auth-failure log lines in the current window, its start, and the lines it suppressed. */
+  #authLogCount = 0;
+  #authLogWindowStartMs = 0;
+  #authLogSuppressed = 0;
 
   constructor(options: ReplicaBusOptions) {
     const replicaCount = options.addresses.length;
@@ -211,7 +230,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     this.#inboundHandshakesMax = options.inboundHandshakesMax ?? INBOUND_HANDSHAKES_MAX_DEFAULT;
     assert(this.#inboundHandshakesMax > 0, 'bus: inboundHandshakesMax > 0');
     this.#random = options.random ?? Math.random;
-    this.#key = options.clusterSecret === undefined ? null : deriveAuthKey(options.clusterSecret, options.cluster);
+    assert(options.clusterSecret instanceof Uint8Array && options.clusterSecret.byteLength > 0, 'bus: a cluster secret (no unauthenticated mode)');
+    this.#key = deriveAuthKey(options.clusterSecret, options.cluster);
     const own = addresses[options.replica];
     assert(own !== undefined);
     this.#listenAddress = own;
@@ -252,7 +272,30 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   /** Binds this replica's address (only its host) and starts dialling the higher-index peers. */
   async listen(): Promise<{ readonly port: number }> {
     assert(this.#server === null && !this.#closed, 'bus: listen() once, before close()');
-    const server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
+    const tls = this.#options.tls;
+    let server: Server;
+    if (tls === undefined) {
+      server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
+    } else {
+      server = tlsCreateServer({ ...tls.server, handshakeTimeout: this.#handshakeTimeoutMs }, (socket) => this.#onAccept(socket));
+      // Sockets in their TLS handshake are not yet ours to count: bound them at the listener.
+      // At most replicaCount - 1 authenticated inbound peers exist, plus a replaced one each.
+      server.maxConnections = this.#inboundHandshakesMax + 2 * this.replicaCount;
+      server.on('drop' as 'connection', () => {
+        this.#inboundRefusedHandshakesMax += 1;
+      });
+      server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => {
+        if (this.#closed) return;
+        this.#inboundAuthFailures.tls_failed += 1;
+        if (!this.#authLogAllowed()) return;
+        this.#logger.log('warn', 'replica bus: handshake failed', {
+          peer: null,
+          remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`,
+          failure: 'tls_failed',
+          reason: error.code ?? error.message,
+        });
+      });
+    }
     this.#server = server;
     this.#listening = new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -266,7 +309,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     const bound = server.address();
     assert(bound !== null && typeof bound === 'object', 'a TCP server has an address');
     this.#port = bound.port;
-    this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port });
+    this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port, tls: tls !== undefined });
     if (this.#closed) return { port: bound.port };
     for (const peer of this.#peers) if (peer !== null && peer.outbound) this.#dial(peer);
     return { port: bound.port };
@@ -426,7 +469,11 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     assert(peer.outbound && peer.connection === null && peer.dialing === null && peer.reconnectTimer === null);
     if (this.#closed || peer.address === null) return;
     peer.dialAttempts += 1;
-    const socket = connect({ host: peer.address.host, port: peer.address.port });
+    const tls = this.#options.tls;
+    const socket =
+      tls === undefined
+        ? connect({ host: peer.address.host, port: peer.address.port })
+        : tlsConnect({ ...tls.client, host: peer.address.host, port: peer.address.port });
     const handshake = new InitiatorHandshake({ ...this.#handshakeOptions(), peer: peer.replica });
     const connection = new Connection({
       socket,
@@ -496,7 +543,6 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       peer: peer.replica,
       direction: connection.direction,
       remote: connection.remoteAddress,
-      authenticated: this.#key !== null,
     });
     this.#flush(peer);
   }
@@ -527,11 +573,36 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     const peer = connection.direction === 'outbound' ? this.#peerOf(connection) : null;
     if (peer === null) this.#inboundAuthFailures[failure] += 1;
     else peer.authFailures[failure] += 1;
+    if (!this.#authLogAllowed()) return;
     this.#logger.log('warn', 'replica bus: handshake failed', {
       peer: peer?.replica ?? null,
+      claimed: connection.direction === 'inbound' ? connection.claimedPeer : undefined,
       remote: connection.remoteAddress,
       failure,
+      ...(connection.lastError === null ? {} : { reason: connection.lastError }),
     });
+  }
+
+  /** Whether another auth-failure line fits in the current log window (see the module comment). */
+  #authLogAllowed(): boolean {
+    const nowMs = Date.now();
+    if (nowMs - this.#authLogWindowStartMs >= AUTH_FAILURE_LOG_WINDOW_MS) {
+      if (this.#authLogSuppressed > 0) {
+        this.#logger.log('warn', 'replica bus: handshake failures not logged in the last window', {
+          suppressed: this.#authLogSuppressed,
+          window_ms: AUTH_FAILURE_LOG_WINDOW_MS,
+        });
+      }
+      this.#authLogWindowStartMs = nowMs;
+      this.#authLogCount = 0;
+      this.#authLogSuppressed = 0;
+    }
+    if (this.#authLogCount >= AUTH_FAILURE_LOGS_PER_WINDOW_MAX) {
+      this.#authLogSuppressed += 1;
+      return false;
+    }
+    this.#authLogCount += 1;
+    return true;
   }
 
   #onWritable(connection: Connection): void {

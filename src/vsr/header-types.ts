@@ -47,6 +47,8 @@ export const Operation = {
   deletePersonalAccessToken: 147,
   joinConsumerGroup: 148,
   leaveConsumerGroup: 149,
+  /** vrmeta extension: a logout's token revocation (src/metadata/operations.ts). */
+  revokeAccessToken: 150,
   sendMessages: 160,
   storeConsumerOffset: 161,
   deleteConsumerOffset: 162,

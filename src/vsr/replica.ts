@@ -402,7 +402,7 @@ export class Replica {
     this.clientTable = new ClientTable(config.clientsTableMax);
     const snapshot = boot.snapshot;
     if (snapshot !== null) {
-      this.stateMachine.restore({ users: snapshot.decoded.users, streams: snapshot.decoded.streams });
+      this.stateMachine.restore({ users: snapshot.decoded.users, streams: snapshot.decoded.streams, revokedTokens: snapshot.decoded.revokedTokens });
       this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);
       this.checkpointOp = snapshot.decoded.sequenceNumber;
       this.checkpointChecksum = snapshot.checksum;
@@ -1304,6 +1304,7 @@ export class Replica {
       streams: machine.streams,
       clientTable: this.clientTable.toSnapshot(),
       writerRelease: WRITER_RELEASE,
+      revokedTokens: machine.revokedTokens,
     };
     const payload = this.env.kernels.snapshotEncode(snapshot);
     const checksum = this.env.kernels.xxh3_64(payload);
@@ -2692,7 +2693,7 @@ export class Replica {
           installed_op: accepted.op,
         });
       }
-      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });
+      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams, revokedTokens: snapshot.revokedTokens });
       this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);
       this.commitMin = accepted.op;
       this.commitMinChecksum = anchor;

@@ -10,7 +10,7 @@ import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
 
 /** The replicated part of a snapshot that the state machine owns (the client table is the
  * replica's). */
-export type StateMachineSnapshot = Pick<MetadataSnapshot, 'users' | 'streams'>;
+export type StateMachineSnapshot = Pick<MetadataSnapshot, 'users' | 'streams' | 'revokedTokens'>;
 
 export interface ApplyInput {
   /** The op number of the committed prepare. */

@@ -26,6 +26,7 @@ import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/http/client.js';
+import { ensureDevClusterSecret } from '../../src/node/cluster-secret.js';
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI_PATH = join(REPO_ROOT, 'dist', 'src', 'node', 'cli.js');
@@ -156,8 +157,8 @@ function isAccessLine(line: string): boolean {
 
 export interface ReplicaOverrides {
   readonly kernels?: KernelsFlag;
-  /** A secret (>= 32 chars), or null for none. */
-  readonly clusterSecret?: string | null;
+  /** A secret (>= 32 chars) passed as --cluster-secret instead of the cluster's. */
+  readonly clusterSecret?: string;
 }
 
 export interface ClusterOptions {
@@ -169,7 +170,12 @@ export interface ClusterOptions {
   readonly clusterName?: string;
   /** One mode for all, or one per replica. */
   readonly kernels?: KernelsFlag | readonly KernelsFlag[];
-  readonly clusterSecret?: string | null;
+  /**
+   * A secret passed as --cluster-secret. By default the cluster is secured as `vrmeta dev` does
+   * it: a random `cluster.secret` (0600) in the cluster's temp root, passed as
+   * --cluster-secret-file.
+   */
+  readonly clusterSecret?: string;
   readonly logLevel?: string;
   /** Budget for the first primary (5 unanswered 1 s probes, then an election). */
   readonly formTimeoutMs?: number;
@@ -231,6 +237,8 @@ export class Cluster {
     readonly kernels: readonly KernelsFlag[];
     readonly clusterSecret: string | null;
   };
+  /** The dev-style secret file (null when the cluster runs with an explicit --cluster-secret). */
+  readonly secretFile: string | null;
   private readonly replicas: Replica[];
   private readonly logStreams: WriteStream[];
   private token: string | null = null;
@@ -241,6 +249,7 @@ export class Cluster {
     this.options = options;
     this.replicas = replicas;
     this.logStreams = replicas.map((replica) => createWriteStream(replica.logFile, { flags: 'a' }));
+    this.secretFile = options.clusterSecret === null ? ensureDevClusterSecret(root).path : null;
   }
 
   /** Spawns every replica and waits until they elected a primary and all are ready. */
@@ -323,7 +332,7 @@ export class Cluster {
 
   private argsOf(replica: Replica): string[] {
     const o = this.options;
-    const secret = replica.overrides.clusterSecret === undefined ? o.clusterSecret : replica.overrides.clusterSecret;
+    const secret = replica.overrides.clusterSecret ?? o.clusterSecret;
     const args = [
       o.cliPath,
       'start',
@@ -340,6 +349,7 @@ export class Cluster {
       '--log-level', o.logLevel,
     ];
     if (secret !== null) args.push('--cluster-secret', secret);
+    else args.push('--cluster-secret-file', this.secretFile!);
     return args;
   }
 

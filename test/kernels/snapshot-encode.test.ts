@@ -11,12 +11,12 @@ import { describe, expect, it } from 'vitest';
 import { U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/metadata/snapshot-model.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
-import { goldenSnapshot } from './snapshot-golden.js';
+import { GOLDEN_HEX_V1, goldenSnapshot, goldenSnapshotV1 } from './snapshot-golden.js';
 import { freshSnapshotEncoder, hex, positional, snapshotEncoders } from './snapshot-encoders.js';
 
 /** Persisted in every checkpoint: changing these bytes needs a SNAPSHOT_FORMAT_VERSION bump. */
 const GOLDEN_HEX =
-  '9701cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
+  '9802cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
   '6424763d3139246d3d31393435362c743d322c703d31246332467364484e6862' +
   '48527a59577830246147467a6147686863326701cf00060dd71021200192cd03' +
   'ff9193013f9192020f9293a26369c420000102030405060708090a0b0c0d0e0f' +
@@ -32,17 +32,25 @@ const GOLDEN_HEX =
   'fedcba98765432100123456789abcdef1107ce00010000c41000000000000000' +
   '000000000000000000c40800010203040506079705c410000000000000000000' +
   '00000000000001cf00000001000000000000c410ffffffffffffffffffffffff' +
-  'ffffffffc400ce00010200';
+  'ffffffffc400ce000102009393c410000102030405060708090a0b0c0d0e0f00' +
+  'cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e1f070193c4' +
+  '10ffffffffffffffffffffffffffffffffceffffffffcf001fffffffffffff';
 
 const EMPTY: MetadataSnapshot = {
-  version: 1,
+  version: 2,
   createdAtUs: 0,
   sequenceNumber: 0,
   users: [],
   streams: [],
   clientTable: [],
   writerRelease: 0,
+  revokedTokens: [],
 };
+
+/** A revoked token whose id is 16 bytes of `fill` (order: by fill). */
+function revoked(fill: number) {
+  return { jti: new Uint8Array(16).fill(fill), userId: 1, expiryAtUs: 5 };
+}
 
 /** Independent reference: a generic encoder over the positional form (see `positional`). */
 function referenceEncode(snapshot: MetadataSnapshot): string {
@@ -79,7 +87,7 @@ function withReply(reply: Uint8Array): MetadataSnapshot {
   };
 }
 
-/** Bytes of the stream name field inside `withStreamName`: after 97 01 00 00 90 91 94 01. */
+/** Bytes of the stream name field inside `withStreamName`: after 98 02 00 00 90 91 94 01. */
 const STREAM_NAME_OFFSET = 8;
 
 describe('snapshot encode: format reference', () => {
@@ -91,6 +99,12 @@ describe('snapshot encode: format reference', () => {
     // A plain Uint8Array in, so msgpackr hands bins back as Uint8Array (from a Buffer, Buffers).
     expect(unpack(new Uint8Array(Buffer.from(GOLDEN_HEX, 'hex')))).toEqual(positional(goldenSnapshot()));
   });
+
+  it('version 2 is version 1 with a longer top-level array and the revoked tokens appended', () => {
+    expect(referenceEncode(goldenSnapshotV1())).toBe(GOLDEN_HEX_V1);
+    const tail = hex(msgpackEncode(positional(goldenSnapshot()).at(-1), { useBigInt64: true }));
+    expect(GOLDEN_HEX).toBe(`9802${GOLDEN_HEX_V1.slice(4)}${tail}`);
+  });
 });
 
 describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, instance }) => {
@@ -98,8 +112,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     expect(hex(encode(goldenSnapshot()))).toBe(GOLDEN_HEX);
   });
 
-  it('encodes an empty snapshot as 97 01 00 00 90 90 90 00', () => {
-    expect(hex(encode(EMPTY))).toBe('9701000090909000');
+  it('encodes an empty snapshot as 98 02 00 00 90 90 90 00 90', () => {
+    expect(hex(encode(EMPTY))).toBe('980200009090900090');
   });
 
   it('matches the generic encoder and msgpackr on the small reference snapshot', () => {
@@ -122,7 +136,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [Number.MAX_SAFE_INTEGER, 'cf001fffffffffffff'],
   ])('writes the u64 number %d in its smallest form %s', (value, expected) => {
     const bytes = encode({ ...EMPTY, createdAtUs: value });
-    expect(hex(bytes)).toBe(`9701${expected}0090909000`);
+    expect(hex(bytes)).toBe(`9802${expected}009090900090`);
     expect(unpack(bytes)[1]).toEqual(value < 2 ** 32 ? value : BigInt(value));
   });
 
@@ -217,8 +231,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
       tokens: [{ name: 'a', tokenHash: new Uint8Array([1]), expiryAtUs: null }],
     };
     const absent = encode({ ...EMPTY, users: [user] });
-    // 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0
-    expect(hex(absent)).toBe('97010000919701a175a16801' + '00c0' + '9193a161c40101c0' + '909000');
+    // 98 02 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
+    expect(hex(absent)).toBe('98020000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
     const present = encode({
       ...EMPTY,
       users: [
@@ -229,7 +243,21 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
         },
       ],
     });
-    expect(hex(present)).toBe('97010000919701a175a16801' + '00920090' + '9193a161c4010105' + '909000');
+    expect(hex(present)).toBe('98020000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
+  });
+
+  it('orders revoked token ids by their bytes (high byte first) and writes each as [bin16, u32, u64]', () => {
+    // Ids that differ only in the last byte, and ones whose high halves differ the other way round.
+    const ids = [
+      Uint8Array.from({ length: 16 }, (_, index) => (index === 15 ? 1 : 0)),
+      Uint8Array.from({ length: 16 }, (_, index) => (index === 15 ? 2 : 0)),
+      Uint8Array.from({ length: 16 }, (_, index) => (index === 7 ? 1 : 0)),
+      Uint8Array.from({ length: 16 }, (_, index) => (index === 0 ? 0x80 : 0xff)),
+    ];
+    const snapshot = { ...EMPTY, revokedTokens: ids.map((jti, index) => ({ jti, userId: index * 1000, expiryAtUs: 2 ** 40 + index })) };
+    expect(hex(encode(snapshot))).toBe(referenceEncode(snapshot));
+    expect(() => encode({ ...snapshot, revokedTokens: [snapshot.revokedTokens[1]!, snapshot.revokedTokens[0]!] })).toThrow(/revokedTokens\[1\]\.jti is not ascending/);
+    expect(() => encode({ ...snapshot, revokedTokens: [snapshot.revokedTokens[3]!, snapshot.revokedTokens[2]!] })).toThrow(/revokedTokens\[1\]\.jti is not ascending/);
   });
 
   it('matches the generic encoder on the full-shape fixture with a different seed', () => {
@@ -279,7 +307,18 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
   });
 
   const invalid: Array<[string, () => MetadataSnapshot, RegExp]> = [
-    ['version 2', () => ({ ...EMPTY, version: 2 }), /version is 2/],
+    // Only the current version is written; version 1 is read, never written.
+    ['version 1', () => ({ ...EMPTY, version: 1 }), /version is 1/],
+    ['version 3', () => ({ ...EMPTY, version: 3 }), /version is 3/],
+    [
+      'revoked token ids out of order',
+      () => ({ ...EMPTY, revokedTokens: [revoked(2), revoked(1)] }),
+      /revokedTokens\[1\]\.jti is not ascending/,
+    ],
+    ['duplicate revoked token ids', () => ({ ...EMPTY, revokedTokens: [revoked(1), revoked(1)] }), /revokedTokens\[1\]\.jti is not ascending/],
+    ['a revoked token id of 15 bytes', () => ({ ...EMPTY, revokedTokens: [{ ...revoked(1), jti: new Uint8Array(15) }] }), /revokedTokens\[0\]\.jti is not 16 bytes/],
+    ['a revoked token user id of 2^32', () => ({ ...EMPTY, revokedTokens: [{ ...revoked(1), userId: 2 ** 32 }] }), /revokedToken\.userId/],
+    ['a revoked token expiry at 2^53', () => ({ ...EMPTY, revokedTokens: [{ ...revoked(1), expiryAtUs: 2 ** 53 }] }), /revokedToken\.expiryAtUs/],
     ['a fractional timestamp', () => ({ ...EMPTY, createdAtUs: 1.5 }), /createdAtUs 1.5/],
     ['a u64 number at 2^53', () => ({ ...EMPTY, sequenceNumber: 2 ** 53 }), /sequenceNumber/],
     ['a negative u64 number', () => ({ ...EMPTY, createdAtUs: -1 }), /createdAtUs -1/],

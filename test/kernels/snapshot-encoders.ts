@@ -117,6 +117,8 @@ export function positional(snapshot: MetadataSnapshot): unknown[] {
       client.reply,
     ]),
     int(snapshot.writerRelease),
+    // Version 2 (the version-1 form ends at writerRelease).
+    ...(snapshot.version === 1 ? [] : [snapshot.revokedTokens.map((token) => [token.jti, int(token.userId), int(token.expiryAtUs)])]),
   ];
 }
 

@@ -80,6 +80,7 @@ const request: fc.Arbitrary<MetadataRequest> = fc.oneof(
   fc.record({ operation: fc.constant(Operation.updatePermissions), userId: identifier, permissions }),
   fc.record({ operation: fc.constant(Operation.createPersonalAccessToken), name, expiryUs: u64, tokenHash: fc.uint8Array({ minLength: 32, maxLength: 32 }) }),
   fc.record({ operation: fc.constant(Operation.deletePersonalAccessToken), name, ownerUserId: fc.option(u32), onlyIfExpired: fc.boolean() }),
+  fc.record({ operation: fc.constant(Operation.revokeAccessToken), jti: fc.uint8Array({ minLength: 16, maxLength: 16 }), expiryAtUs: fc.maxSafeNat() }),
 ) as fc.Arbitrary<MetadataRequest>;
 
 describe('metadata codec properties', () => {

@@ -166,7 +166,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 /** snapshot -> encode -> decode -> the state-machine part. */
 function throughBytes(part: StateMachineSnapshot, sequenceNumber: number): StateMachineSnapshot {
   const decoded = decodeSnapshot(snapshotEncodeTs(fullSnapshot(part, sequenceNumber)));
-  return { users: decoded.users, streams: decoded.streams };
+  return { users: decoded.users, streams: decoded.streams, revokedTokens: decoded.revokedTokens };
 }
 
 interface Run {

@@ -166,6 +166,9 @@ export class ReferenceModel {
     if (!actor) return [40, null];
     const nameOk = (name: string): boolean => bytes(name) >= 1 && bytes(name) <= 255;
     switch (request.operation) {
+      case Operation.revokeAccessToken:
+        // Token revocation has its own unit tests; the model's generator never draws it.
+        throw new Error('the reference model does not model token revocation');
       case Operation.createStream: {
         if (!nameOk(request.name)) return [1013, null];
         if (!(actor.id === 0 || (this.g(actor) & 0x10) !== 0)) return [41, null];
@@ -451,7 +454,8 @@ export class ReferenceModel {
         })),
       })),
     }));
-    return { users, streams };
+    // The model issues no revocations (its generator draws none).
+    return { users, streams, revokedTokens: [] };
   }
 
   /** Per stream: [size, messages] totals of its live partitions; per partition: its counters. */

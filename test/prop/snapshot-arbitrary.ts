@@ -13,6 +13,7 @@ import {
   type MetadataSnapshot,
   type PermissionsSnapshot,
   type PersonalAccessTokenSnapshot,
+  type RevokedTokenSnapshot,
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
@@ -160,6 +161,17 @@ function clientTable(max: number): fc.Arbitrary<ClientEntrySnapshot[]> {
   );
 }
 
+/** Unique 16-byte ids in byte order (the canonical order). */
+function revokedTokens(max: number): fc.Arbitrary<RevokedTokenSnapshot[]> {
+  return fc
+    .uniqueArray(fc.uint8Array({ minLength: 16, maxLength: 16 }), { maxLength: max, selector: (jti) => Buffer.from(jti).toString('hex') })
+    .chain((jtis) => {
+      const sorted = jtis.sort((left, right) => Buffer.compare(Buffer.from(left), Buffer.from(right)));
+      return fc.tuple(...sorted.map((jti) => fc.record({ jti: fc.constant(jti), userId: u32, expiryAtUs: u64Number })));
+    })
+    .map((tokens) => [...tokens]);
+}
+
 export function arbitrarySnapshot(options: SnapshotArbitraryOptions = {}): fc.Arbitrary<MetadataSnapshot> {
   const max = options.collectionMax ?? 4;
   return fc.record({
@@ -170,5 +182,6 @@ export function arbitrarySnapshot(options: SnapshotArbitraryOptions = {}): fc.Ar
     streams: streams(max),
     clientTable: clientTable(max),
     writerRelease: u32,
+    revokedTokens: revokedTokens(max),
   });
 }

@@ -16,6 +16,9 @@ export const kernels = tsKernels;
 export const CLUSTER = 0x7a11_0c0d_e5e1_f00d_0123_4567_89ab_cdefn;
 export const HOST = '127.0.0.1';
 
+/** The cluster secret of every test bus unless a test gives one (the bus requires a secret). */
+export const TEST_SECRET = new TextEncoder().encode('transport-harness-secret-0123456789abcdef');
+
 /** Fast reconnects so restart tests take milliseconds, not seconds. */
 export const FAST_RECONNECT = { delayMinMs: 5, delayMaxMs: 100, jitter: 0.5 } as const;
 
@@ -55,6 +58,7 @@ export function createNode(replica: number, addresses: readonly string[], option
     kernels,
     reconnect: FAST_RECONNECT,
     handshakeTimeoutMs: 2_000,
+    clusterSecret: TEST_SECRET,
     ...options,
     onMessage: (frame, from) => received.push({ frame, from }),
   });
@@ -200,8 +204,8 @@ export class RawPeer {
   }
 
   /**
-   * Completes the handshake as replica `replica` (dialling `peer`). Returns the initiator's
-   * final step, so a test can check an expected refusal.
+   * Completes the handshake as replica `replica` (dialling `peer`) with `secret` (the harness's
+   * by default). Returns the initiator's final step, so a test can check an expected refusal.
    */
   async handshake(options: {
     readonly replica: number;
@@ -215,7 +219,7 @@ export class RawPeer {
       replica: options.replica,
       peer: options.peer,
       replicaCount: options.replicaCount,
-      key: options.secret === undefined ? null : deriveAuthKey(options.secret, CLUSTER),
+      key: deriveAuthKey(options.secret ?? TEST_SECRET, CLUSTER),
     });
     this.write(handshake.hello());
     await waitFor(() => this.bytes().byteLength >= 256 || this.closed, 'a Challenge');

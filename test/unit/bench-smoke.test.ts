@@ -11,19 +11,41 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatClusterReport, runClusterBench } from '../../bench/cluster.js';
+import { formatLoginFloodReport, runLoginFloodBench } from '../../bench/login-flood.js';
 import { CLI_PATH, cleanupAll, leftovers } from '../../bench/procs.js';
 import { formatTransferReport, runTransferBench } from '../../bench/transfer.js';
 
-describe('vrmeta bench cluster|transfer --smoke', () => {
+describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
   afterAll(async () => {
     await cleanupAll();
   });
 
   it('runs both benches on real replicas, checks every answer, and reports the documented structure', async () => {
-    const [cluster, transfer] = await Promise.all([
+    const [cluster, transfer, flood] = await Promise.all([
       runClusterBench({ smoke: true, kernels: ['wasm'] }),
       runTransferBench({ smoke: true, kernels: ['ts'] }),
+      runLoginFloodBench({ smoke: true }),
     ]);
+
+    expect(flood).toMatchObject({ bench: 'login-flood', smoke: true, rate: 20, writers: 2 });
+    expect(flood.rows.map((row) => [row.server, row.phase])).toEqual([
+      ['bounded', 'quiet'],
+      ['bounded', 'flood'],
+      ['unbounded', 'quiet'],
+      ['unbounded', 'flood'],
+    ]);
+    for (const row of flood.rows) {
+      expect(row.writes.errorSamples).toEqual([]);
+      expect(row.writes.ops).toBeGreaterThan(0);
+      expect(row.writes.latencyMsP50).toBeLessThanOrEqual(row.writes.latencyMsP99);
+      if (row.phase === 'flood') {
+        // Every bogus login was answered as a wrong password or refused by the gate, nothing else.
+        expect(row.flood!.sent).toBeGreaterThan(0);
+        expect(row.flood!.answeredOther + row.flood!.failed).toBe(0);
+        expect(row.flood!.answered400 + row.flood!.answered429 + row.flood!.outstanding).toBe(row.flood!.sent);
+      }
+    }
+    expect(formatLoginFloodReport(flood)).toContain('| server | phase | writes/s | write p50 | write p99 | p99 vs quiet |');
 
     expect(cluster).toMatchObject({ bench: 'cluster', smoke: true, levels: [1, 4], rounds: 1, etcd: { ran: false } });
     expect(cluster.rows.map((row) => [row.system, row.kernels, row.concurrency])).toEqual([
@@ -83,6 +105,9 @@ describe('vrmeta bench cluster|transfer --smoke', () => {
     for (const flag of ['--json', '--smoke', '--sizes', '--kernels']) expect(transferHelp.stdout).toContain(flag);
     const clusterHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'cluster', '--help'], { encoding: 'utf8' });
     for (const flag of ['--json', '--smoke', '--kernels', '--clients', '--duration', '--journal-slots']) expect(clusterHelp.stdout).toContain(flag);
+    expect(help.stdout).toMatch(/login-flood/);
+    const floodHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'login-flood', '--help'], { encoding: 'utf8' });
+    for (const flag of ['--json', '--smoke', '--duration', '--rate', '--writers', '--kernels']) expect(floodHelp.stdout).toContain(flag);
     // Bad values are refused before anything starts.
     const badClients = spawnSync(process.execPath, [CLI_PATH, 'bench', 'cluster', '--clients', '8,x'], { encoding: 'utf8' });
     expect(badClients.status).not.toBe(0);

@@ -11,10 +11,16 @@ import { JWT_SECRET } from './http-fixtures.js';
 
 const T0_S = 1_750_000_000;
 
+/** A UUID-shaped jti (the only shape this cluster issues), distinct per `n`. */
+function jtiOf(n: number): string {
+  return `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+}
+const FIRST = jtiOf(0xf1);
+
 async function token(claims: { nbfS?: number; expS: number; jti?: string }): Promise<string> {
   const jwt = new SignJWT({ user_created_at: 1 })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setJti(claims.jti ?? 'session-1')
+    .setJti(claims.jti ?? jtiOf(1))
     .setSubject('0')
     .setIssuer(JWT_ISSUER)
     .setAudience(JWT_AUDIENCE)
@@ -69,14 +75,20 @@ describe('verified-JWT cache', () => {
 
   it('holds at most VERIFIED_JWTS_MAX tokens and still verifies an evicted one', async () => {
     const { cached } = await authenticators();
-    const first = await token({ expS: T0_S + 3600, jti: 'first' });
-    expect(await cached.verifyJwt(first)).toMatchObject({ jti: 'first' });
+    const first = await token({ expS: T0_S + 3600, jti: FIRST });
+    expect(await cached.verifyJwt(first)).toMatchObject({ jti: FIRST });
     for (let index = 0; index < VERIFIED_JWTS_MAX; index++) {
-      expect(await cached.verifyJwt(await token({ expS: T0_S + 3600, jti: `s${index}` }))).not.toBeNull();
+      expect(await cached.verifyJwt(await token({ expS: T0_S + 3600, jti: jtiOf(0x1000 + index) }))).not.toBeNull();
     }
     const size = (cached as unknown as { verified: Map<string, unknown> }).verified.size;
     expect(size).toBe(VERIFIED_JWTS_MAX);
     expect((cached as unknown as { verified: Map<string, unknown> }).verified.has(first)).toBe(false);
-    expect(await cached.verifyJwt(first)).toMatchObject({ jti: 'first' });
+    expect(await cached.verifyJwt(first)).toMatchObject({ jti: FIRST });
+  });
+
+  it('a correctly signed token whose jti is not a UUID was not issued here: refused', async () => {
+    const { cached } = await authenticators();
+    expect(await cached.verifyJwt(await token({ expS: T0_S + 3600, jti: 'session-1' }))).toBeNull();
+    expect(await cached.verifyJwt(await token({ expS: T0_S + 3600 }))).not.toBeNull();
   });
 });

@@ -7,6 +7,8 @@
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { JWT_CLOCK_SKEW_SECONDS, REVOCATION_CLOCK_MARGIN_SECONDS } from '../../src/http/auth.js';
+import { Operation } from '../../src/metadata/operations.js';
 import { createTestNode } from '../../src/http/test-node.js';
 import { ALL_FALSE_GLOBAL, expectErrorShape, harness, JWT_SECRET, userWith, type Harness, type Method } from './http-fixtures.js';
 
@@ -196,10 +198,68 @@ describe('login and tokens', () => {
     expect((await h.request('GET', '/users/me', { token: trent })).status).toBe(401);
   });
 
-  it('logout is 204 and ends the VSR session of the token', async () => {
+  it('logout is 204, revokes the token through the log, and ends its VSR session', async () => {
+    // Used once before, so the signature check is cached: the revocation must beat the cache.
+    expect((await h.request('GET', '/users/me', { token: root })).status).toBe(200);
+    const other = await h.login('iggy', 'iggy');
     const reply = await h.request('DELETE', '/users/logout', { token: root });
     expect(reply.status).toBe(204);
     expect(h.node.logouts).toEqual([decodeJwt(root).jti]);
+    // What entered the replicated log: the token's id and expiry, never the token.
+    const revocations = h.node.writes.filter((write) => write.operation === Operation.revokeAccessToken);
+    expect(revocations).toHaveLength(1);
+    const claims = decodeJwt(root);
+    const body = revocations[0]!.body;
+    expect(Buffer.from(body.subarray(0, 16)).toString('hex')).toBe((claims.jti as string).replaceAll('-', ''));
+    expect(new DataView(body.buffer, body.byteOffset).getBigUint64(16, true)).toBe(BigInt(((claims.exp as number) + JWT_CLOCK_SKEW_SECONDS + REVOCATION_CLOCK_MARGIN_SECONDS) * 1_000_000));
+    expect(Buffer.from(body).includes(Buffer.from(root))).toBe(false);
+    // The token is dead everywhere it is checked; another token of the same user is not.
+    for (const [method, url] of [['GET', '/users/me'], ['GET', '/streams'], ['DELETE', '/users/logout']] as const) {
+      const refused = await h.request(method, url, { token: root });
+      expect(refused.status, `${method} ${url}`).toBe(401);
+      expect(expectErrorShape(refused)).toMatchObject({ code: 'unauthenticated' });
+    }
+    expect((await h.request('POST', '/users/refresh-token', { body: { token: root } })).status).toBe(401);
+    expect((await h.request('GET', '/users/me', { token: other })).status).toBe(200);
+  });
+
+  it('a revocation lasts until the token expires, and no longer', async () => {
+    await h.request('DELETE', '/users/logout', { token: root });
+    const expiresAtS = decodeJwt(root).exp as number;
+    h.clock.nowMs = (expiresAtS + JWT_CLOCK_SKEW_SECONDS + REVOCATION_CLOCK_MARGIN_SECONDS) * 1000 - 1;
+    expect(h.node.state.isAccessTokenRevoked(Buffer.from((decodeJwt(root).jti as string).replaceAll('-', ''), 'hex'), h.clock.nowMs * 1000)).toBe(true);
+    // The token itself expired long before the entry does.
+    expect((await h.request('GET', '/users/me', { token: root })).status).toBe(401);
+    const fresh = await h.login('iggy', 'iggy');
+    // The next revocation, committed past the first one's expiry, prunes it.
+    h.clock.nowMs += 2;
+    await h.request('DELETE', '/users/logout', { token: fresh });
+    expect(h.node.state.revokedTokenCount()).toBe(1);
+  });
+
+  it('a full revocation list: logout answers the limit (the token stays valid until it expires) and still ends the session', async () => {
+    const small = await harness({ node: { stateOptions: { limits: { revokedTokensPerUserMax: 1 } } } });
+    try {
+      const first = await small.login('iggy', 'iggy');
+      const second = await small.login('iggy', 'iggy');
+      expect((await small.request('DELETE', '/users/logout', { token: first })).status).toBe(204);
+      const full = await small.request('DELETE', '/users/logout', { token: second });
+      expect(full.status).toBe(400);
+      expect(expectErrorShape(full)).toMatchObject({ id: 90_003, code: 'revoked_tokens_limit_reached' });
+      expect(small.node.logouts).toHaveLength(2);
+      expect((await small.request('GET', '/users/me', { token: second })).status).toBe(200);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('logout with a personal access token ends its session only: a PAT is revoked by deleting it', async () => {
+    const created = await h.request('POST', '/personal-access-tokens', { token: root, body: { name: 'ci-token', expiry: 0 } });
+    expect(created.status, created.text).toBe(200);
+    const pat = created.json.token as string;
+    expect((await h.request('DELETE', '/users/logout', { token: pat })).status).toBe(204);
+    expect(h.node.writes.some((write) => write.operation === Operation.revokeAccessToken)).toBe(false);
+    expect((await h.request('GET', '/users/me', { token: pat })).status).toBe(200);
   });
 
   it('an evicted session answers 401 so the client logs in again', async () => {

@@ -80,6 +80,7 @@ describe('/metrics', () => {
     h.node.currentView = 7;
     h.node.peers = [{ replica: 0, address: 'a:1', connected: true, commitMax: 3, lagOps: 4 }];
     h.node.stateTransfer = { stage: 'fetching', peer: 0, artifact: 'snapshot', bytesDone: 512, bytesTotal: 4096, startedAtMs: 1, etaMs: 10 };
+    h.node.transport = { authFailures: { mac_mismatch: 3, mode_mismatch: 1 }, rejectedFrames: { checksum_body: 2 } };
     const reply = await h.request('GET', '/metrics', { token });
     expect(reply.status).toBe(200);
     expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -95,6 +96,9 @@ describe('/metrics', () => {
       'vsr_state_transfer_bytes_done{replica="1"} 512',
       'vsr_state_transfer_bytes_total{replica="1"} 4096',
       'vsr_replica_lag_ops{peer="0",replica="1"} 4',
+      'vsr_replica_auth_failures_total{reason="mac_mismatch",replica="1"} 3',
+      'vsr_replica_auth_failures_total{reason="mode_mismatch",replica="1"} 1',
+      'vsr_replica_frames_rejected_total{reason="checksum_body",replica="1"} 2',
       'streams{replica="1"} 1',
       '# TYPE http_request_duration_seconds histogram',
     ]) {

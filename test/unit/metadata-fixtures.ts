@@ -7,7 +7,7 @@ import { MESSAGE_BODY_SIZE_MAX } from '../../src/constants.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { decodeIdPayload, idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../../src/metadata/state-machine.js';
-import { CompressionAlgorithm, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
+import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
 import type { MetadataLimits } from '../../src/metadata/validation.js';
 import type { ApplyResult, StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 
@@ -214,7 +214,16 @@ export function globalPermissions(bits: number): PermissionsSnapshot {
 
 /** The state-machine part wrapped into a full snapshot model, for the encoder. */
 export function fullSnapshot(part: StateMachineSnapshot, sequenceNumber = 1): MetadataSnapshot {
-  return { version: 1, createdAtUs: 1, sequenceNumber, users: part.users, streams: part.streams, clientTable: [], writerRelease: 0 };
+  return {
+    version: SNAPSHOT_FORMAT_VERSION,
+    createdAtUs: 1,
+    sequenceNumber,
+    users: part.users,
+    streams: part.streams,
+    clientTable: [],
+    writerRelease: 0,
+    revokedTokens: part.revokedTokens,
+  };
 }
 
 export { MESSAGE_BODY_SIZE_MAX };

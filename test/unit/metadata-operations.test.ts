@@ -86,11 +86,17 @@ describe('operation codec', () => {
     expect(reason(Operation.changePassword, longHash)).toMatch(/PASSWORD_HASH_SIZE_MAX/);
     expect(reason(Operation.createStream, new Uint8Array(OPERATION_BODY_SIZE_MAX + 1))).toBe('body exceeds the frame body size');
     expect(reason(Operation.logout, [])).toBe('operation 3 is not a metadata operation');
+    const revoke = [...encodeRequest({ operation: Operation.revokeAccessToken, jti: new Uint8Array(16), expiryAtUs: 1 })];
+    expect(revoke).toHaveLength(24);
+    expect(reason(Operation.revokeAccessToken, revoke.slice(0, 20))).not.toBeNull();
+    expect(reason(Operation.revokeAccessToken, [...revoke.slice(0, 16), 0, 0, 0, 0, 0, 0, 0x20, 0])).toBe('expiry_at_us exceeds 2^53 - 1');
   });
 
-  it('only 128..=149 are state-machine operations', () => {
+  it('only 128..=150 are state-machine operations (150: the revocation vrmeta adds)', () => {
     expect(isStateMachineOperation(Operation.createStream)).toBe(true);
     expect(isStateMachineOperation(Operation.leaveConsumerGroup)).toBe(true);
+    expect(isStateMachineOperation(Operation.revokeAccessToken)).toBe(true);
+    expect(isStateMachineOperation(151)).toBe(false);
     expect(isStateMachineOperation(Operation.register)).toBe(false);
     expect(isStateMachineOperation(Operation.truncatePartition)).toBe(false);
     expect(isStateMachineOperation(Operation.sendMessages)).toBe(false);

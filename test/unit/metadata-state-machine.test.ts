@@ -55,6 +55,11 @@ describe('metadata state machine: genesis', () => {
   });
 });
 
+/** A revoked-token record of root whose id is 16 bytes of `fill`, expiring far ahead. */
+function revoked(fill: number) {
+  return { jti: new Uint8Array(16).fill(fill), userId: 0, expiryAtUs: 4_000_000_000_000_000 };
+}
+
 function newMachineWith(rootUsername: string, rootPasswordHash: string): MetadataStateMachine {
   return new MetadataStateMachine({ rootUsername, rootPasswordHash });
 }
@@ -328,7 +333,7 @@ describe('metadata state machine: snapshot and restore', () => {
     const bytes = snapshotEncodeTs(fullSnapshot(snapshot, original.op));
     const decoded = decodeSnapshot(bytes);
     const copy = newMachine();
-    copy.restore({ users: decoded.users, streams: decoded.streams });
+    copy.restore({ users: decoded.users, streams: decoded.streams, revokedTokens: decoded.revokedTokens });
     expect(copy.snapshot()).toEqual(snapshot);
     expect(snapshotEncodeTs(fullSnapshot(copy.snapshot(), original.op))).toEqual(bytes);
   });
@@ -363,22 +368,28 @@ describe('metadata state machine: snapshot and restore', () => {
     const [s0] = good.streams as [StreamSnapshot];
     const [t0] = s0.topics as [TopicSnapshot];
     const cases: [StateMachineSnapshot, RegExp][] = [
-      [{ users: [alice], streams: [] }, /root/],
-      [{ users: [root, { ...alice, username: 'iggy' }], streams: [] }, /username iggy is not unique/],
-      [{ users: [alice, root], streams: [] }, /user ids are not strictly ascending/],
-      [{ users: good.users, streams: [s0, { ...s0, id: 5 }] }, /stream name s0 is not unique/],
-      [{ users: good.users, streams: [{ ...s0, topics: [{ ...t0, partitions: t0.partitions.slice(1) }] }] }, /partition ids are not dense/],
-      [{ users: good.users, streams: [{ ...s0, topics: [{ ...t0, partitions: [] }] }] }, /assigns a partition the topic lacks/],
-      [{ users: [root, { ...alice, tokens: [{ name: 'x', tokenHash: new Uint8Array(3), expiryAtUs: null }] }], streams: [] }, /SHA-256/],
+      [{ users: [alice], streams: [], revokedTokens: [] }, /root/],
+      [{ users: [root, { ...alice, username: 'iggy' }], streams: [], revokedTokens: [] }, /username iggy is not unique/],
+      [{ users: [alice, root], streams: [], revokedTokens: [] }, /user ids are not strictly ascending/],
+      [{ users: good.users, streams: [s0, { ...s0, id: 5 }], revokedTokens: [] }, /stream name s0 is not unique/],
+      [{ users: good.users, streams: [{ ...s0, topics: [{ ...t0, partitions: t0.partitions.slice(1) }] }], revokedTokens: [] }, /partition ids are not dense/],
+      [{ users: good.users, streams: [{ ...s0, topics: [{ ...t0, partitions: [] }] }], revokedTokens: [] }, /assigns a partition the topic lacks/],
+      [{ users: [root, { ...alice, tokens: [{ name: 'x', tokenHash: new Uint8Array(3), expiryAtUs: null }] }], streams: [], revokedTokens: [] }, /SHA-256/],
+      [{ ...good, revokedTokens: [revoked(2), revoked(1)] }, /revoked token ids are not strictly ascending/],
+      [{ ...good, revokedTokens: [{ ...revoked(1), jti: new Uint8Array(15) }] }, /revoked token id is not 16 bytes/],
     ];
     for (const [snapshot, reason] of cases) expect(driver.sm.checkSnapshot(snapshot)).toMatch(reason);
     expect(newMachine({ streamsMax: 2 }).checkSnapshot(good)).toMatch(/not below the limit 2/);
+    const twoRevoked = { ...good, revokedTokens: [revoked(1), revoked(2)] };
+    expect(driver.sm.checkSnapshot(twoRevoked)).toBeNull();
+    expect(newMachine({ revokedTokensMax: 1 }).checkSnapshot(twoRevoked)).toMatch(/more revoked tokens than the limit/);
+    expect(newMachine({ revokedTokensPerUserMax: 1 }).checkSnapshot(twoRevoked)).toMatch(/user 0 has more revoked tokens/);
   });
 
   it('restore refuses a snapshot without the root user and keeps the old state', () => {
     const driver = populated();
     const before = driver.sm.snapshot();
-    expect(() => driver.sm.restore({ users: before.users.slice(1), streams: [] })).toThrow(/root/);
+    expect(() => driver.sm.restore({ users: before.users.slice(1), streams: [], revokedTokens: [] })).toThrow(/root/);
     expect(driver.sm.snapshot()).toEqual(before);
   });
 });

@@ -9,7 +9,7 @@ import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../
 import type { MetadataSnapshot } from '../../src/metadata/snapshot-model.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { positional } from '../kernels/snapshot-encoders.js';
-import { goldenSnapshot } from '../kernels/snapshot-golden.js';
+import { GOLDEN_HEX_V1, goldenSnapshot, goldenSnapshotV1 } from '../kernels/snapshot-golden.js';
 
 function refusal(bytes: Uint8Array): { reason: string; path: string } {
   try {
@@ -49,17 +49,45 @@ describe('decodeSnapshot', () => {
     expect(decoded.clientTable[0]!.reply).toEqual(goldenSnapshot().clientTable[0]!.reply);
   });
 
+  it('reads a version-1 snapshot (written before revoked tokens existed) as one without revoked tokens', () => {
+    const bytes = fromHex(GOLDEN_HEX_V1);
+    expect(peekSnapshotVersion(bytes)).toBe(1);
+    expect(decodeSnapshot(bytes)).toEqual(goldenSnapshotV1());
+    expect(decodeSnapshot(fromHex('9701000090909000'))).toMatchObject({ version: 1, revokedTokens: [] });
+  });
+
   it('refuses another version as unsupported_version before reading further', () => {
-    expect(refusal(fromHex('9702'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9703'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9800'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9203 c0'))).toEqual({ reason: 'unsupported_version', path: 'version' });
   });
 
-  it('refuses a version-1 array with the wrong field count as malformed', () => {
+  it('refuses an array with the wrong field count for its version as malformed', () => {
     expect(refusal(fromHex('9601000090909000'.slice(0, 14)))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    // Version 1 has 7 fields, version 2 has 8: neither may borrow the other's shape.
+    expect(refusal(fromHex('980100009090900090'))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    expect(refusal(fromHex('9702000090909000'))).toEqual({ reason: 'malformed', path: 'snapshot' });
+  });
+
+  it('refuses revoked tokens out of order, duplicated or of the wrong size', () => {
+    const snapshot = goldenSnapshot();
+    const swapped = encodeEdited(snapshot, (fields) => {
+      fields[7].reverse();
+    });
+    expect(refusal(swapped)).toEqual({ reason: 'not_canonical_order', path: 'revokedTokens[1].jti' });
+    const duplicate = encodeEdited(snapshot, (fields) => {
+      fields[7][1][0] = fields[7][0][0];
+    });
+    expect(refusal(duplicate)).toEqual({ reason: 'not_canonical_order', path: 'revokedTokens[1].jti' });
+    const short = encodeEdited(snapshot, (fields) => {
+      fields[7][0][0] = new Uint8Array(15);
+    });
+    expect(refusal(short)).toEqual({ reason: 'malformed', path: 'revokedTokens[0].jti' });
   });
 
   it('refuses trailing bytes', () => {
     expect(refusal(fromHex('9701000090909000 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
+    expect(refusal(fromHex('980200009090900090 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
   });
 
   it('refuses an integer wider than needed as not_canonical_encoding', () => {
@@ -235,7 +263,7 @@ describe('decodeSnapshot', () => {
 
 describe('peekSnapshotVersion', () => {
   it('reads the version from the array header and first integer', () => {
-    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(1);
+    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(2);
     expect(peekSnapshotVersion(fromHex('9702'))).toBe(2);
     expect(peekSnapshotVersion(fromHex('dc0010 cc80'))).toBe(128);
     expect(peekSnapshotVersion(fromHex('97 ce00010000'))).toBe(65_536);

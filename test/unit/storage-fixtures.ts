@@ -74,6 +74,7 @@ export function snapshotModel(op: number): MetadataSnapshot {
     users: [],
     streams: [],
     clientTable: [],
+    revokedTokens: [],
     writerRelease: 1,
   };
 }

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { SNAPSHOT_FORMAT_VERSION } from '../../src/metadata/snapshot-model.js';
+import { GOLDEN_HEX_V1, goldenSnapshotV1 } from '../kernels/snapshot-golden.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';
 import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
@@ -45,7 +47,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     const read = new SnapshotFile(disk, kernels).read();
     expect(read?.checksum).toBe(checksum);
     expect(read?.payload).toEqual(payload);
-    expect(read?.version).toBe(1);
+    expect(read?.version).toBe(SNAPSHOT_FORMAT_VERSION);
     expect(decodeSnapshot(read!.payload).sequenceNumber).toBe(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 3 }).sequenceNumber);
   });
 
@@ -78,6 +80,16 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
 
     file.write(new Uint8Array([0xc0]));
     expect(refusal(file).reason).toBe(RefusalReason.snapshotUndecodable);
+  });
+
+  it('reads a version-1 snapshot written before revoked tokens existed, as it is on disk', () => {
+    const { file } = fresh();
+    const payload = new Uint8Array(Buffer.from(GOLDEN_HEX_V1, 'hex'));
+    const checksum = file.write(payload);
+    const read = file.read();
+    // The checkpoint id stays the checksum of the version-1 bytes: nothing is re-encoded.
+    expect(read).toMatchObject({ version: 1, checksum });
+    expect(decodeSnapshot(read!.payload)).toEqual(goldenSnapshotV1());
   });
 
   it('serves payload chunks of the snapshot it knows, and none once a newer one replaced it', () => {

@@ -18,6 +18,7 @@ import {
   type TranscriptInput,
 } from '../../src/transport/replica-auth.js';
 import { decodeFrame } from '../../src/transport/frame-decoder.js';
+import { AUTH_FAILURE_LOGS_PER_WINDOW_MAX } from '../../src/transport/tcp-bus.js';
 import { buildFrame } from '../../src/vsr/frame.js';
 import { ReplicaAuthMode, ReplicaAuthStatus, type Header } from '../../src/vsr/header.js';
 import { CLUSTER, Harness, RawPeer, commitFrame, commitsFrom, kernels, settle, waitFor, type Node } from '../support/transport-harness.js';
@@ -38,11 +39,25 @@ function sent(step: HandshakeStep): Header {
   return header(step.send!);
 }
 
-function pair(options: { initiatorKey?: ReturnType<typeof deriveAuthKey> | null; acceptorKey?: ReturnType<typeof deriveAuthKey> | null } = {}) {
+function pair(options: { initiatorKey?: ReturnType<typeof deriveAuthKey>; acceptorKey?: ReturnType<typeof deriveAuthKey> } = {}) {
   const common = { kernels, cluster: CLUSTER, replicaCount: 3 };
-  const initiator = new InitiatorHandshake({ ...common, replica: 0, peer: 1, key: options.initiatorKey ?? null });
-  const acceptor = new AcceptorHandshake({ ...common, replica: 1, key: options.acceptorKey ?? null });
+  const initiator = new InitiatorHandshake({ ...common, replica: 0, peer: 1, key: options.initiatorKey ?? KEY });
+  const acceptor = new AcceptorHandshake({ ...common, replica: 1, key: options.acceptorKey ?? KEY });
   return { initiator, acceptor };
+}
+
+/** A Hello in mode none (zero MACs): what an unauthenticated peer, or one probing for it, sends. */
+function modeNoneHello(replica = 0, peerReplica = 1): Uint8Array {
+  return buildFrame(kernels, {
+    command: Command.replicaHello,
+    cluster: CLUSTER,
+    view: 0,
+    release: 0,
+    replica,
+    nonce: new Uint8Array(32).fill(7),
+    mode: ReplicaAuthMode.none,
+    peerReplica,
+  });
 }
 
 describe('replica auth handshake (state machines)', () => {
@@ -118,13 +133,18 @@ describe('replica auth handshake (state machines)', () => {
     expect(acceptor.onFrame(finish)).toEqual({ kind: 'established', peer: 0, send: null });
   });
 
-  it('mode none: zero MACs, the replica indexes are still checked', () => {
-    const { initiator, acceptor } = pair();
-    const challenge = sent(acceptor.onFrame(header(initiator.hello())));
-    expect(challenge.command === Command.replicaChallenge && challenge.mac.every((byte) => byte === 0)).toBe(true);
-    const finishStep = initiator.onFrame(challenge);
-    expect(finishStep.kind).toBe('established');
-    expect(acceptor.onFrame(sent(finishStep))).toMatchObject({ kind: 'established', peer: 0 });
+  it('mode none is never spoken: the handshake needs a key, and a mode-none Hello is refused', () => {
+    const common = { kernels, cluster: CLUSTER, replicaCount: 3 };
+    // There is no configuration without a key: the state machines refuse to exist without one.
+    expect(() => new AcceptorHandshake({ ...common, replica: 1, key: null as unknown as ReturnType<typeof deriveAuthKey> })).toThrow(/no unauthenticated mode/);
+    expect(() => new InitiatorHandshake({ ...common, replica: 0, peer: 1, key: null as unknown as ReturnType<typeof deriveAuthKey> })).toThrow(/no unauthenticated mode/);
+    const { initiator } = pair();
+    expect(header(initiator.hello())).toMatchObject({ mode: ReplicaAuthMode.psk });
+    const { acceptor } = pair();
+    const step = acceptor.onFrame(header(modeNoneHello()));
+    expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.modeMismatch);
+    const challenge = sent(step);
+    expect(challenge.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.modeMismatch);
   });
 
   it('a wrong secret fails at the initiator (the Challenge MAC) and the refusal carries macMismatch', () => {
@@ -165,15 +185,25 @@ describe('replica auth handshake (state machines)', () => {
     expect(replayed.onFrame(finish)).toMatchObject({ kind: 'refused', failure: AuthFailure.macMismatch });
   });
 
-  it('mode mismatch is refused by the acceptor either way, with status modeMismatch', () => {
-    for (const keys of [{ initiatorKey: KEY, acceptorKey: null }, { initiatorKey: null, acceptorKey: KEY }]) {
-      const { initiator, acceptor } = pair(keys);
-      const step = acceptor.onFrame(header(initiator.hello()));
-      expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.modeMismatch);
-      const challenge = sent(step);
-      expect(challenge.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.modeMismatch);
-      expect(initiator.onFrame(challenge)).toMatchObject({ kind: 'refused', failure: AuthFailure.peerRefused, send: null });
-    }
+  it('the initiator refuses a Challenge in mode none (no downgrade), with status modeMismatch', () => {
+    const { initiator } = pair();
+    initiator.hello();
+    const downgraded = header(
+      buildFrame(kernels, {
+        command: Command.replicaChallenge,
+        cluster: CLUSTER,
+        view: 0,
+        release: 0,
+        replica: 1,
+        nonce: new Uint8Array(32).fill(9),
+        mac: new Uint8Array(32),
+        mode: ReplicaAuthMode.none,
+        status: ReplicaAuthStatus.ok,
+      }),
+    );
+    const step = initiator.onFrame(downgraded);
+    expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.modeMismatch);
+    expect(sent(step)).toMatchObject({ command: Command.replicaFinish, status: ReplicaAuthStatus.modeMismatch });
   });
 
   it('the initiator refuses a Challenge from a replica it did not dial, or in another mode', () => {
@@ -219,8 +249,8 @@ describe('replica auth handshake (state machines)', () => {
 const harness = new Harness();
 afterEach(() => harness.close());
 
-function secrets(map: Record<number, Uint8Array | undefined>) {
-  return (replica: number) => ({ clusterSecret: map[replica] });
+function secrets(map: Record<number, Uint8Array>) {
+  return (replica: number) => (map[replica] === undefined ? {} : { clusterSecret: map[replica] });
 }
 
 /** Sends a few frames every way between `nodes`. */
@@ -263,22 +293,19 @@ describe('replica auth over sockets', () => {
     expect(node2.bus.stats().inbound.authFailures.peer_refused ?? 0).toBeGreaterThanOrEqual(1);
   });
 
-  it('a replica without a secret is refused with modeMismatch and never delivers a frame', async () => {
-    const { nodes } = await harness.start(3, { node: secrets({ 0: SECRET, 1: undefined, 2: SECRET }) });
-    const [node0, node1, node2] = nodes as [Node, Node, Node];
-    await waitFor(() => node0.bus.connected(2), 'the honest pair connects');
-    await waitFor(
-      () =>
-        (node0.bus.stats().peers[0]?.authFailures.peer_refused ?? 0) >= 1 &&
-        (node1.bus.stats().peers[1]?.authFailures.peer_refused ?? 0) >= 1,
-      'both handshakes with replica 1 are refused',
-    );
-    expect(node1.bus.stats().inbound.authFailures.mode_mismatch ?? 0).toBeGreaterThanOrEqual(1);
-    expect(node2.bus.stats().inbound.authFailures.mode_mismatch ?? 0).toBeGreaterThanOrEqual(1);
-    chatter(nodes);
-    await settle(50);
+  it('a peer offering mode none (no secret) is refused with modeMismatch, counted, and never delivers a frame', async () => {
+    const { nodes, ports } = await harness.start(3, { replicas: [1, 2], node: secrets({ 1: SECRET, 2: SECRET }) });
+    const node1 = nodes[0]!;
+    const peer = new RawPeer(harness, ports[1]!);
+    // The Hello and, right behind it, frames an unauthenticated replica would send.
+    peer.write(Buffer.concat([modeNoneHello(), commitFrame(0, 1), commitFrame(0, 2)]));
+    await waitFor(() => peer.closed, 'refused and closed');
+    const challenge = peer.frames()[0]?.header;
+    expect(challenge?.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.modeMismatch);
+    await settle(20);
     expect(node1.received).toEqual([]);
-    expect([...node0.received, ...node2.received].filter((entry) => entry.from === 1)).toEqual([]);
+    expect(node1.bus.stats().inbound.authFailures).toEqual({ mode_mismatch: 1 });
+    expect(node1.bus.connected(0)).toBe(false);
   });
 
   it('a raw socket without the key cannot inject a frame, even after a well-formed handshake', async () => {
@@ -323,5 +350,24 @@ describe('replica auth over sockets', () => {
     peer.write(commitFrame(0, 5));
     await waitFor(() => node1.received.length === 1, 'the frame');
     expect(node1.received[0]?.from).toBe(0);
+  });
+});
+
+describe('replica auth failures are counted and logged, the log bounded', () => {
+  it('every failure is counted; log lines stop at the per-window maximum', async () => {
+    const lines: { event: string; fields: Record<string, unknown> }[] = [];
+    const logger = { log: (_level: string, event: string, fields?: Readonly<Record<string, unknown>>) => lines.push({ event, fields: { ...fields } }) };
+    const { nodes, ports } = await harness.start(3, { replicas: [1], node: () => ({ logger }) });
+    const node1 = nodes[0]!;
+    const attempts = AUTH_FAILURE_LOGS_PER_WINDOW_MAX + 5;
+    for (let index = 0; index < attempts; index++) {
+      const peer = new RawPeer(harness, ports[1]!);
+      peer.write(modeNoneHello());
+      await waitFor(() => peer.closed, 'refused');
+    }
+    expect(node1.bus.stats().inbound.authFailures).toEqual({ mode_mismatch: attempts });
+    const failures = lines.filter((line) => line.event === 'replica bus: handshake failed');
+    expect(failures).toHaveLength(AUTH_FAILURE_LOGS_PER_WINDOW_MAX);
+    expect(failures[0]!.fields).toMatchObject({ failure: 'mode_mismatch', claimed: 0, remote: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
   });
 });

@@ -11,6 +11,7 @@ import {
   HOST,
   Harness,
   RawPeer,
+  TEST_SECRET,
   commitFrame,
   commitsFrom,
   createNode,
@@ -233,13 +234,19 @@ describe('ReplicaBus', () => {
   });
 
   it('rejects a bad address list at construction', () => {
-    expect(() => new ReplicaBus({ replica: 0, addresses: ['127.0.0.1'], cluster: CLUSTER, kernels, onMessage: () => {} })).toThrow(
+    expect(() => new ReplicaBus({ replica: 0, addresses: ['127.0.0.1'], cluster: CLUSTER, kernels, clusterSecret: TEST_SECRET, onMessage: () => {} })).toThrow(
       /invalid replica address/,
     );
-    expect(() => new ReplicaBus({ replica: 0, addresses: ['h:70000'], cluster: CLUSTER, kernels, onMessage: () => {} })).toThrow(
+    expect(() => new ReplicaBus({ replica: 0, addresses: ['h:70000'], cluster: CLUSTER, kernels, clusterSecret: TEST_SECRET, onMessage: () => {} })).toThrow(
       /invalid replica address/,
     );
-    expect(() => new ReplicaBus({ replica: 2, addresses: ['[::1]:1', 'a:2'], cluster: CLUSTER, kernels, onMessage: () => {} })).toThrow();
+    expect(() => new ReplicaBus({ replica: 2, addresses: ['[::1]:1', 'a:2'], cluster: CLUSTER, kernels, clusterSecret: TEST_SECRET, onMessage: () => {} })).toThrow();
+  });
+
+  it('refuses to exist without a cluster secret: there is no unauthenticated replica port', () => {
+    const options = { replica: 0, addresses: [`${HOST}:0`, `${HOST}:0`], cluster: CLUSTER, kernels, onMessage: () => {} };
+    expect(() => new ReplicaBus({ ...options, clusterSecret: undefined as unknown as Uint8Array })).toThrow(/no unauthenticated mode/);
+    expect(() => new ReplicaBus({ ...options, clusterSecret: new Uint8Array(0) })).toThrow(/no unauthenticated mode/);
   });
 });
 

@@ -186,7 +186,7 @@ describe('replica bus: hostile input', () => {
           release: 0,
           replica,
           nonce: randomBytes(32),
-          mode: ReplicaAuthMode.none,
+          mode: ReplicaAuthMode.psk,
           peerReplica,
         }),
       );

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorCode } from '../../metadata/errors.js';
 import { UserStatus } from '../../metadata/snapshot-model.js';
-import { hashPassword, personalAccessTokenHash, verifyPassword } from '../../node/secrets.js';
+import { hashPassword, personalAccessTokenHash } from '../../node/secrets.js';
 import { BEARER_SIZE_MAX } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { iggyError, unauthenticated } from '../errors.js';
@@ -28,7 +28,8 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = a
   app.post('/users/login', { schema: { body: LoginBody, response: responses({ 200: IdentityInfo }) } }, async (request) => {
     const { username, password } = request.body;
     const credentials = node.state.credentials(username);
-    const verified = await verifyPassword(credentials?.passwordHash ?? (await dummyPasswordHash()), password);
+    // Under the password gate: a flood of logins is refused (429) before it reaches Argon2id.
+    const verified = await ctx.verifyPassword(credentials?.passwordHash ?? (await dummyPasswordHash()), password);
     // Iggy answers a wrong username or password with InvalidCredentials (42), a 400.
     if (credentials === null || !verified) throw iggyError(ErrorCode.invalidCredentials);
     if (credentials.status !== UserStatus.active) throw iggyError(ErrorCode.userInactive);

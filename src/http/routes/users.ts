@@ -17,6 +17,7 @@ import { idOf, Operation } from '../../metadata/operations.js';
 import { canManageUsers, canReadUsers } from '../../metadata/permissions.js';
 import { validatePassword, validatePatName, validateUsername } from '../../metadata/validation.js';
 import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../../node/secrets.js';
+import { revocationExpiryUs } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { HttpError, iggyError, notFound, unauthorized } from '../errors.js';
 import { permissionsFromJson } from '../permissions-json.js';
@@ -45,8 +46,24 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
   const { node } = ctx;
   const { queries } = node.state;
 
+  // Revokes the access token the call was made with (RevokeAccessToken, committed: every replica
+  // refuses it from now on), then ends its VSR session. A personal access token is revoked by
+  // deleting it; its logout only ends the session.
   app.delete('/users/logout', { schema: { response: responses({ 204: Empty }) } }, async (request, reply) => {
-    await node.logout(ctx.identity(request).sessionKey);
+    const identity = ctx.identity(request);
+    const token = identity.accessToken;
+    if (token !== null) {
+      const body = encodeRequest({ operation: Operation.revokeAccessToken, jti: token.jti, expiryAtUs: revocationExpiryUs(token) });
+      try {
+        await ctx.commit(identity, Operation.revokeAccessToken, body);
+      } catch (error) {
+        // The list is full: the token stays valid until it expires (the caller is told), but
+        // the session still ends.
+        if (error instanceof HttpError && error.body.id === ErrorCode.revokedTokensLimitReached) await node.logout(identity.sessionKey);
+        throw error;
+      }
+    }
+    await node.logout(identity.sessionKey);
     return reply.code(204).send();
   });
 
@@ -119,7 +136,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
       if (target === null) throw iggyError(ErrorCode.resourceNotFound);
       // Before verifying: a caller who may not change this password learns nothing about it.
       if (target.id !== identity.userId && !canManageUsers(identity.principal)) throw unauthorized();
-      const built = await changePasswordBody(node.state, userId, currentPassword, newPassword);
+      const built = await changePasswordBody(node.state, userId, currentPassword, newPassword, ctx.verifyPassword);
       if (!built.ok) throw iggyError(built.errorCode);
       await ctx.commit(identity, Operation.changePassword, built.body);
       return reply.code(204).send();
