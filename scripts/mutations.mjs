@@ -200,7 +200,7 @@ const MUTATIONS = [
     id: '5b',
     defect: 5,
     reverts: 'the install restores the state machine (reference: a silent table-only install)',
-    edits: [{ file: REPLICA, search: '      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams });\n', replace: '' }],
+    edits: [{ file: REPLICA, search: '      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams, revokedTokens: snapshot.revokedTokens });\n', replace: '' }],
     pins: [PIN.walks],
   },
   {
@@ -322,6 +322,19 @@ const MUTATIONS = [
     reverts: 'a primary-elect persists the parked headers of the log view it adopts from the merge',
     edits: [{ file: REPLICA, search: '    this.noteViewHeaders(logViewChanged);\n    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();\n', replace: '    if (logViewChanged) this.persistView();\n' }],
     pins: [{ file: 'test/sim/seeds.test.ts', name: 'regression seeds seed 1282654390171: a primary-elect adopted the merged log view without persisting its parked headers', title: 'regression seed 1282654390171' }],
+  },
+  {
+    id: 'A6',
+    defect: 'A',
+    reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
+    edits: [{ file: REPLICA, search: 'sameLogView, lagging ? commit : -1);', replace: 'sameLogView, -1);' }],
+    pins: [
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 2644958924859 (targeted faults): a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them',
+        title: 'regression seed 2644958924859 (targeted faults)',
+      },
+    ],
   },
   {
     id: 'A*',

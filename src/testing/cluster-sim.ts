@@ -196,10 +196,10 @@ function targetedFaults(seed: number, faulty: boolean): TargetedFaults {
   if (!faulty) return TARGETED_FAULTS_OFF;
   const prng = new Prng(seed * 7 + 5);
   return {
-    starveProbability: prng.chance(0.5) ? prng.float() * 0.004 : 0,
+    starveProbability: prng.chance(0.5) ? prng.float() * 0.008 : 0,
     starveMeanTicks: prng.range(50, 400),
     superblockBurstProbability: prng.chance(0.4) ? prng.float() * 0.003 : 0,
-    crashPrimaryOnFetchProbability: prng.chance(0.5) ? 0.2 + prng.float() * 0.8 : 0,
+    crashPrimaryOnFetchProbability: prng.chance(0.6) ? 0.2 + prng.float() * 0.8 : 0,
     crashPrimaryOnRejoinProbability: prng.chance(0.5) ? 0.5 + prng.float() * 0.5 : 0,
     longCrashProbability: prng.chance(0.5) ? prng.float() * 0.6 : 0,
     snapshotRotProbability: prng.chance(0.4) ? prng.float() * 0.004 : 0,
@@ -643,7 +643,7 @@ export class ClusterSim {
       this.starving = null;
       const primary = this.livePrimary();
       const others = this.replicas.filter((entry) => entry.replica !== null && entry.index !== previous && entry.index !== primary?.index);
-      if (others.length > 0 && prng.chance(0.5)) {
+      if (others.length > 0 && prng.chance(0.8)) {
         const ticks = Math.ceil(-Math.log(1 - prng.float()) * options.starveMeanTicks);
         this.starving = { replica: prng.pick(others).index, untilTick: this.tickNow + ticks };
         this.targetedCounters.starvations += 1;

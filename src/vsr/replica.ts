@@ -318,8 +318,6 @@ export class Replica {
   private readonly viewHeaders = new Map<number, PrepareHeader>();
   /** The view whose StartView our journal was last verified against (top-down, by reconcile). */
   private reconciledView = -1;
-  /** That StartView's commit point: journal entries at or below it are committed. */
-  private reconciledCommit = -1;
   /** Booted from an empty data directory and has not joined a log view since. */
   private pristine = false;
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
@@ -1671,11 +1669,19 @@ export class Replica {
    * Walking down from the top, each verified entry vouches for the one below through `parent`.
    * The lowest op that is divergent, or unverifiable while our log came from another log view,
    * is truncated together with everything above it; then missing canonical headers are parked so
-   * their bodies can be repaired and verified.
+   * their bodies can be repaired and verified. Unverifiable entries at or below
+   * `keepUnverifiedThrough` are kept instead (a lagging replica that keeps its log view); returns
+   * the lowest kept one, or +Infinity when the journal was verified throughout.
    */
-  private reconcileJournal(canonical: ReadonlyMap<number, PrepareHeader>, head: number, sameLogView: boolean): void {
+  private reconcileJournal(
+    canonical: ReadonlyMap<number, PrepareHeader>,
+    head: number,
+    sameLogView: boolean,
+    keepUnverifiedThrough = -1,
+  ): number {
     let truncateAt: number | null = null;
     let expected: bigint | null = null;
+    let keptLowest = Number.POSITIVE_INFINITY;
     for (let op = Math.max(this.journal.head, head); op > this.commitMin; op--) {
       const header = canonical.get(op);
       const want = header?.checksum ?? expected;
@@ -1687,6 +1693,12 @@ export class Replica {
       }
       if (entry === undefined) {
         expected = header?.parent ?? null;
+        continue;
+      }
+      if (want === null && !sameLogView && op <= keepUnverifiedThrough) {
+        // Unverifiable, not divergent, and our log view stays: kept (nothing below is verified by it).
+        keptLowest = op;
+        expected = null;
         continue;
       }
       if (want === null ? !sameLogView : entry.checksum !== want) {
@@ -1704,6 +1716,7 @@ export class Replica {
       if (op <= this.commitMin || op > head || this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
       this.journal.put({ op, header, checksum: header.checksum, frame: null, durable: false });
     }
+    return keptLowest;
   }
 
   /** The primary-elect starts the view once every body of (commitMin, head] is durable. */
@@ -1797,11 +1810,25 @@ export class Replica {
     // truncation is durable before the superblock that records its log view (requests complete
     // in order), so entries recovered from the WAL are canonical for the recovered log view.
     const sameLogView = this.logView === header.view;
-    this.reconcileJournal(canonical, header.op, sameLogView);
-    this.reconciledView = header.view;
-    this.reconciledCommit = Math.min(header.commit, header.op);
-    // The journal agrees with this StartView's log now: its commit number speaks of our journal.
-    this.advanceCommitCanonical(this.reconciledCommit);
+    // A replica whose journal cannot hold the view's log (it is more than a WAL behind) follows the
+    // view without adopting its log view: claiming log view v with a log that stops short of v's
+    // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
+    // It catches up by committed repair (or state transfer) and asks for a fresh StartView then.
+    const lagging = !this.journal.hasRoom(header.op);
+    const commit = Math.min(header.commit, header.op);
+    // A lagging replica keeps its log view, so prepares of that log view the StartView cannot
+    // vouch for (below its suffix) stay canonical for what it reports, and at or below the commit
+    // point they may be a committed op's last copies but one: dropping them let a single lost disk
+    // lose a committed op (seed 2644958924859). They are kept, and applied only once committed
+    // repair proves them (see `repairIfBehind`).
+    const keptLowest = this.reconcileJournal(canonical, header.op, sameLogView, lagging ? commit : -1);
+    if (keptLowest === Number.POSITIVE_INFINITY) {
+      this.reconciledView = header.view;
+      // The journal agrees with this StartView's log now: its commit number speaks of our journal.
+      this.advanceCommitCanonical(commit);
+    } else {
+      this.advanceCommitMax(commit);
+    }
     if (this.pristine) {
       this.pristine = false;
       if (header.op > 0 && !this.nackUnknown) {
@@ -1812,11 +1839,6 @@ export class Replica {
         this.env.logger.log('warn', 'empty data directory joining a cluster with history: treating it as a lost disk', { op: header.op });
       }
     }
-    // A replica whose journal cannot hold the view's log (it is more than a WAL behind) follows the
-    // view without adopting its log view: claiming log view v with a log that stops short of v's
-    // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
-    // It catches up by committed repair (or state transfer) and asks for a fresh StartView then.
-    const lagging = !this.journal.hasRoom(header.op);
     // Caught up once everything this StartView announced is applied (prepares acknowledged before
     // a disk loss are all at or below its head).
     this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
@@ -1936,9 +1958,12 @@ export class Replica {
     const primaryElect = this.status === 'view_change' && this.pendingView !== null;
     const primaryBehind = this.status === 'normal' && this.isPrimary() && this.commitMin < this.commitMax;
     if (!primaryElect && !primaryBehind && (this.status !== 'normal' || this.isPrimary())) return;
-    if (this.commitMin < this.commitMax && this.journal.prepare(this.commitMin + 1) === undefined) {
+    // The walk is blocked by a missing body, or by a body it may not apply (`commitCanonical`:
+    // a prepare of our log view that nothing verified against the committed history).
+    const fenced = this.commitCanonical <= this.commitMin && this.journal.prepare(this.commitMin + 1) !== undefined;
+    if (this.commitMin < this.commitMax && (this.journal.prepare(this.commitMin + 1) === undefined || fenced)) {
       const from = this.commitMin + 1;
-      if (this.journal.get(from) !== undefined) {
+      if (this.journal.get(from) !== undefined && !fenced) {
         // We hold the canonical headers (parked): any replica that journaled these prepares can
         // serve them, applied or not, since each body is verified against its header.
         let to = from;

@@ -62,4 +62,12 @@ describe('regression seeds', () => {
     const result = simulateSeed(seed, kernels, TARGETED_FAULTS_OFF);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
+
+  // Found by the targeted faults (issue 12), replayed with them.
+  it.each([
+    [2_644_958_924_859, 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'],
+  ])('seed %i (targeted faults): %s', (seed) => {
+    const result = simulateSeed(seed, kernels);
+    expect(result.ok, result.ok ? '' : report(result)).toBe(true);
+  });
 });
