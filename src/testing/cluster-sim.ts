@@ -435,7 +435,8 @@ export class ClusterSim {
       if (other.index === index) return true;
       // A rotten snapshot refuses the next boot: that replica's disk is already the one at fault.
       if (other.rotten) return false;
-      if (other.replica === null || other.replica.nackUnknown) return false;
+      // Durably: a replica that caught up but has not yet persisted it is still catching up.
+      if (other.replica === null || other.replica.nackUnknownDurably) return false;
       if (other.wipedCatchUpOp !== null) {
         // Still catching up from an earlier lost disk: a second one could lose the last copy.
         if (other.replica.status !== 'normal' || other.replica.commitMin < other.wipedCatchUpOp) return false;

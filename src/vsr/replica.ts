@@ -302,6 +302,13 @@ export class Replica {
    * change until it holds the cluster's log again (TigerBeetle's reason to never re-format).
    */
   nackUnknown = false;
+  /** What the superblock durably says of `nackUnknown` (a restart goes back to it). */
+  private durableNackUnknown = false;
+
+  /** Lost its disk and not caught up, in memory or on disk (a restart now would be again). */
+  get nackUnknownDurably(): boolean {
+    return this.nackUnknown || this.durableNackUnknown;
+  }
   /**
    * The head of the newest StartView adopted since this boot (or of the view this replica started
    * as primary); -1 until one is. A replica that lost its disk may have acknowledged prepares only
@@ -463,6 +470,7 @@ export class Replica {
       this.durableView = state.view;
       this.durableLogView = state.logView;
       this.nackUnknown = (state.flags & VSR_FLAG_NACK_UNKNOWN) !== 0;
+      this.durableNackUnknown = this.nackUnknown;
     } else if (boot.prepares.length > 0) {
       const last = decodeHeader(boot.prepares[boot.prepares.length - 1]!);
       if (last.ok) this.view = last.header.view;
@@ -791,6 +799,7 @@ export class Replica {
       const wasDurable = this.viewDurable();
       this.durableView = state.view;
       this.durableLogView = state.logView;
+      this.durableNackUnknown = (state.flags & VSR_FLAG_NACK_UNKNOWN) !== 0;
       // Headers parked since the write started need a new one; headers repaired since do not.
       const viewHeadersCovered = this.viewHeadersToPersist().every((header) => writtenViewHeaders.has(header.checksum));
       if (this.superblockDirty || !this.matchesDurable(state) || !viewHeadersCovered) this.persistView();
