@@ -314,7 +314,7 @@ const MUTATIONS = [
       { file: REPLICA, search: '    let committed = this.commitCanonical;\n', replace: '    let committed = this.commitMax;\n' },
       { file: REPLICA, search: '    if (committed > this.commitCanonical) {\n      this.advanceCommitCanonical(committed);', replace: '    if (committed > this.commitMax) {\n      this.advanceCommitCanonical(committed);' },
     ],
-    pins: [],
+    pins: [audit('found by the widened simulator', 'a primary whose commit_max rose from outside its log still commits its own pipeline')],
   },
   {
     id: 'A5',

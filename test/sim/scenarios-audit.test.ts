@@ -423,3 +423,58 @@ describe('audit, also: fail-stop on own divergence, no ignored storage failure',
     cluster.converge();
   });
 });
+
+describe('found by the widened simulator', () => {
+  it('a primary whose commit_max rose from outside its log still commits its own pipeline', () => {
+    const cluster = sim({ clientCount: 1, requestsPerClient: 30 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const p = cluster.replica(primary);
+    const backups = [0, 1, 2].filter((index) => index !== primary);
+    // The backups' acknowledgements are held: the primary's next op waits in its pipeline.
+    let holdAcks = false;
+    cluster.network.filter = ({ frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      return holdAcks && decoded.ok && decoded.header.command === Command.prepareOk ? 'drop' : 'deliver';
+    };
+    expect(cluster.runUntil(() => p.checkpointOp > 0 && p.commitMin === p.commitMax, 10_000), cluster.describe()).toBe(true);
+    holdAcks = true;
+    expect(cluster.runUntil(() => p.op > p.commitMax, 2_000), cluster.describe()).toBe(true);
+    const waiting = p.op;
+    // Its snapshot file rots and a peer asks for it: the primary starts repairing its file, and a
+    // peer's answer (here a refusal) carries a commit number that covers the waiting op, learned
+    // elsewhere. It is knowledge about the cluster, not an acknowledgement of this pipeline.
+    cluster.replicas[primary]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+    const request = (from: number) =>
+      buildFrame(kernels, { command: Command.requestStateTransfer, cluster: p.config.cluster, view: p.view, release: 0, replica: from, nonce: 77n, group: METADATA_GROUP });
+    const delivered = decodeFrame(kernels, request(backups[0]!));
+    if (delivered.ok) p.onMessage(delivered);
+    expect(cluster.runUntil(() => p.snapshotRepair.transferring, 200), cluster.recentLog.join('\n')).toBe(true);
+    const nonce = p.snapshotRepair.sessionAny!.nonce;
+    const refusal = decodeFrame(
+      kernels,
+      buildFrame(kernels, {
+        command: Command.stateTransferTarget,
+        cluster: p.config.cluster,
+        view: p.view,
+        release: 0,
+        replica: backups[1]!,
+        nonce,
+        commitOp: 0,
+        group: METADATA_GROUP,
+        available: 0,
+        unavailableTransient: 1,
+        commitMax: waiting,
+        checkpointAnchor: 0n,
+        checkpointOp: 0,
+        checkpointId: 0n,
+      }),
+    );
+    if (refusal.ok) p.onMessage(refusal);
+    expect(p.commitMax).toBe(waiting);
+    holdAcks = false;
+    expect(cluster.runUntil(() => p.commitMin >= waiting, 2_000), `primary stuck at ${p.commitMin}: ${cluster.describe()}`).toBe(true);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+});
