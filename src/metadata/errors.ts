@@ -16,6 +16,7 @@ export const ErrorCode = {
   error: 1,
   invalidCommand: 3,
   invalidFormat: 4,
+  featureUnavailable: 5,
   invalidIdentifier: 6,
   resourceNotFound: 20,
   staleClient: 30,
@@ -61,6 +62,7 @@ export const ErrorCode = {
   consumerGroupNameAlreadyExists: 5004,
   invalidConsumerGroupName: 5005,
   consumerGroupMemberNotFound: 5006,
+  unsupportedOptionKey: 4041,
   // vrmeta extensions (see the module comment).
   consumerGroupsLimitReached: 90_001,
   consumerGroupMembersLimitReached: 90_002,
@@ -73,6 +75,7 @@ export const ERROR_NAMES: Readonly<Record<ErrorCode, string>> = {
   1: 'error',
   3: 'invalid_command',
   4: 'invalid_format',
+  5: 'feature_unavailable',
   6: 'invalid_identifier',
   20: 'resource_not_found',
   30: 'stale_client',
@@ -118,6 +121,7 @@ export const ERROR_NAMES: Readonly<Record<ErrorCode, string>> = {
   5004: 'consumer_group_name_already_exists',
   5005: 'invalid_consumer_group_name',
   5006: 'consumer_group_member_not_found',
+  4041: 'unsupported_option_key',
   90_001: 'consumer_groups_limit_reached',
   90_002: 'consumer_group_members_limit_reached',
 };
@@ -128,6 +132,7 @@ export const ERROR_REASONS: Readonly<Record<ErrorCode, string>> = {
   1: 'Error',
   3: 'Invalid command',
   4: 'Invalid format',
+  5: 'Feature unavailable',
   6: 'Invalid identifier',
   20: 'Resource was not found',
   30: 'Stale client',
@@ -173,6 +178,7 @@ export const ERROR_REASONS: Readonly<Record<ErrorCode, string>> = {
   5004: 'Consumer group with this name already exists',
   5005: 'Invalid consumer group name',
   5006: 'Consumer group member was not found',
+  4041: 'Unsupported option key',
   90_001: 'Consumer groups limit reached for this topic',
   90_002: 'Consumer group members limit reached',
 };

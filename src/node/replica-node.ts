@@ -342,11 +342,10 @@ export class ReplicaNode implements NodeApi {
 
   async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {
     if (!this.isPrimary()) return { kind: 'not_primary', primaryHttp: this.primaryHttpAddress() };
+    const deletedUser = operation === MetadataOperation.deleteUser ? this.state.deleteUserTarget(body) : null;
     const outcome = await this.sessions.write(session, userId, operation, body);
-    if (outcome.kind === 'committed' && operation === MetadataOperation.deleteUser && outcome.payload.byteLength === 4) {
-      // The deleted user's id may be reused: its sessions must not act as the next owner.
-      this.sessions.dropUser(new DataView(outcome.payload.buffer, outcome.payload.byteOffset, 4).getUint32(0, true));
-    }
+    // The deleted user's id may be reused: its sessions must not act as the next owner.
+    if (outcome.kind === 'committed' && deletedUser !== null) this.sessions.dropUser(deletedUser);
     return outcome;
   }
 
