@@ -63,6 +63,7 @@ export const ErrorCode = {
   invalidConsumerGroupName: 5005,
   consumerGroupMemberNotFound: 5006,
   unsupportedOptionKey: 4041,
+  invalidOptionValue: 4042,
   // vrmeta extensions (see the module comment).
   consumerGroupsLimitReached: 90_001,
   consumerGroupMembersLimitReached: 90_002,
@@ -122,6 +123,7 @@ export const ERROR_NAMES: Readonly<Record<ErrorCode, string>> = {
   5005: 'invalid_consumer_group_name',
   5006: 'consumer_group_member_not_found',
   4041: 'unsupported_option_key',
+  4042: 'invalid_option_value',
   90_001: 'consumer_groups_limit_reached',
   90_002: 'consumer_group_members_limit_reached',
 };
@@ -179,6 +181,7 @@ export const ERROR_REASONS: Readonly<Record<ErrorCode, string>> = {
   5005: 'Invalid consumer group name',
   5006: 'Consumer group member was not found',
   4041: 'Unsupported option key',
+  4042: 'Invalid option value',
   90_001: 'Consumer groups limit reached for this topic',
   90_002: 'Consumer group members limit reached',
 };

@@ -32,6 +32,11 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
   ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared key for replica authentication (>= 32 chars)'],
   ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
+  ['--tcp <host:port>', 'tcp', 'Iggy binary client listener (default 127.0.0.1:8090)'],
+  ['--tcp-peers <list>', 'tcp_peers', 'comma-separated binary client host:port of every replica (leader following)'],
+  ['--tcp-connections-max <n>', 'tcp_connections_max', 'client connections held at once (default 10000)'],
+  ['--tcp-tls-cert <file>', 'tcp_tls_cert', 'PEM certificate: TLS on the client port (with --tcp-tls-key)'],
+  ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
 ];
 
 const start = program.command('start').description('run one replica in the foreground (pino JSON logs on stdout)');
@@ -56,9 +61,10 @@ program
   .option('--data-dir <path>', 'data directory (one sub-directory per replica)', './data')
   .option('--http-port <port>', 'first HTTP port', positiveInteger, 3000)
   .option('--replica-port <port>', 'first replication port', positiveInteger, 9090)
+  .option('--tcp-port <port>', 'first binary client (Iggy TCP) port', positiveInteger, 8090)
   .addOption(new Option('--kernels <mode>', 'auto | wasm | ts').default('auto'))
   .option('--log-level <level>', 'replica log level', 'info')
-  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; kernels: string; logLevel: string }) => {
+  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; tcpPort: number; kernels: string; logLevel: string }) => {
     const { dev } = await import('./dev.js');
     process.exitCode = await dev(options);
   });

@@ -75,6 +75,8 @@ export async function start(options: StartOptions): Promise<number> {
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
   logger.info({ http: config.http }, `HTTP listening on http://${config.http}`);
+  await node.startClientListener();
+  logger.info({ tcp: config.tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${config.tcp}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -4,7 +4,8 @@
  * This is the only place real IO meets the core (STYLE.md: src/node is where IO is wired).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
 import type {
   ClientSessionInfo,
@@ -22,6 +23,14 @@ import { FsDisk } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
+import { ClientListener } from '../transport/client-listener.js';
+import { parseHostPort } from '../transport/address.js';
+import { SERVER_VERSION_DEFAULT } from '../http/app.js';
+import { processSystemInfo } from '../http/system-info.js';
+import { ClusterNodeRole, ClusterNodeStatus, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
+import { Command } from '../constants.js';
+import type { DecodedFrame } from '../vsr/frame.js';
+import { BinarySessions } from './binary-sessions.js';
 import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
 import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
 import { DivergenceFailure, Replica } from '../vsr/replica.js';
@@ -86,6 +95,9 @@ export class ReplicaNode implements NodeApi {
   readonly bus: ReplicaBus;
   readonly storage: StorageDriver;
   readonly sessions: ClientSessions;
+  /** The Iggy binary protocol's sessions (one per client connection). */
+  readonly binary: BinarySessions;
+  private clientListener: ClientListener | null = null;
   private readonly logger: PinoLogger;
   private readonly disk: FsDisk;
   private ticker: NodeJS.Timeout | null = null;
@@ -141,7 +153,7 @@ export class ReplicaNode implements NodeApi {
       cluster,
       kernels: this.kernels,
       clusterSecret: config.clusterSecret === null ? undefined : new TextEncoder().encode(config.clusterSecret),
-      onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
+      onMessage: (frame) => this.guard(() => this.onBusFrame(frame)),
       logger: coreLogger,
     });
     this.core = new Replica({
@@ -158,11 +170,127 @@ export class ReplicaNode implements NodeApi {
         logger: coreLogger,
         bus: {
           sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
-          sendToClient: (client, frame) => this.sessions.onClientFrame(client, frame),
+          sendToClient: (client, frame) => this.routeClientFrame(client, frame),
         },
       },
     });
     this.storage.onDone = (id, result) => this.guard(() => this.core.onStorageDone(id, result));
+    this.binary = new BinarySessions({
+      cluster,
+      replica: config.replicaId,
+      clusterName: config.clusterName,
+      kernels: this.kernels,
+      state: this.state,
+      core: this.core,
+      serverVersion: SERVER_VERSION_DEFAULT,
+      sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+      clusterNodes: () => this.binaryClusterNodes(),
+      stats: () => this.binaryStats(),
+      log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+    });
+  }
+
+  /**
+   * A frame from a peer replica. Replies and evictions are the primary relaying the answer to a
+   * request this replica forwarded for one of its binary clients; a Request is such a forward,
+   * whose reply must go back to the replica stamped in it.
+   */
+  private onBusFrame(frame: DecodedFrame): void {
+    const header = frame.header;
+    if (header.command === Command.reply || header.command === Command.eviction) {
+      this.binary.deliver(header.client, frame.frame);
+      return;
+    }
+    if (header.command === Command.request && header.replica !== this.replica) this.binary.forwarded.note(header.client, header.replica);
+    this.core.onMessage(frame);
+  }
+
+  /** A reply or eviction from the core: a binary client here, one forwarded here, or HTTP's. */
+  private routeClientFrame(client: bigint, frame: Uint8Array): void {
+    if (this.binary.deliver(client, frame)) return;
+    const replica = this.binary.forwarded.routeOf(client);
+    if (replica !== undefined && replica !== this.replica) {
+      this.bus.sendToReplica(replica, frame);
+      return;
+    }
+    this.sessions.onClientFrame(client, frame);
+  }
+
+  /** Binds the Iggy binary client port (`--tcp`); TLS when a certificate and key are set. */
+  async startClientListener(): Promise<AddressInfo> {
+    const { host, port } = parseHostPort(this.config.tcp);
+    const tls =
+      this.config.tcpTlsCert === null || this.config.tcpTlsKey === null
+        ? null
+        : { cert: readFileSync(this.config.tcpTlsCert), key: readFileSync(this.config.tcpTlsKey) };
+    this.clientListener = new ClientListener({
+      host,
+      port,
+      connectionsMax: this.config.tcpConnectionsMax,
+      tls,
+      cluster: this.cluster,
+      open: (io) => this.binary.open(io),
+      log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+    });
+    return this.clientListener.listen();
+  }
+
+  get clientListenerStats(): ReturnType<ClientListener['stats']> | null {
+    return this.clientListener?.stats() ?? null;
+  }
+
+  /** GetClusterMetadata's roster: the replicas whose binary address is known (all with --tcp-peers). */
+  private binaryClusterNodes(): ClusterNodeView[] {
+    const tcpPeers = this.config.tcpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.tcp : null));
+    const httpPeers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : null));
+    const stats = this.bus.stats();
+    const leader = this.core.status === 'normal' ? this.core.primaryIndex() : -1;
+    const nodes: ClusterNodeView[] = [];
+    tcpPeers.forEach((address, replica) => {
+      if (address === null) return;
+      const tcp = parseHostPort(address);
+      const http = httpPeers[replica];
+      const connected = replica === this.replica || (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false);
+      nodes.push({
+        name: `${this.clusterName}-${replica}`,
+        ip: tcp.host,
+        tcpPort: tcp.port,
+        quicPort: 0,
+        httpPort: http === null || http === undefined ? 0 : parseHostPort(http).port,
+        websocketPort: 0,
+        role: replica === leader ? ClusterNodeRole.leader : ClusterNodeRole.follower,
+        status: connected ? ClusterNodeStatus.healthy : ClusterNodeStatus.unreachable,
+      });
+    });
+    return nodes;
+  }
+
+  private binaryStats(): Uint8Array {
+    const system = processSystemInfo();
+    const metadata = this.state.queries.statsView();
+    return encodeStats({
+      processId: system.processId,
+      cpuUsage: system.cpuUsagePercent,
+      totalCpuUsage: system.totalCpuUsagePercent,
+      memoryUsage: system.memoryUsageBytes,
+      totalMemory: system.totalMemoryBytes,
+      availableMemory: system.availableMemoryBytes,
+      runTimeUs: system.runTimeUs,
+      startTimeUs: system.startTimeUs,
+      readBytes: system.readBytes,
+      writtenBytes: system.writtenBytes,
+      ...metadata,
+      clientsCount: this.binary.connectionCount + this.sessions.size,
+      hostname: system.hostname,
+      osName: system.osName,
+      osVersion: system.osVersion,
+      kernelVersion: system.kernelVersion,
+      serverVersion: SERVER_VERSION_DEFAULT,
+      serverSemver: null,
+      threadsCount: system.threadsCount,
+      freeDiskSpace: system.freeDiskSpaceBytes,
+      totalDiskSpace: system.totalDiskSpaceBytes,
+    });
   }
 
   /** Binds the replication listener and starts the clock. */
@@ -190,6 +318,8 @@ export class ReplicaNode implements NodeApi {
     }
     this.closed = true;
     if (this.ticker !== null) clearInterval(this.ticker);
+    this.binary.close();
+    await this.clientListener?.close();
     this.sessions.close();
     await this.bus.close();
     try {

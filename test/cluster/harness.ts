@@ -191,15 +191,17 @@ class Replica {
   readonly index: number;
   readonly httpPort: number;
   readonly replicaPort: number;
+  readonly tcpPort: number;
   readonly dataDir: string;
   readonly logFile: string;
   overrides: ReplicaOverrides = {};
   runs: Run[] = [];
 
-  constructor(index: number, httpPort: number, replicaPort: number, dataDir: string, logFile: string) {
+  constructor(index: number, httpPort: number, replicaPort: number, tcpPort: number, dataDir: string, logFile: string) {
     this.index = index;
     this.httpPort = httpPort;
     this.replicaPort = replicaPort;
+    this.tcpPort = tcpPort;
     this.dataDir = dataDir;
     this.logFile = logFile;
   }
@@ -282,10 +284,18 @@ export class Cluster {
   private static async spawnAll(options: Cluster['options']): Promise<Cluster> {
     const replicaCount = options.replicaCount;
     const root = mkdtempSync(join(tmpdir(), 'vrmeta-cluster-'));
-    const ports = await reservePorts(replicaCount * 2);
+    const ports = await reservePorts(replicaCount * 3);
     const replicas = Array.from(
       { length: replicaCount },
-      (_, index) => new Replica(index, ports[index]!, ports[replicaCount + index]!, join(root, `replica-${index}`), join(root, `replica-${index}.log`)),
+      (_, index) =>
+        new Replica(
+          index,
+          ports[index]!,
+          ports[replicaCount + index]!,
+          ports[2 * replicaCount + index]!,
+          join(root, `replica-${index}`),
+          join(root, `replica-${index}.log`),
+        ),
     );
     const cluster = new Cluster(root, options, replicas);
     for (const replica of replicas) cluster.spawnReplica(replica);
@@ -311,6 +321,11 @@ export class Cluster {
     return `127.0.0.1:${this.replica(index).httpPort}`;
   }
 
+  /** The replica's Iggy binary client port. */
+  tcpPort(index: number): number {
+    return this.replica(index).tcpPort;
+  }
+
   dataDir(index: number): string {
     return this.replica(index).dataDir;
   }
@@ -331,6 +346,8 @@ export class Cluster {
       '--replicas', this.replicas.map((r) => `127.0.0.1:${r.replicaPort}`).join(','),
       '--http', `127.0.0.1:${replica.httpPort}`,
       '--http-peers', this.replicas.map((r) => `127.0.0.1:${r.httpPort}`).join(','),
+      '--tcp', `127.0.0.1:${replica.tcpPort}`,
+      '--tcp-peers', this.replicas.map((r) => `127.0.0.1:${r.tcpPort}`).join(','),
       '--data-dir', replica.dataDir,
       '--cluster-name', o.clusterName,
       '--journal-slots', String(o.journalSlots),

@@ -1,0 +1,793 @@
+/**
+ * The binary client plane's sessions: one Iggy SDK connection is one VSR client session in the
+ * replicated client table (DESIGN.md §2.4). This module owns what happens between a decoded
+ * client frame and the replica core; the socket side is src/transport/client-listener.ts, the
+ * wire is src/transport/client-wire.ts, the command meanings are ./binary-commands.ts.
+ *
+ * Session lifecycle (Iggy `core/server/src/dispatch.rs` and `auth.rs`, cc269ef70):
+ * - Register (LoginRegister / LoginRegisterWithAccessToken, operation 1, session 0, request 0):
+ *   the version prefix is checked (MalformedLogin, IncompatibleProtocol), credentials are
+ *   verified here against the replicated users (InvalidCredentials, InvalidToken, UserInactive),
+ *   then a Register carrying the authenticated user id is committed through VSR for the client's
+ *   own u128 id. Its commit op is the session (epoch) the reply hands back; the connection is
+ *   bound to (client, user, epoch). Every register proposes (a bind fences older epochs).
+ * - Replicated requests carry the SDK's request number and the bound epoch; the edge rebuilds a
+ *   sealed internal request (the client's own `client` field is ignored once bound, as Iggy
+ *   rewrites it) and the committed reply, cached in the client table, is sent back byte for byte.
+ *   A retry of a committed request number gets the cached reply (or RequestAlreadyApplied once it
+ *   left the ring); the SDK retries on 57/58 with the same frame.
+ * - Logout commits a replicated Logout and unbinds. A closed connection's session is logged out
+ *   after DISCONNECT_LOGOUT_GRACE_MS, so a client resuming its session elsewhere (login with the
+ *   same client id: the entry, and its watermark, survive) wins: the late Logout carries the old
+ *   epoch and is fenced.
+ * - Evictions: NoSession and SessionTooLow come from the core's client table; the login ones,
+ *   StaleClient (a silent connection), InvalidRequestOperation/Body/BodySize (protocol errors)
+ *   from here.
+ *
+ * Writes arriving at a backup are forwarded to the primary as sealed Request frames over the
+ * replica bus, stamped with this replica's index; the primary routes the reply (or eviction) back
+ * the same way (`ForwardedClients`). SDKs that follow the leader (GetClusterMetadata after login)
+ * then talk to the primary directly. A write whose reply does not come within
+ * CLIENT_WRITE_TIMEOUT_MS answers TransientNotCommitted (the SDK replays the same request number,
+ * which the client table deduplicates); one that could not be proposed anywhere answers
+ * TransientNotAccepted.
+ *
+ * Bounded: one request in flight per connection (the listener stops reading meanwhile), at most
+ * CLIENT_QUEUED_FRAMES_MAX frames decoded ahead, FORWARDED_CLIENTS_MAX reply routes, one
+ * disconnect Logout timer per closed bound connection.
+ */
+import { Command, HEADER_SIZE } from '../constants.js';
+import type { Kernels } from '../kernels/kernel.js';
+import { encodeLoginRegister, encodeRawPersonalAccessToken, type ClientInfoView } from '../metadata/binary-responses.js';
+import { ErrorCode } from '../metadata/errors.js';
+import type { Principal } from '../metadata/permissions.js';
+import { UserStatus } from '../metadata/snapshot-model.js';
+import type { MetadataStateMachine } from '../metadata/state-machine.js';
+import { assert } from '../stdx/assert.js';
+import * as bodies from '../transport/client-bodies.js';
+import type { ClientDecodeResult } from '../transport/client-frame-decoder.js';
+import type { ClientHandle, ClientIo } from '../transport/client-listener.js';
+import {
+  ClientCommand,
+  CommandCode,
+  IGGY_PROTOCOL_VERSION,
+  encodeClientEviction,
+  encodeClientReply,
+  isClientMetadataOperation,
+  isPartitionOperation,
+  isProtocolCompatible,
+  readClientReply,
+  readClientRequest,
+  resultCodeOf,
+  resultRejection,
+  resultSuccess,
+  type ClientRequestHeader,
+} from '../transport/client-wire.js';
+import { buildFrame, decodeFrame } from '../vsr/frame.js';
+import { EvictionReason, Operation, type RequestHeader } from '../vsr/header.js';
+import { encodeRegisterBody } from '../vsr/reply.js';
+import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
+import { personalAccessTokenHash, verifyPassword, hashPassword } from './secrets.js';
+
+/** A proposed request without a committed reply by then answers TransientNotCommitted (57). */
+export const CLIENT_WRITE_TIMEOUT_MS = 5_000;
+/** Frames decoded ahead of the one in flight; an SDK sends one at a time, so more is abuse. */
+export const CLIENT_QUEUED_FRAMES_MAX = 256;
+/** How many forwarded clients the primary remembers the reply route of (oldest dropped). */
+export const FORWARDED_CLIENTS_MAX = 8192;
+/** A closed connection's session is logged out this long after, unless resumed meanwhile. */
+export const DISCONNECT_LOGOUT_GRACE_MS = 10_000;
+/** Iggy's synthetic request number for a disconnect Logout (u64::MAX there; our u64 limit here). */
+export const DISCONNECT_LOGOUT_REQUEST = Number.MAX_SAFE_INTEGER;
+/** Iggy writes u32::MAX as the user of a connection that has not logged in. */
+export const NO_USER = 0xffff_ffff;
+
+/** The replica core as the sessions use it. */
+export interface SessionCore {
+  readonly view: number;
+  readonly status: string;
+  readonly commitMax: number;
+  isPrimary(): boolean;
+  primaryIndex(): number;
+  canAcceptRequests(): boolean;
+  onRequest(header: RequestHeader, body: Uint8Array): void;
+  readonly clientTable: { get(client: bigint): { readonly userId: number; readonly epoch: number } | undefined };
+}
+
+export interface BinaryHost {
+  readonly cluster: bigint;
+  readonly replica: number;
+  readonly clusterName: string;
+  readonly kernels: Kernels;
+  readonly state: MetadataStateMachine;
+  readonly core: SessionCore;
+  readonly serverVersion: string;
+  /** Queues a frame to a peer replica (the forward of a request to the primary). */
+  sendToReplica(replica: number, frame: Uint8Array): void;
+  /** The cluster roster for GetClusterMetadata. */
+  clusterNodes: ReadContext['clusterNodes'];
+  /** The GetStats body (needs this node's process facts and client count). */
+  stats(): Uint8Array;
+  log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
+}
+
+
+type SubmitOutcome =
+  | { readonly kind: 'reply'; readonly frame: Uint8Array }
+  | { readonly kind: 'eviction'; readonly frame: Uint8Array }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'not_accepted' };
+
+interface Pending {
+  /** Null for a disconnect Logout, which nobody waits on. */
+  readonly connection: ClientConnection | null;
+  readonly request: number;
+  readonly resolve: (outcome: SubmitOutcome) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** Counters for /metrics and tests. */
+export interface BinaryCounters {
+  connectionsOpened: number;
+  connectionsClosed: number;
+  frames: number;
+  evictionsSent: Partial<Record<number, number>>;
+  writesForwarded: number;
+  writesTimedOut: number;
+  writesNotAccepted: number;
+  repliesUnrouted: number;
+  forwardedRoutesDropped: number;
+  queueOverflows: number;
+  disconnectLogouts: number;
+}
+
+/** Primary side: which replica a forwarded client's replies go back to. Bounded, oldest first. */
+export class ForwardedClients {
+  private readonly routes = new Map<bigint, number>();
+  dropped = 0;
+
+  note(client: bigint, replica: number): void {
+    this.routes.delete(client);
+    if (this.routes.size >= FORWARDED_CLIENTS_MAX) {
+      this.routes.delete(this.routes.keys().next().value!);
+      this.dropped += 1;
+    }
+    this.routes.set(client, replica);
+  }
+
+  routeOf(client: bigint): number | undefined {
+    return this.routes.get(client);
+  }
+
+  forget(client: bigint): void {
+    this.routes.delete(client);
+  }
+
+  get size(): number {
+    return this.routes.size;
+  }
+}
+
+let dummyHash: Promise<string> | null = null;
+/** Verified against for an unknown username, so a login takes the same Argon2id time either way. */
+function dummyPasswordHash(): Promise<string> {
+  dummyHash ??= hashPassword('vrmeta: no such user');
+  return dummyHash;
+}
+
+export class BinarySessions {
+  readonly host: BinaryHost;
+  readonly forwarded = new ForwardedClients();
+  readonly counters: BinaryCounters = {
+    connectionsOpened: 0,
+    connectionsClosed: 0,
+    frames: 0,
+    evictionsSent: {},
+    writesForwarded: 0,
+    writesTimedOut: 0,
+    writesNotAccepted: 0,
+    repliesUnrouted: 0,
+    forwardedRoutesDropped: 0,
+    queueOverflows: 0,
+    disconnectLogouts: 0,
+  };
+  private readonly connections = new Map<number, ClientConnection>();
+  /** The request in flight per VSR client id (replies and evictions are routed by it). */
+  private readonly pending = new Map<bigint, Pending>();
+  /** Bound VSR client id -> its connection on this replica. */
+  private readonly bound = new Map<bigint, ClientConnection>();
+  private readonly logoutTimers = new Set<NodeJS.Timeout>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(host: BinaryHost) {
+    this.host = host;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  open(io: ClientIo): ClientConnection {
+    assert(!this.closed, 'no connection after close');
+    let id = this.nextId;
+    while (this.connections.has(id) || id === 0) id = (id + 1) >>> 0;
+    this.nextId = (id + 1) >>> 0;
+    const connection = new ClientConnection(this, id, io);
+    this.connections.set(id, connection);
+    this.counters.connectionsOpened += 1;
+    return connection;
+  }
+
+  /** Every connection, as GetClients and /clients list them. */
+  clients(): ClientInfoView[] {
+    return [...this.connections.values()].map((connection) => connection.info());
+  }
+
+  /**
+   * A reply or eviction for `client`, from the local core or relayed by the primary. True when
+   * a connection here was waiting for it.
+   */
+  deliver(client: bigint, frame: Uint8Array): boolean {
+    const pending = this.pending.get(client);
+    if (pending === undefined) return this.bound.has(client);
+    const header = readClientReply(frame);
+    if (header.command === ClientCommand.eviction) {
+      this.settle(client, pending, { kind: 'eviction', frame });
+      return true;
+    }
+    if (header.command !== ClientCommand.reply || header.request !== BigInt(pending.request)) {
+      this.counters.repliesUnrouted += 1;
+      return true;
+    }
+    this.settle(client, pending, { kind: 'reply', frame });
+    return true;
+  }
+
+  /** Ends every connection and timer (shutdown). */
+  close(): void {
+    this.closed = true;
+    for (const [client, pending] of this.pending) this.settle(client, pending, { kind: 'not_accepted' });
+    for (const timer of this.logoutTimers) clearTimeout(timer);
+    this.logoutTimers.clear();
+    for (const connection of [...this.connections.values()]) connection.io.close('server stopping');
+  }
+
+  // ------------------------------------------------------------ used by ClientConnection
+
+  onConnectionClosed(connection: ClientConnection): void {
+    if (this.connections.get(connection.id) !== connection) return;
+    this.connections.delete(connection.id);
+    this.counters.connectionsClosed += 1;
+    const session = connection.session;
+    if (session !== null) {
+      this.unbind(connection);
+      this.scheduleDisconnectLogout(session.clientId, session.userId, session.epoch);
+    }
+    for (const [client, pending] of this.pending) {
+      if (pending.connection === connection) this.settle(client, pending, { kind: 'not_accepted' });
+    }
+  }
+
+  bind(connection: ClientConnection, clientId: bigint, userId: number, epoch: number): void {
+    const previous = this.bound.get(clientId);
+    if (previous !== undefined && previous !== connection) {
+      // The same client id logged in again on another connection: that session moved here, and
+      // the old connection's epoch is fenced by the core anyway. Tell it now rather than later.
+      this.unbind(previous);
+      previous.evict(clientId, EvictionReason.sessionTooLow);
+    }
+    if (connection.session !== null && connection.session.clientId !== clientId) this.unbind(connection);
+    const user = this.host.state.queries.user({ kind: 'id', id: userId });
+    connection.session = { clientId, userId, epoch, userCreatedAtUs: user?.createdAtUs ?? -1 };
+    this.bound.set(clientId, connection);
+  }
+
+  unbind(connection: ClientConnection): void {
+    const session = connection.session;
+    if (session === null) return;
+    if (this.bound.get(session.clientId) === connection) this.bound.delete(session.clientId);
+    connection.session = null;
+  }
+
+  countEviction(reason: number): void {
+    this.counters.evictionsSent[reason] = (this.counters.evictionsSent[reason] ?? 0) + 1;
+  }
+
+  /**
+   * Proposes an internal request: to the local core when this replica is a caught-up primary,
+   * else to the primary over the replica bus. Resolves with the reply or eviction frame, or a
+   * transient outcome.
+   */
+  submit(connection: ClientConnection | null, input: { client: bigint; operation: number; session: number; request: number; requestChecksum: bigint; userId: number }, body: Uint8Array): Promise<SubmitOutcome> {
+    const { core, kernels } = this.host;
+    const frame = buildFrame(
+      kernels,
+      {
+        command: Command.request,
+        cluster: this.host.cluster,
+        view: 0,
+        release: 0,
+        // Routes the reply back here when the primary is another replica.
+        replica: this.host.replica,
+        client: input.client,
+        requestChecksum: input.requestChecksum,
+        timestamp: 0,
+        request: input.request,
+        operation: input.operation,
+        session: input.session,
+        userId: input.userId,
+        legacyCommand: 0,
+        group: 0n,
+      },
+      body,
+    );
+    const local = core.canAcceptRequests();
+    const primary = core.primaryIndex();
+    if (!local && (core.status !== 'normal' || primary === this.host.replica)) {
+      this.counters.writesNotAccepted += 1;
+      return Promise.resolve({ kind: 'not_accepted' });
+    }
+    const existing = this.pending.get(input.client);
+    if (existing !== undefined) this.settle(input.client, existing, { kind: 'not_accepted' });
+    return new Promise<SubmitOutcome>((resolve) => {
+      const timer = setTimeout(() => {
+        const current = this.pending.get(input.client);
+        if (current?.timer === timer) {
+          this.counters.writesTimedOut += 1;
+          this.settle(input.client, current, { kind: 'timeout' });
+        }
+      }, CLIENT_WRITE_TIMEOUT_MS);
+      this.pending.set(input.client, { connection, request: input.request, resolve, timer });
+      if (local) {
+        const decoded = decodeFrame(kernels, frame);
+        assert(decoded.ok && decoded.header.command === Command.request, 'a built request decodes');
+        core.onRequest(decoded.header, decoded.body);
+      } else {
+        this.counters.writesForwarded += 1;
+        this.host.sendToReplica(primary, frame);
+      }
+    });
+  }
+
+  private settle(client: bigint, pending: Pending, outcome: SubmitOutcome): void {
+    if (this.pending.get(client) === pending) this.pending.delete(client);
+    clearTimeout(pending.timer);
+    pending.resolve(outcome);
+  }
+
+  private scheduleDisconnectLogout(clientId: bigint, userId: number, epoch: number): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.logoutTimers.delete(timer);
+      // Resumed on this replica meanwhile: the new binding owns the session.
+      if (this.bound.has(clientId) || this.pending.has(clientId)) return;
+      const entry = this.host.core.clientTable.get(clientId);
+      // Gone, or re-registered (a higher epoch) anywhere: nothing to end.
+      if (entry === undefined || entry.epoch !== epoch) return;
+      this.counters.disconnectLogouts += 1;
+      void this.submit(null, { client: clientId, operation: Operation.logout, session: epoch, request: DISCONNECT_LOGOUT_REQUEST, requestChecksum: 0n, userId }, new Uint8Array(0));
+    }, DISCONNECT_LOGOUT_GRACE_MS);
+    timer.unref();
+    this.logoutTimers.add(timer);
+  }
+}
+
+interface BoundSession {
+  readonly clientId: bigint;
+  readonly userId: number;
+  readonly epoch: number;
+  /** The user's creation time at bind: user ids are reused, a session must not outlive its user. */
+  readonly userCreatedAtUs: number;
+}
+
+export class ClientConnection implements ClientHandle {
+  readonly id: number;
+  readonly io: ClientIo;
+  session: BoundSession | null = null;
+  private readonly sessions: BinarySessions;
+  private readonly queue: ClientDecodeResult[] = [];
+  private running = false;
+  private closed = false;
+
+  constructor(sessions: BinarySessions, id: number, io: ClientIo) {
+    this.sessions = sessions;
+    this.id = id;
+    this.io = io;
+  }
+
+  info(): ClientInfoView {
+    const session = this.session;
+    return {
+      clientId: this.id,
+      userId: session?.userId ?? NO_USER,
+      transport: 1,
+      address: this.io.address,
+      consumerGroups: session === null ? [] : this.sessions.host.state.consumerGroupsOfClient(session.clientId),
+    };
+  }
+
+  /** A decoded result from the listener. Frames run one at a time, in order. */
+  receive(result: ClientDecodeResult): void {
+    if (this.closed) return;
+    if (this.queue.length >= CLIENT_QUEUED_FRAMES_MAX) {
+      this.sessions.counters.queueOverflows += 1;
+      this.io.close(`more than ${CLIENT_QUEUED_FRAMES_MAX} requests queued without waiting for replies`);
+      return;
+    }
+    this.queue.push(result);
+    if (!this.running) void this.drain();
+  }
+
+  /** The socket is gone. */
+  onClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue.length = 0;
+    this.sessions.onConnectionClosed(this);
+  }
+
+  /** Silent past the stale window: evict like Iggy's heartbeat verifier, then close. */
+  onStale(): void {
+    if (this.session !== null) this.evict(this.session.clientId, EvictionReason.staleClient);
+    this.io.close('stale client: no request within the heartbeat window');
+  }
+
+  evict(client: bigint, reason: EvictionReason): void {
+    const host = this.sessions.host;
+    this.sessions.countEviction(reason);
+    if (this.session !== null && (this.session.clientId === client || reason === EvictionReason.staleClient)) this.sessions.unbind(this);
+    this.io.send(encodeClientEviction({ cluster: host.cluster, view: host.core.view, replica: host.replica, client, reason }));
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    this.io.pause();
+    try {
+      while (this.queue.length > 0 && !this.closed) {
+        const result = this.queue.shift()!;
+        await this.handle(result);
+      }
+    } finally {
+      this.running = false;
+      if (!this.closed) this.io.resume();
+    }
+  }
+
+  private async handle(result: ClientDecodeResult): Promise<void> {
+    this.sessions.counters.frames += 1;
+    if (result.kind === 'refused') {
+      this.sessions.host.log('warn', 'client frame refused', { client_conn: this.id, address: this.io.address, reason: result.reason });
+      if (result.header !== null && result.eviction !== null) this.evict(readClientRequest(result.header).client, result.eviction);
+      this.io.close(result.reason);
+      return;
+    }
+    if (result.kind === 'skipped') {
+      const header = readClientRequest(result.header);
+      if (this.session === null) this.evict(header.client, EvictionReason.noSession);
+      else this.deny(header, ErrorCode.featureUnavailable);
+      return;
+    }
+    const header = readClientRequest(result.frame);
+    const body = result.frame.subarray(HEADER_SIZE);
+    switch (header.operation) {
+      case Operation.register:
+        return this.register(header, body);
+      case Operation.logout:
+        return this.logout(header);
+      case Operation.nonReplicated:
+        return this.nonReplicated(header, body);
+      default:
+        if (this.session === null) {
+          // A replicated request implies the client believes it has a session: it is gone.
+          this.evict(header.client, EvictionReason.noSession);
+          return;
+        }
+        if (isPartitionOperation(header.operation)) {
+          this.deny(header, ErrorCode.featureUnavailable);
+          return;
+        }
+        if (!isClientMetadataOperation(header.operation)) {
+          this.evict(header.client, EvictionReason.invalidRequestOperation);
+          return;
+        }
+        return this.write(header, body);
+    }
+  }
+
+  // ---------------------------------------------------------------- replies
+
+  private reply(header: ClientRequestHeader, fields: { op: bigint; commit: bigint; status: number; operation?: number }, body?: Uint8Array): void {
+    const host = this.sessions.host;
+    this.io.send(
+      encodeClientReply(
+        {
+          cluster: host.cluster,
+          view: host.core.view,
+          replica: host.replica,
+          requestChecksum: header.requestChecksum,
+          client: header.client,
+          op: fields.op,
+          commit: fields.commit,
+          timestamp: header.timestamp,
+          request: header.request,
+          operation: fields.operation ?? header.operation,
+          status: fields.status,
+        },
+        body,
+      ),
+    );
+  }
+
+  /** A status deny (Iggy's pre-commit channel): empty body, the code in `status`. */
+  private deny(header: ClientRequestHeader, code: number): void {
+    assert(code !== 0, 'a deny names its code');
+    this.reply(header, { op: this.session === null ? 0n : BigInt(this.session.epoch), commit: BigInt(this.sessions.host.core.commitMax), status: code });
+  }
+
+  // ---------------------------------------------------------------- login
+
+  private async register(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
+    const host = this.sessions.host;
+    const prefix = bodies.decodeClientVersion(body);
+    if (!prefix.ok) {
+      this.evict(header.client, EvictionReason.malformedLogin);
+      return;
+    }
+    if (!isProtocolCompatible(prefix.value.version.protocolVersion)) {
+      this.evict(header.client, EvictionReason.incompatibleProtocol);
+      return;
+    }
+    const verdict = await this.authenticate(prefix.value.rest);
+    if (typeof verdict !== 'number') {
+      this.evict(header.client, verdict.eviction);
+      return;
+    }
+    const userId = verdict;
+    if (this.session !== null && this.session.clientId === header.client && this.session.userId === userId) {
+      // A repeated login on a bound connection replays its session (Iggy does the same).
+      this.loginReply(header, userId, this.session.epoch);
+      return;
+    }
+    const entry = host.core.clientTable.get(header.client);
+    if (entry !== undefined && entry.userId !== userId) {
+      // Another user's session id: resuming it would act as them.
+      this.evict(header.client, EvictionReason.sessionError);
+      return;
+    }
+    const outcome = await this.sessions.submit(
+      this,
+      { client: header.client, operation: Operation.register, session: 0, request: 0, requestChecksum: 0n, userId },
+      encodeRegisterBody(userId),
+    );
+    if (this.closed) return;
+    switch (outcome.kind) {
+      case 'reply': {
+        const reply = readClientReply(outcome.frame);
+        const epoch = Number(reply.op);
+        this.sessions.bind(this, header.client, userId, epoch);
+        this.loginReply(header, userId, epoch);
+        return;
+      }
+      case 'eviction':
+        this.io.send(outcome.frame);
+        return;
+      case 'timeout':
+        // The register may still commit: replaying it on this connection, same client id, rebinds.
+        this.reply(header, { op: 0n, commit: BigInt(host.core.commitMax), status: 0 }, resultRejection(ErrorCode.transientNotCommitted));
+        return;
+      case 'not_accepted':
+        this.reply(header, { op: 0n, commit: BigInt(host.core.commitMax), status: 0 }, resultRejection(ErrorCode.transientNotAccepted));
+        return;
+    }
+  }
+
+  private loginReply(header: ClientRequestHeader, userId: number, epoch: number): void {
+    const host = this.sessions.host;
+    const payload = encodeLoginRegister(userId, epoch, IGGY_PROTOCOL_VERSION, host.serverVersion);
+    // The session is the register's commit op: never report a commit behind it (a backup lags).
+    const commit = BigInt(Math.max(host.core.commitMax, epoch));
+    this.reply(header, { op: BigInt(epoch), commit, status: 0 }, resultSuccess(payload));
+  }
+
+  /** The authenticated user id, or the eviction that refuses the login (Iggy's order). */
+  private async authenticate(rest: Uint8Array): Promise<number | { eviction: EvictionReason }> {
+    const { state } = this.sessions.host;
+    let credentialsRejected = false;
+    const password = bodies.decodePasswordLogin(rest);
+    if (password.ok) {
+      const credentials = state.credentials(password.value.username);
+      const verified = await verifyPassword(credentials?.passwordHash ?? (await dummyPasswordHash()), password.value.password);
+      if (credentials !== null && verified) {
+        if (credentials.status !== UserStatus.active) return { eviction: EvictionReason.userInactive };
+        return credentials.id;
+      }
+      credentialsRejected = true;
+    }
+    const token = bodies.decodeTokenLogin(rest);
+    if (token.ok) {
+      const found = state.personalAccessTokenByHash(personalAccessTokenHash(token.value.token));
+      if (found === null || (found.expiryAtUs !== null && found.expiryAtUs <= Date.now() * 1000)) {
+        return { eviction: credentialsRejected ? EvictionReason.invalidCredentials : EvictionReason.invalidToken };
+      }
+      const user = state.queries.user({ kind: 'id', id: found.userId });
+      if (user === null || user.status !== UserStatus.active) return { eviction: EvictionReason.userInactive };
+      return found.userId;
+    }
+    return { eviction: credentialsRejected ? EvictionReason.invalidCredentials : EvictionReason.malformedLogin };
+  }
+
+  /** The bound session's principal, or null when its user was deleted, replaced or deactivated. */
+  private principal(): Principal | null {
+    const session = this.session;
+    if (session === null) return null;
+    const user = this.sessions.host.state.queries.user({ kind: 'id', id: session.userId });
+    if (user === null || user.createdAtUs !== session.userCreatedAtUs || user.status !== UserStatus.active) return null;
+    return this.sessions.host.state.principal(session.userId);
+  }
+
+  // ---------------------------------------------------------------- logout
+
+  private async logout(header: ClientRequestHeader): Promise<void> {
+    const host = this.sessions.host;
+    const session = this.session;
+    if (session === null) {
+      // Already logged out: the desired state holds (the SDK logs out before every re-login).
+      this.reply(header, { op: 0n, commit: BigInt(host.core.commitMax), status: 0 });
+      return;
+    }
+    const outcome = await this.sessions.submit(
+      this,
+      { client: session.clientId, operation: Operation.logout, session: session.epoch, request: Number(header.request), requestChecksum: 0n, userId: session.userId },
+      new Uint8Array(0),
+    );
+    if (this.closed) return;
+    switch (outcome.kind) {
+      case 'reply':
+      case 'eviction': {
+        // Committed, or the session was already gone: either way it has ended.
+        this.sessions.unbind(this);
+        this.reply(header, { op: BigInt(session.epoch), commit: BigInt(host.core.commitMax), status: 0 });
+        return;
+      }
+      case 'timeout':
+        this.deny(header, ErrorCode.transientNotCommitted);
+        return;
+      case 'not_accepted':
+        this.deny(header, ErrorCode.transientNotAccepted);
+        return;
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  private nonReplicated(header: ClientRequestHeader, body: Uint8Array): void {
+    const host = this.sessions.host;
+    const code = header.code;
+    if (code === CommandCode.loginUser || code === CommandCode.loginWithAccessToken) {
+      // Pre-register login codes: this server authenticates only through Register.
+      this.evict(header.client, EvictionReason.malformedLogin);
+      return;
+    }
+    const commit = BigInt(host.core.commitMax);
+    if (code === CommandCode.ping) {
+      this.reply(header, { op: header.session, commit, status: 0 });
+      return;
+    }
+    if (this.session === null) {
+      // A deny, not an eviction: there is no session to end, and the login is about to come.
+      this.reply(header, { op: header.session, commit, status: ErrorCode.unauthenticated });
+      return;
+    }
+    const principal = this.principal();
+    if (principal === null) {
+      this.evict(this.session.clientId, EvictionReason.userInactive);
+      return;
+    }
+    const session = this.session;
+    const context: ReadContext = {
+      state: host.state,
+      userId: session.userId,
+      principal,
+      me: () => this.info(),
+      clients: () => this.sessions.clients(),
+      clusterName: host.clusterName,
+      clusterNodes: host.clusterNodes,
+      stats: () => host.stats(),
+    };
+    const answer = answerRead(code, body, context);
+    if (answer.ok) this.reply(header, { op: header.session, commit, status: 0 }, answer.body);
+    else this.reply(header, { op: header.session, commit, status: answer.code });
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  private async write(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
+    const host = this.sessions.host;
+    const session = this.session!;
+    if (header.requestChecksum !== 0n && BigInt(host.kernels.xxh3_64(body)) !== header.requestChecksum) {
+      // Stamped over other bytes than it carries: refused before anything is proposed (Iggy).
+      this.deny(header, ErrorCode.invalidFormat);
+      return;
+    }
+    const principal = this.principal();
+    if (principal === null) {
+      this.evict(session.clientId, EvictionReason.userInactive);
+      return;
+    }
+    const translated = await translateWrite(header.operation, body, { state: host.state, userId: session.userId, principal });
+    if (this.closed || this.session !== session) return;
+    if (translated.kind === 'malformed') {
+      host.log('debug', 'client request body refused', { client_conn: this.id, operation: header.operation, reason: translated.reason });
+      this.evict(session.clientId, EvictionReason.invalidRequestBody);
+      return;
+    }
+    if (translated.kind === 'refused') {
+      this.deny(header, translated.code);
+      return;
+    }
+    // Fast rejection with the code apply would commit, where this replica's state is the
+    // primary's (a backup's may lag: the primary decides then). Apply checks again.
+    if (host.core.canAcceptRequests()) {
+      const code = host.state.precheck(session.userId, header.operation, translated.body, { clientId: session.clientId, timestampUs: Date.now() * 1000 });
+      if (code !== ErrorCode.ok) {
+        this.deny(header, code);
+        return;
+      }
+    }
+    const outcome = await this.sessions.submit(
+      this,
+      { client: session.clientId, operation: header.operation, session: session.epoch, request: Number(header.request), requestChecksum: header.requestChecksum, userId: session.userId },
+      translated.body,
+    );
+    if (this.closed) return;
+    switch (outcome.kind) {
+      case 'reply':
+        this.io.send(this.clientFrame(header.operation, outcome.frame, translated.token));
+        return;
+      case 'eviction':
+        this.sessions.unbind(this);
+        this.io.send(outcome.frame);
+        return;
+      case 'timeout':
+        this.deny(header, ErrorCode.transientNotCommitted);
+        return;
+      case 'not_accepted':
+        this.deny(header, ErrorCode.transientNotAccepted);
+        return;
+    }
+  }
+
+  /**
+   * The committed reply as the client receives it: the cached bytes as they are, except where
+   * Iggy's edge rewrites them too (deterministically, so a retry still gets the same bytes):
+   * a CreatePersonalAccessToken success carries the raw token minted here (only its hash was
+   * committed), and a DeleteSegments reply is not result-framed for the SDK.
+   */
+  private clientFrame(operation: number, frame: Uint8Array, token: string | null): Uint8Array {
+    const reply = readClientReply(frame);
+    if (reply.status !== 0) return frame;
+    const body = frame.subarray(HEADER_SIZE, reply.size);
+    if (operation === Operation.createPersonalAccessToken && token !== null && resultCodeOf(body) === 0) {
+      return withBody(frame, resultSuccess(encodeRawPersonalAccessToken(token)));
+    }
+    if (operation === Operation.deleteSegments) {
+      const code = resultCodeOf(body);
+      if (code === 0) return withBody(frame, new Uint8Array(0));
+      const denied = withBody(frame, new Uint8Array(0));
+      new DataView(denied.buffer).setUint32(216, code ?? ErrorCode.invalidFormat, true);
+      return denied;
+    }
+    return frame;
+  }
+}
+
+/** `frame`'s header with another body (size updated; client frames are unsealed). */
+function withBody(frame: Uint8Array, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(HEADER_SIZE + body.byteLength);
+  out.set(frame.subarray(0, HEADER_SIZE));
+  out.fill(0, 0, 32); // checksum and checksum_body described the old bytes
+  new DataView(out.buffer).setUint32(48, out.byteLength, true);
+  out.set(body, HEADER_SIZE);
+  return out;
+}
