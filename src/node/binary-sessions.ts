@@ -91,7 +91,10 @@ export interface SessionCore {
   primaryIndex(): number;
   canAcceptRequests(): boolean;
   onRequest(header: RequestHeader, body: Uint8Array): void;
-  readonly clientTable: { get(client: bigint): { readonly userId: number; readonly epoch: number } | undefined };
+  readonly clientTable: {
+    get(client: bigint): { readonly userId: number; readonly epoch: number } | undefined;
+    checkRequest(client: bigint, epoch: number, request: number, requestChecksum: bigint): { readonly kind: string };
+  };
 }
 
 export interface BinaryHost {
@@ -715,6 +718,15 @@ export class ClientConnection implements ClientHandle {
       this.evict(session.clientId, EvictionReason.userInactive);
       return;
     }
+    const request = Number(header.request);
+    const known = host.core.clientTable.checkRequest(session.clientId, session.epoch, request, header.requestChecksum).kind;
+    if (known === 'duplicate' || known === 'already_applied') {
+      // A retry of a committed request: the client table answers it (the cached reply), not a
+      // second translation, which would judge it against the state it already changed (the
+      // stream it created "already exists", the password it changed no longer verifies).
+      await this.committedAgain(header, session, request);
+      return;
+    }
     const translated = await translateWrite(header.operation, body, { state: host.state, userId: session.userId, principal });
     if (this.closed || this.session !== session) return;
     if (translated.kind === 'malformed') {
@@ -756,6 +768,20 @@ export class ClientConnection implements ClientHandle {
         this.deny(header, ErrorCode.transientNotAccepted);
         return;
     }
+  }
+
+  private async committedAgain(header: ClientRequestHeader, session: BoundSession, request: number): Promise<void> {
+    const outcome = await this.sessions.submit(
+      this,
+      { client: session.clientId, operation: header.operation, session: session.epoch, request, requestChecksum: header.requestChecksum, userId: session.userId },
+      new Uint8Array(0),
+    );
+    if (this.closed) return;
+    if (outcome.kind === 'reply') this.io.send(this.clientFrame(header.operation, outcome.frame, null));
+    else if (outcome.kind === 'eviction') {
+      this.sessions.unbind(this);
+      this.io.send(outcome.frame);
+    } else this.deny(header, outcome.kind === 'timeout' ? ErrorCode.transientNotCommitted : ErrorCode.transientNotAccepted);
   }
 
   /**

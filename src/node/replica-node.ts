@@ -98,6 +98,7 @@ export class ReplicaNode implements NodeApi {
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
   private clientListener: ClientListener | null = null;
+  private clientListenerAddress: AddressInfo | null = null;
   private readonly logger: PinoLogger;
   private readonly disk: FsDisk;
   private ticker: NodeJS.Timeout | null = null;
@@ -232,7 +233,8 @@ export class ReplicaNode implements NodeApi {
       open: (io) => this.binary.open(io),
       log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
     });
-    return this.clientListener.listen();
+    this.clientListenerAddress = await this.clientListener.listen();
+    return this.clientListenerAddress;
   }
 
   get clientListenerStats(): ReturnType<ClientListener['stats']> | null {
@@ -241,7 +243,10 @@ export class ReplicaNode implements NodeApi {
 
   /** GetClusterMetadata's roster: the replicas whose binary address is known (all with --tcp-peers). */
   private binaryClusterNodes(): ClusterNodeView[] {
-    const tcpPeers = this.config.tcpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.tcp : null));
+    // Our own entry names the port actually bound (a configured port 0 means "any").
+    const bound = this.clientListenerAddress;
+    const own = bound === null ? this.config.tcp : `${parseHostPort(this.config.tcp).host}:${bound.port}`;
+    const tcpPeers = (this.config.tcpPeers ?? this.config.replicas.map(() => null)).map((address, index) => (index === this.replica ? own : address));
     const httpPeers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : null));
     const stats = this.bus.stats();
     const leader = this.core.status === 'normal' ? this.core.primaryIndex() : -1;
