@@ -23,7 +23,7 @@ import { FsDisk } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
-import { ClientListener } from '../transport/client-listener.js';
+import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
 import { parseHostPort } from '../transport/address.js';
 import { SERVER_VERSION_DEFAULT } from '../http/app.js';
 import { processSystemInfo } from '../http/system-info.js';
@@ -218,7 +218,7 @@ export class ReplicaNode implements NodeApi {
   }
 
   /** Binds the Iggy binary client port (`--tcp`); TLS when a certificate and key are set. */
-  async startClientListener(): Promise<AddressInfo> {
+  async startClientListener(overrides: Pick<ClientListenerOptions, 'timers'> = {}): Promise<AddressInfo> {
     const { host, port } = parseHostPort(this.config.tcp);
     const tls =
       this.config.tcpTlsCert === null || this.config.tcpTlsKey === null
@@ -232,6 +232,7 @@ export class ReplicaNode implements NodeApi {
       cluster: this.cluster,
       open: (io) => this.binary.open(io),
       log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+      ...overrides,
     });
     this.clientListenerAddress = await this.clientListener.listen();
     return this.clientListenerAddress;

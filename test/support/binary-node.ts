@@ -16,7 +16,10 @@ export interface BinaryNode {
   close(): Promise<void>;
 }
 
-export async function startBinaryNode(overrides: Partial<Record<ConfigKey, unknown>> = {}): Promise<BinaryNode> {
+export async function startBinaryNode(
+  overrides: Partial<Record<ConfigKey, unknown>> = {},
+  listener: Parameters<ReplicaNode['startClientListener']>[0] = {},
+): Promise<BinaryNode> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrmeta-binary-'));
   const config = resolveConfig({
     replica_id: 0,
@@ -32,7 +35,7 @@ export async function startBinaryNode(overrides: Partial<Record<ConfigKey, unkno
   });
   const node = await ReplicaNode.create({ config, logger: pino({ level: 'silent' }) });
   await node.start();
-  const address = await node.startClientListener();
+  const address = await node.startClientListener(listener);
   // A single replica is primary of view 0 at once; wait until it admits requests.
   const deadline = Date.now() + 10_000;
   while (!node.core.canAcceptRequests()) {
