@@ -175,6 +175,8 @@ export interface ClusterOptions {
   readonly formTimeoutMs?: number;
   /** Another build's cli.js (e.g. an instrumented copy when chasing a bug); skips the freshness check. */
   readonly cliPath?: string;
+  /** More `vrmeta start` flags for every replica (e.g. --tcp-connections-max). */
+  readonly extraArgs?: readonly string[];
 }
 
 interface Run {
@@ -265,6 +267,7 @@ export class Cluster {
       logLevel: options.logLevel ?? 'info',
       formTimeoutMs: options.formTimeoutMs ?? 30_000,
       cliPath: options.cliPath ?? CLI_PATH,
+      extraArgs: options.extraArgs ?? [],
     };
     // Ports are free when picked but not held: another process may take one before the child
     // binds it. Such a start fails fast (the child exits); try again with new ports.
@@ -321,6 +324,12 @@ export class Cluster {
     return `127.0.0.1:${this.replica(index).httpPort}`;
   }
 
+  /** The pid of the replica's running process (null when stopped). */
+  pid(index: number): number | null {
+    const run = this.replica(index).run;
+    return run === null || run.exit !== null ? null : (run.child.pid ?? null);
+  }
+
   /** The replica's Iggy binary client port. */
   tcpPort(index: number): number {
     return this.replica(index).tcpPort;
@@ -357,6 +366,7 @@ export class Cluster {
       '--log-level', o.logLevel,
     ];
     if (secret !== null) args.push('--cluster-secret', secret);
+    args.push(...o.extraArgs);
     return args;
   }
 
