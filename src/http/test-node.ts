@@ -149,7 +149,7 @@ export class TestNode implements NodeApi {
 
   clients(): readonly ClientSessionInfo[] {
     return [...this.sessions.values()].map((session) => ({
-      clientId: session.clientId.toString(),
+      clientId: Number(session.clientId),
       userId: session.userId,
       session: session.epoch,
       consumerGroups: this.state.consumerGroupsOfClient(session.clientId),

@@ -111,6 +111,8 @@ export interface BinaryHost {
   clusterNodes: ReadContext['clusterNodes'];
   /** The GetStats body (needs this node's process facts and client count). */
   stats(): Uint8Array;
+  /** Iggy's u32 client id for a new connection (shared with the HTTP sessions' ids). */
+  allocateClientId(): number;
   log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
 }
 
@@ -200,7 +202,6 @@ export class BinarySessions {
   /** Bound VSR client id -> its connection on this replica. */
   private readonly bound = new Map<bigint, ClientConnection>();
   private readonly logoutTimers = new Set<NodeJS.Timeout>();
-  private nextId = 1;
   private closed = false;
 
   constructor(host: BinaryHost) {
@@ -213,9 +214,11 @@ export class BinarySessions {
 
   open(io: ClientIo): ClientConnection {
     assert(!this.closed, 'no connection after close');
-    let id = this.nextId;
-    while (this.connections.has(id) || id === 0) id = (id + 1) >>> 0;
-    this.nextId = (id + 1) >>> 0;
+    let id = this.host.allocateClientId();
+    for (let tries = 0; this.connections.has(id); tries++) {
+      assert(tries < this.connections.size + 1, 'a free u32 client id exists');
+      id = this.host.allocateClientId();
+    }
     const connection = new ClientConnection(this, id, io);
     this.connections.set(id, connection);
     this.counters.connectionsOpened += 1;
@@ -225,6 +228,11 @@ export class BinarySessions {
   /** Every connection, as GetClients and /clients list them. */
   clients(): ClientInfoView[] {
     return [...this.connections.values()].map((connection) => connection.info());
+  }
+
+  /** The VSR session (epoch) of connection `id`, 0 before login. */
+  sessionOf(id: number): number {
+    return this.connections.get(id)?.session?.epoch ?? 0;
   }
 
   /**

@@ -99,6 +99,8 @@ export class ReplicaNode implements NodeApi {
   readonly binary: BinarySessions;
   private clientListener: ClientListener | null = null;
   private clientListenerAddress: AddressInfo | null = null;
+  /** The last u32 client id handed out (Iggy lists clients by u32 ids; 0 is never used). */
+  private clientIdLast = 0;
   private readonly logger: PinoLogger;
   private readonly disk: FsDisk;
   private ticker: NodeJS.Timeout | null = null;
@@ -145,6 +147,7 @@ export class ReplicaNode implements NodeApi {
         kernels: this.kernels,
         submit: (header, body) => this.core.onRequest(header, body),
         canAccept: () => this.core.canAcceptRequests(),
+        allocateClientId: () => this.allocateClientId(),
       },
       Math.max(1, Math.floor(config.clientsTableMax / 2)),
     );
@@ -187,6 +190,7 @@ export class ReplicaNode implements NodeApi {
       sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
       clusterNodes: () => this.binaryClusterNodes(),
       stats: () => this.binaryStats(),
+      allocateClientId: () => this.allocateClientId(),
       log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
     });
   }
@@ -215,6 +219,11 @@ export class ReplicaNode implements NodeApi {
       return;
     }
     this.sessions.onClientFrame(client, frame);
+  }
+
+  private allocateClientId(): number {
+    this.clientIdLast = (this.clientIdLast % 0xffff_ffff) + 1;
+    return this.clientIdLast;
   }
 
   /** Binds the Iggy binary client port (`--tcp`); TLS when a certificate and key are set. */
@@ -451,10 +460,12 @@ export class ReplicaNode implements NodeApi {
   nodes(): readonly ClusterNode[] {
     const peers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : ''));
     const stats = this.bus.stats();
+    const tcpPorts = this.binaryClusterNodes();
     return this.config.replicas.map((_, replica) => ({
       replica,
       name: `${this.clusterName}-${replica}`,
       http: peers[replica] ?? '',
+      tcpPort: tcpPorts.find((node) => node.name === `${this.clusterName}-${replica}`)?.tcpPort ?? 0,
       role: replica === this.core.primaryIndex() ? 'leader' : 'follower',
       status:
         replica === this.replica || (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false)
@@ -463,14 +474,27 @@ export class ReplicaNode implements NodeApi {
     }));
   }
 
+  /** The clients connected to this replica: binary connections and HTTP sessions (Iggy's u32 ids). */
   clients(): readonly ClientSessionInfo[] {
     const out: ClientSessionInfo[] = [];
-    for (const entry of this.core.clientTable.entries()) {
+    for (const client of this.binary.clients()) {
       out.push({
-        clientId: entry.clientId.toString(),
+        clientId: client.clientId,
+        userId: client.userId,
+        session: this.binary.sessionOf(client.clientId),
+        consumerGroups: client.consumerGroups,
+        address: client.address,
+        transport: 'tcp',
+      });
+    }
+    for (const entry of this.sessions.entries()) {
+      out.push({
+        clientId: entry.id,
         userId: entry.userId,
         session: entry.epoch,
         consumerGroups: this.state.consumerGroupsOfClient(entry.clientId),
+        address: '',
+        transport: 'http',
       });
     }
     return out;

@@ -56,8 +56,7 @@ describe('client sessions across a wipe and a state transfer', () => {
     const answer = (from: number): Uint8Array => {
       expect(cluster.runUntil(() => frames.some((entry) => entry.replica === from), 2_000), cluster.describe()).toBe(true);
       const index = frames.findIndex((entry) => entry.replica === from);
-      const [{ frame }] = frames.splice(index, 1);
-      return frame!;
+      return frames.splice(index, 1)[0]!.frame;
     };
 
     // The session and one committed request, answered by the primary it talks to.

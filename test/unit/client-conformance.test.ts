@@ -268,6 +268,15 @@ describe('client port: system reads, data plane, unknown commands', () => {
     expect(expectOk(await root.read(CODE.getClients), OP.nonReplicated).includes(me.subarray(0, me.length - 12))).toBe(true);
   });
 
+  it('/clients lists binary sessions as Iggy does: u32 id, address, transport tcp, user', async () => {
+    const me = expectOk(await root.read(CODE.getMe), OP.nonReplicated);
+    const id = me.readUInt32LE(0);
+    const listed = server.node.clients().find((client) => client.clientId === id);
+    expect(listed).toMatchObject({ clientId: id, userId: 0, transport: 'tcp', session: Number(root.session) });
+    expect(listed!.address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(server.node.clients().every((client) => Number.isInteger(client.clientId) && client.clientId > 0 && client.clientId <= 0xffff_ffff)).toBe(true);
+  });
+
   it('the message data plane answers FeatureUnavailable at once; an unknown code InvalidCommand', async () => {
     for (const code of [CODE.pollMessages, CODE.flush, CODE.getOffset, CODE.syncGroup, CODE.getSnapshot]) expectDeny(await root.read(code), 5);
     expectDeny(await root.write(OP.sendMessages, b([1, 2, 3]), root.requestNext), 5);
