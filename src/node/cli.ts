@@ -134,6 +134,13 @@ function benchKernels(value: string): ('wasm' | 'ts')[] {
   throw new InvalidArgumentError('expected wasm, ts or both');
 }
 
+/** `--protocol http|binary|both` of `bench cluster`. */
+function benchProtocols(value: string): ('http' | 'binary')[] {
+  if (value === 'both') return ['http', 'binary'];
+  if (value === 'http' || value === 'binary') return [value];
+  throw new InvalidArgumentError('expected http, binary or both');
+}
+
 function positiveNumber(value: string): number {
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive number');
@@ -179,9 +186,10 @@ interface EtcdBenchFlags {
 
 etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1', 'tiny run')
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
-  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64)', clientsList)
+  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64 over HTTP, 1,8,64,256 binary)', clientsList)
+  .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
   .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
-  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number }) => {
+  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runClusterBench({
@@ -190,6 +198,7 @@ etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster v
       ...(options.duration === undefined ? {} : { durationS: options.duration }),
       ...(options.clients === undefined ? {} : { levels: options.clients }),
       ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
+      protocols: options.protocol,
       log: benchLog,
     });
     printReport(report, options.json, formatClusterReport);

@@ -279,6 +279,32 @@ export function validateClientRequest(header: Uint8Array): HeaderRefusal | null 
   return null;
 }
 
+export interface ClientRequestInput {
+  readonly client: bigint;
+  readonly operation: number;
+  readonly request: bigint;
+  readonly session: bigint;
+  /** The command code of a NonReplicated request (bytes 196..200). */
+  readonly code?: number;
+  readonly requestChecksum?: bigint;
+}
+
+/** A request frame as an SDK sends it (unsealed; checksums and cluster zero). */
+export function encodeClientRequest(input: ClientRequestInput, body: Uint8Array = new Uint8Array(0)): Uint8Array {
+  const frame = new Uint8Array(HEADER_SIZE + body.byteLength);
+  const view = new DataView(frame.buffer);
+  view.setUint32(HeaderOffset.size, frame.byteLength, true);
+  frame[HeaderOffset.command] = ClientCommand.request;
+  writeU128(view, RequestOffset.client, input.client);
+  writeU128(view, RequestOffset.requestChecksum, input.requestChecksum ?? 0n);
+  view.setBigUint64(RequestOffset.request, input.request, true);
+  frame[RequestOffset.operation] = input.operation;
+  view.setBigUint64(RequestOffset.session, input.session, true);
+  if (input.code !== undefined) view.setUint32(RequestOffset.code, input.code, true);
+  frame.set(body, HEADER_SIZE);
+  return frame;
+}
+
 export interface ClientReplyInput {
   readonly cluster: bigint;
   readonly view: number;
