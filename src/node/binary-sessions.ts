@@ -90,6 +90,7 @@ export interface SessionCore {
   isPrimary(): boolean;
   primaryIndex(): number;
   canAcceptRequests(): boolean;
+  hasAdmissionRoom(): boolean;
   onRequest(header: RequestHeader, body: Uint8Array): void;
   readonly clientTable: {
     get(client: bigint): { readonly userId: number; readonly epoch: number } | undefined;
@@ -140,6 +141,7 @@ export interface BinaryCounters {
   writesForwarded: number;
   writesTimedOut: number;
   writesNotAccepted: number;
+  writesQueued: number;
   repliesUnrouted: number;
   forwardedRoutesDropped: number;
   queueOverflows: number;
@@ -191,6 +193,7 @@ export class BinarySessions {
     writesForwarded: 0,
     writesTimedOut: 0,
     writesNotAccepted: 0,
+    writesQueued: 0,
     repliesUnrouted: 0,
     forwardedRoutesDropped: 0,
     queueOverflows: 0,
@@ -201,6 +204,14 @@ export class BinarySessions {
   private readonly pending = new Map<bigint, Pending>();
   /** Bound VSR client id -> its connection on this replica. */
   private readonly bound = new Map<bigint, ClientConnection>();
+  /**
+   * Requests waiting for room in the primary's pipeline and request queue, oldest first. Bounded
+   * by the connections (one request in flight each) plus disconnect Logouts; each still times
+   * out with its pending entry. Without it, a burst of more clients than the core queues holds
+   * would be dropped by the core and each dropped client would wait out its write timeout.
+   */
+  private readonly waiting: { readonly client: bigint; readonly request: number; readonly header: RequestHeader; readonly body: Uint8Array }[] = [];
+  private drainScheduled = false;
   private readonly logoutTimers = new Set<NodeJS.Timeout>();
   private closed = false;
 
@@ -240,6 +251,8 @@ export class BinarySessions {
    * a connection here was waiting for it.
    */
   deliver(client: bigint, frame: Uint8Array): boolean {
+    // A commit freed room in the pipeline: the next waiting request may go in.
+    this.scheduleDrain();
     const pending = this.pending.get(client);
     if (pending === undefined) return this.bound.has(client);
     const header = readClientReply(frame);
@@ -259,6 +272,7 @@ export class BinarySessions {
   close(): void {
     this.closed = true;
     for (const [client, pending] of this.pending) this.settle(client, pending, { kind: 'not_accepted' });
+    this.waiting.length = 0;
     for (const timer of this.logoutTimers) clearTimeout(timer);
     this.logoutTimers.clear();
     for (const connection of [...this.connections.values()]) connection.io.close('server stopping');
@@ -353,7 +367,12 @@ export class BinarySessions {
       if (local) {
         const decoded = decodeFrame(kernels, frame);
         assert(decoded.ok && decoded.header.command === Command.request, 'a built request decodes');
-        core.onRequest(decoded.header, decoded.body);
+        if (this.waiting.length === 0 && core.hasAdmissionRoom()) core.onRequest(decoded.header, decoded.body);
+        else {
+          this.counters.writesQueued += 1;
+          this.waiting.push({ client: input.client, request: input.request, header: decoded.header, body: decoded.body });
+          this.scheduleDrain();
+        }
       } else {
         this.counters.writesForwarded += 1;
         this.host.sendToReplica(primary, frame);
@@ -361,8 +380,34 @@ export class BinarySessions {
     });
   }
 
+  /**
+   * Submits waiting requests while the core has room. Runs on its own turn, never inside a core
+   * callback (a reply is delivered from within the core's apply, which must not be re-entered).
+   */
+  private scheduleDrain(): void {
+    if (this.drainScheduled || this.waiting.length === 0 || this.closed) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      const { core } = this.host;
+      while (this.waiting.length > 0 && core.canAcceptRequests() && core.hasAdmissionRoom()) {
+        const next = this.waiting.shift()!;
+        // Still wanted: not settled by a timeout or a closed connection meanwhile.
+        if (this.pending.get(next.client)?.request === next.request) core.onRequest(next.header, next.body);
+      }
+      // No room yet (or no caught-up primary): look again shortly; each waiting request still
+      // answers TransientNotCommitted when its own timeout passes.
+      if (this.waiting.length > 0) setTimeout(() => this.scheduleDrain(), 10).unref();
+    });
+  }
+
   private settle(client: bigint, pending: Pending, outcome: SubmitOutcome): void {
     if (this.pending.get(client) === pending) this.pending.delete(client);
+    if (outcome.kind !== 'reply' && outcome.kind !== 'eviction' && this.waiting.length > 0) {
+      // Settled without the core answering: it must not be submitted later.
+      const index = this.waiting.findIndex((entry) => entry.client === client && entry.request === pending.request);
+      if (index >= 0) this.waiting.splice(index, 1);
+    }
     clearTimeout(pending.timer);
     pending.resolve(outcome);
   }

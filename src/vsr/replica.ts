@@ -529,6 +529,15 @@ export class Replica {
     return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
   }
 
+  /**
+   * A new request would be admitted now rather than dropped: the pipeline or the request queue
+   * has room. Edges that hold many clients queue their requests until this holds, instead of
+   * letting the core drop them (a drop costs the client a timeout and a retry).
+   */
+  hasAdmissionRoom(): boolean {
+    return this.pipeline.length < this.config.prepareQueueDepth || this.requestQueue.length < this.config.requestQueueDepth;
+  }
+
   /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
   canAcceptRequests(): boolean {
     return this.primaryActive() && this.commitMin === this.commitMax && this.headChecksum() !== null;

@@ -141,6 +141,31 @@ describe('client port: hostile input', () => {
   });
 });
 
+describe('client port: bursts beyond the core queues', () => {
+  it("more concurrent writers than the pipeline and request queue hold all commit, none waits out a timeout", async () => {
+    // prepare_queue_depth 1: one prepare in flight and two queued; 24 writers arrive at once.
+    const small = await startBinaryNode({ prepare_queue_depth: 1, journal_slots: 64 });
+    const clients: RawClient[] = [];
+    try {
+      for (let index = 0; index < 24; index++) {
+        const client = await RawClient.connect(small.port);
+        await client.login();
+        clients.push(client);
+      }
+      const started = Date.now();
+      const replies = await Promise.all(clients.map((client, index) => client.write(OP.createStream, name(`burst-${index}`))));
+      expect(replies.map((reply) => reply.status)).toEqual(clients.map(() => 0));
+      // Far below the 5 s write timeout a dropped request would have waited for.
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect(small.node.binary.counters.writesQueued).toBeGreaterThan(0);
+      expect(small.node.core.counters.requestsDropped).toBe(0);
+    } finally {
+      for (const client of clients) client.close();
+      await small.close();
+    }
+  });
+});
+
 describe('client port: TLS', () => {
   it('with --tcp-tls-cert/--tcp-tls-key the port speaks TLS and the protocol runs over it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vrmeta-tls-'));
