@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BinaryClient } from '../../src/transport/binary-client.js';
 import { OP, RawClient, name, randomClientId, requestFrame, result, stringId, type ReplyView } from '../support/iggy-frames.js';
 import { Cluster, sleep } from './harness.js';
 
@@ -68,6 +69,19 @@ describe('binary clients across processes', () => {
       // A retry of the same request number through the backup is the cached reply, byte for byte.
       const again = await client.write(OP.createStream, name('via-backup'), reply.request);
       expect(again.frame).toEqual(reply.frame);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('the TypeScript client dialing a backup follows the leader through GetClusterMetadata', async () => {
+    const primary = await cluster.primary();
+    const backup = (primary + 2) % 3;
+    const client = await BinaryClient.connect({ addresses: [`127.0.0.1:${cluster.tcpPort(backup)}`], username: 'iggy', password: 'iggy' });
+    try {
+      expect(client.address).toBe(`127.0.0.1:${cluster.tcpPort(primary)}`);
+      const payload = await client.write(OP.createStream, name('followed'));
+      expect(payload.byteLength).toBeGreaterThan(0);
     } finally {
       client.close();
     }
