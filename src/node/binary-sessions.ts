@@ -287,7 +287,7 @@ export class BinarySessions {
     const session = connection.session;
     if (session !== null) {
       this.unbind(connection);
-      this.scheduleDisconnectLogout(session.clientId, session.userId, session.epoch);
+      this.scheduleLogout(session, DISCONNECT_LOGOUT_GRACE_MS);
     }
     for (const [client, pending] of this.pending) {
       if (pending.connection === connection) this.settle(client, pending, { kind: 'not_accepted' });
@@ -302,7 +302,12 @@ export class BinarySessions {
       this.unbind(previous);
       previous.evict(clientId, EvictionReason.sessionTooLow);
     }
-    if (connection.session !== null && connection.session.clientId !== clientId) this.unbind(connection);
+    const replaced = connection.session;
+    if (replaced !== null && replaced.clientId !== clientId) {
+      // A login with a new client id on a bound connection: the old session is over.
+      this.unbind(connection);
+      this.scheduleLogout(replaced, 0);
+    }
     const user = this.host.state.queries.user({ kind: 'id', id: userId });
     connection.session = { clientId, userId, epoch, userCreatedAtUs: user?.createdAtUs ?? -1 };
     this.bound.set(clientId, connection);
@@ -412,8 +417,14 @@ export class BinarySessions {
     pending.resolve(outcome);
   }
 
-  private scheduleDisconnectLogout(clientId: bigint, userId: number, epoch: number): void {
+  /**
+   * Ends `session` in the replicated table after `delayMs` (a disconnect waits out the grace for a
+   * resume; an eviction that ends a live session, such as StaleClient, does it at once), unless
+   * it was resumed meanwhile. Frees its table slot and its consumer-group seats on every replica.
+   */
+  scheduleLogout(session: { readonly clientId: bigint; readonly userId: number; readonly epoch: number }, delayMs: number): void {
     if (this.closed) return;
+    const { clientId, userId, epoch } = session;
     const timer = setTimeout(() => {
       this.logoutTimers.delete(timer);
       // Resumed on this replica meanwhile: the new binding owns the session.
@@ -423,7 +434,7 @@ export class BinarySessions {
       if (entry === undefined || entry.epoch !== epoch) return;
       this.counters.disconnectLogouts += 1;
       void this.submit(null, { client: clientId, operation: Operation.logout, session: epoch, request: DISCONNECT_LOGOUT_REQUEST, requestChecksum: 0n, userId }, new Uint8Array(0));
-    }, DISCONNECT_LOGOUT_GRACE_MS);
+    }, delayMs);
     timer.unref();
     this.logoutTimers.add(timer);
   }
@@ -489,10 +500,19 @@ export class ClientConnection implements ClientHandle {
     this.io.close('stale client: no request within the heartbeat window');
   }
 
+  /**
+   * Sends an eviction (session-terminal: the SDK drops its session). A live session of this
+   * connection it names is unbound and logged out, except when the core reported it gone
+   * (NoSession) or superseded by a newer binding (SessionTooLow).
+   */
   evict(client: bigint, reason: EvictionReason): void {
     const host = this.sessions.host;
     this.sessions.countEviction(reason);
-    if (this.session !== null && (this.session.clientId === client || reason === EvictionReason.staleClient)) this.sessions.unbind(this);
+    const session = this.session;
+    if (session !== null && session.clientId === client) {
+      this.sessions.unbind(this);
+      if (reason !== EvictionReason.noSession && reason !== EvictionReason.sessionTooLow) this.sessions.scheduleLogout(session, 0);
+    }
     this.io.send(encodeClientEviction({ cluster: host.cluster, view: host.core.view, replica: host.replica, client, reason }));
   }
 

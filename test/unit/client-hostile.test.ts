@@ -104,9 +104,14 @@ describe('client port: hostile input', () => {
   it('a silent session is evicted as StaleClient, then closed', async () => {
     const client = await RawClient.connect(server.port);
     await client.login();
+    expect(server.node.core.clientTable.get(client.clientId)).toBeDefined();
     const eviction = await client.next(STALE_TIMEOUT_MS * 4);
     expect(eviction === null ? null : readReply(eviction).reason).toBe(REASON.staleClient);
     expect(await client.next(2000)).toBeNull();
+    // Its session is logged out at once (Iggy drops a stale client from the table and its groups).
+    const deadline = Date.now() + 2000;
+    while (server.node.core.clientTable.get(client.clientId) !== undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(server.node.core.clientTable.get(client.clientId)).toBeUndefined();
   });
 
   it('a flood of pipelined requests beyond the queue bound is closed; the node keeps serving', async () => {
