@@ -97,6 +97,29 @@ describe('client port: login (Register)', () => {
     client.close();
   });
 
+  it("a client id holding another user's session is refused with SessionError", async () => {
+    committed(await root.write(OP.createUser, b(name('conf-other'), name('other-pass'), [1], [0])), OP.createUser);
+    const owner = await RawClient.connect(server.port);
+    await owner.login();
+    const intruder = await RawClient.connect(server.port);
+    intruder.clientId = owner.clientId;
+    expectEviction(await intruder.login('conf-other', 'other-pass'), REASON.sessionError);
+    // The owner's session is untouched.
+    expect(result(expectOk(await owner.write(OP.createStream, name('conf-owner-ok')), OP.createStream)).code).toBe(0);
+    owner.close();
+    intruder.close();
+  });
+
+  it('an undeclared or internal operation is evicted InvalidRequestOperation, and the stream is closed', async () => {
+    for (const operation of [99, OP.createTopicWithAssignments]) {
+      const client = await RawClient.connect(server.port);
+      await client.login();
+      expectEviction(await client.call(requestFrame({ client: client.clientId, operation, session: client.session, request: 1n })), REASON.invalidRequestOperation);
+      expect(await client.next(2000)).toBeNull();
+      client.close();
+    }
+  });
+
   it('the legacy login codes are refused with MalformedLogin', async () => {
     const client = await RawClient.connect(server.port);
     for (const code of [CODE.loginUser, CODE.loginWithAccessToken]) {
