@@ -12,6 +12,7 @@ import { encodePermissions } from '../metadata/binary-responses.js';
 import { ErrorCode } from '../metadata/errors.js';
 import { BinaryClient, IggyBinaryError, type BinaryClientOptions } from '../transport/binary-client.js';
 import * as decode from '../transport/client-response-decode.js';
+import { concatBytes, encodeIdentifier, encodeName, encodeOption, encodeSecret, encodeU32, encodeU64, encodeU8 } from '../transport/client-requests.js';
 import { CommandCode } from '../transport/client-wire.js';
 import { Operation } from '../vsr/header-types.js';
 import { HttpError } from './errors.js';
@@ -55,57 +56,32 @@ type U64 = number | bigint;
 
 const encoder = new TextEncoder();
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
+/** The primitives, with a RangeError turned into the Iggy error the server would answer. */
+function guard<T>(code: number, encode: () => T): T {
+  try {
+    return encode();
+  } catch (error) {
+    if (error instanceof RangeError) throw new IggyBinaryError(code, error.message);
+    throw error;
   }
-  return out;
 }
+
+const concat = concatBytes;
+const u8 = encodeU8;
+const u32 = encodeU32;
+const u64 = encodeU64;
+const option = encodeOption;
 
 function name(value: string): Uint8Array {
-  const bytes = encoder.encode(value);
-  if (bytes.byteLength < 1 || bytes.byteLength > 255) throw new IggyBinaryError(ErrorCode.invalidFormat, `"${value.slice(0, 20)}" must be 1..255 bytes`);
-  return concat(Uint8Array.of(bytes.byteLength), bytes);
+  return guard(ErrorCode.invalidFormat, () => encodeName(value));
 }
 
-/** A u8-size secret (may be empty: the server answers with the validation error). */
 function secret(value: string): Uint8Array {
-  const bytes = encoder.encode(value);
-  if (bytes.byteLength > 255) throw new IggyBinaryError(ErrorCode.invalidPassword, 'a password or token is at most 255 bytes');
-  return concat(Uint8Array.of(bytes.byteLength), bytes);
+  return guard(ErrorCode.invalidPassword, () => encodeSecret(value));
 }
 
-function u8(value: number): Uint8Array {
-  return Uint8Array.of(value);
-}
-
-function u32(value: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setUint32(0, value, true);
-  return out;
-}
-
-function u64(value: U64): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, BigInt(value), true);
-  return out;
-}
-
-/** An identifier as the HTTP paths read one: digits that fit a u32 are an id, else a name. */
 function id(value: Id): Uint8Array {
-  const numeric = typeof value === 'number' ? value : /^(?:0|[1-9][0-9]{0,9})$/.test(value) && Number(value) <= 0xffff_ffff ? Number(value) : null;
-  if (numeric !== null) return concat(Uint8Array.of(1, 4), u32(numeric));
-  const bytes = encoder.encode(String(value));
-  if (bytes.byteLength < 1 || bytes.byteLength > 255) throw new IggyBinaryError(ErrorCode.invalidIdentifier, 'an identifier name is 1..255 bytes');
-  return concat(Uint8Array.of(2, bytes.byteLength), bytes);
-}
-
-function option(key: string, kind: number, value: Uint8Array): Uint8Array {
-  const keyBytes = encoder.encode(key);
-  return concat(u8(2), u32(keyBytes.byteLength), keyBytes, u8(kind), u32(value.byteLength), value);
+  return guard(ErrorCode.invalidIdentifier, () => encodeIdentifier(value));
 }
 
 const STRING_KIND = 2;

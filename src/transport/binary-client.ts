@@ -23,10 +23,10 @@ import { connect as tlsConnect } from 'node:tls';
 import { HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { EvictionReason, Operation } from '../vsr/header-types.js';
 import { parseHostPort } from './address.js';
+import { encodeLoginBody } from './client-requests.js';
 import {
   ClientCommand,
   CommandCode,
-  IGGY_PROTOCOL_VERSION,
   encodeClientRequest,
   isResultFramed,
   readClientReply,
@@ -99,38 +99,6 @@ export function evictionErrorCode(reason: number, protocolMax: number, protocolM
     default:
       return UNAUTHENTICATED;
   }
-}
-
-const encoder = new TextEncoder();
-
-function name(value: string): Uint8Array {
-  const bytes = encoder.encode(value);
-  if (bytes.byteLength > 255) throw new RangeError(`"${value.slice(0, 20)}..." exceeds 255 bytes`);
-  return Uint8Array.of(bytes.byteLength, ...bytes);
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
-}
-
-function u32(value: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setUint32(0, value, true);
-  return out;
-}
-
-/** The LoginRegister (password) or LoginRegisterWithPat body. */
-function loginBody(options: BinaryClientOptions): Uint8Array {
-  const version = concat([u32(IGGY_PROTOCOL_VERSION), name('vrmeta-ts'), name('0.1.0')]);
-  if (options.token !== undefined) return concat([version, name(options.token), u32(0)]);
-  if (options.username === undefined || options.password === undefined) throw new TypeError('pass username and password, or token');
-  return concat([version, name(options.username), name(options.password), u32(0)]);
 }
 
 function randomClientId(): bigint {
@@ -410,7 +378,7 @@ export class BinaryClient {
   }
 
   private async login(deadline: number): Promise<void> {
-    const frame = encodeClientRequest({ client: this.clientId, operation: Operation.register, request: 0n, session: 0n }, loginBody(this.options));
+    const frame = encodeClientRequest({ client: this.clientId, operation: Operation.register, request: 0n, session: 0n }, encodeLoginBody(this.options, 'vrmeta-ts', '0.1.0'));
     while (Date.now() < deadline) {
       const reply = await this.link!.exchange(frame, this.replyTimeoutMs);
       const header = readClientReply(reply);
