@@ -217,14 +217,16 @@ export class BinarySessions {
   }
 
   /**
-   * A reply or eviction for `client`, from the local core or relayed by the primary. True when
-   * a connection here was waiting for it.
+   * A reply or eviction for `client`, from the local core or relayed by the primary. True only
+   * when a request of a connection here was waiting for exactly this answer: a session can move
+   * (a client resumes it through another replica while its old connection here still exists),
+   * so the answer to a request forwarded from elsewhere must not be claimed by an idle binding.
    */
   deliver(client: bigint, frame: Uint8Array): boolean {
     // A commit freed room in the pipeline: the next waiting request may go in.
     this.scheduleDrain();
     const pending = this.pending.get(client);
-    if (pending === undefined) return this.bound.has(client);
+    if (pending === undefined) return false;
     const header = readClientReply(frame);
     if (header.command === ClientCommand.eviction) {
       this.settle(client, pending, { kind: 'eviction', frame });
@@ -232,7 +234,7 @@ export class BinarySessions {
     }
     if (header.command !== ClientCommand.reply || header.request !== BigInt(pending.request)) {
       this.counters.repliesUnrouted += 1;
-      return true;
+      return false;
     }
     this.settle(client, pending, { kind: 'reply', frame });
     return true;

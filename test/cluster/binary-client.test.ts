@@ -10,6 +10,10 @@
  *     refused with CannotEstablishConnection, and the cluster keeps serving writes meanwhile.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadKernels } from '../../src/kernels/index.js';
+import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import type { ClientEntrySnapshot } from '../../src/metadata/snapshot-model.js';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BinaryClient } from '../../src/transport/binary-client.js';
@@ -122,6 +126,56 @@ describe('binary clients across processes', () => {
     }
     cluster.start(primary);
     await cluster.waitForConverged(cluster.indices(), 60_000);
+  }, 120_000);
+
+  it('binary sessions are in the checkpoint and travel with a state transfer to a wiped replica', async () => {
+    const kernels = loadKernels('ts');
+    const tableOf = (index: number): ClientEntrySnapshot[] => {
+      const split = kernels.trailerSplit(new Uint8Array(readFileSync(join(cluster.dataDir(index), 'snapshot.bin'))));
+      expect(split.status).toBe('valid');
+      return [...decodeSnapshot(split.payload).clientTable];
+    };
+    const primary = await cluster.primary();
+    const wiped = (primary + 1) % 3;
+    await cluster.kill9(wiped);
+    cluster.wipe(wiped);
+    // Client A writes past a checkpoint (every 112 ops here), then client B moves the cluster one
+    // more checkpoint on, so a checkpoint holds A's session with its last reply.
+    const a = await RawClient.connect(cluster.tcpPort(primary));
+    const b = await RawClient.connect(cluster.tcpPort(primary));
+    try {
+      await loginRetrying(a);
+      await loginRetrying(b);
+      let last: ReplyView | null = null;
+      for (let index = 0; index < 120; index++) last = await writeRetrying(a, OP.createStream, name(`ckpt-a-${index}`), a.requestNext++);
+      const checkpointed = (await cluster.status(primary)).op;
+      for (let index = 0; index < 130; index++) await writeRetrying(b, OP.createStream, name(`ckpt-b-${index}`), b.requestNext++);
+      await cluster.waitFor('a checkpoint past client A', async () => (await cluster.status(primary)).checkpoint_op > checkpointed, 20_000);
+      const entry = tableOf(primary).find((candidate) => candidate.clientId === a.clientId);
+      expect(entry).toMatchObject({ clientId: a.clientId, epoch: Number(a.session), watermark: Number(last!.request) });
+      expect(Buffer.from(entry!.reply)).toEqual(last!.frame);
+
+      // The wiped replica rejoins by state transfer: the same entry, byte for byte.
+      cluster.start(wiped);
+      await cluster.waitFor('state transfer installed', () => cluster.records(wiped, 'state transfer installed')[0], 45_000);
+      await cluster.waitForConverged(cluster.indices(), 45_000);
+      const transferred = tableOf(wiped).find((candidate) => candidate.clientId === a.clientId);
+      expect(transferred).toEqual(entry);
+
+      // And A, resuming its session through the rejoined replica, gets that reply for a replay.
+      const resumed = await RawClient.connect(cluster.tcpPort(wiped));
+      try {
+        resumed.clientId = a.clientId;
+        await loginRetrying(resumed);
+        const replayed = await writeRetrying(resumed, OP.createStream, name('replay-ignored'), last!.request);
+        expect(replayed.frame).toEqual(last!.frame);
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      a.close();
+      b.close();
+    }
   }, 120_000);
 
   it(`${IDLE_CONNECTIONS.toLocaleString('en')} idle connections: bounded memory, a clear refusal past the limit, writes keep committing`, async () => {
