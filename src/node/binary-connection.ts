@@ -78,16 +78,26 @@ export class ClientConnection implements ClientHandle {
     if (this.closed) return;
     if (this.queue.length >= CLIENT_QUEUED_FRAMES_MAX) {
       this.sessions.counters.queueOverflows += 1;
-      this.io.close(`more than ${CLIENT_QUEUED_FRAMES_MAX} requests queued without waiting for replies`);
+      this.close(`more than ${CLIENT_QUEUED_FRAMES_MAX} requests queued without waiting for replies`);
       return;
     }
     this.queue.push(result);
     if (!this.running) void this.drain();
   }
 
+  /**
+   * Closes the connection from our side: nothing queued runs and nothing more is sent (a socket
+   * being ended takes no writes), then the listener flushes what was sent and ends it.
+   */
+  private close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue.length = 0;
+    this.io.close(reason);
+  }
+
   /** The socket is gone. */
   onClosed(): void {
-    if (this.closed) return;
     this.closed = true;
     this.queue.length = 0;
     this.sessions.onConnectionClosed(this);
@@ -96,7 +106,7 @@ export class ClientConnection implements ClientHandle {
   /** Silent past the stale window: evict like Iggy's heartbeat verifier, then close. */
   onStale(): void {
     if (this.session !== null) this.evict(this.session.clientId, EvictionReason.staleClient);
-    this.io.close('stale client: no request within the heartbeat window');
+    this.close('stale client: no request within the heartbeat window');
   }
 
   /**
@@ -134,7 +144,7 @@ export class ClientConnection implements ClientHandle {
     if (result.kind === 'refused') {
       this.sessions.host.log('warn', 'client frame refused', { client_conn: this.id, address: this.io.address, reason: result.reason });
       if (result.header !== null && result.eviction !== null) this.evict(readClientRequest(result.header).client, result.eviction);
-      this.io.close(result.reason);
+      this.close(result.reason);
       return;
     }
     if (result.kind === 'skipped') {
