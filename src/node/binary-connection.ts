@@ -142,7 +142,8 @@ export class ClientConnection implements ClientHandle {
   private async handle(result: ClientDecodeResult): Promise<void> {
     this.sessions.counters.frames += 1;
     if (result.kind === 'refused') {
-      this.sessions.host.log('warn', 'client frame refused', { client_conn: this.id, address: this.io.address, reason: result.reason });
+      // Debug: a hostile client must not be able to write our log at its own rate.
+      this.sessions.host.log('debug', 'client frame refused', { client_conn: this.id, address: this.io.address, reason: result.reason });
       if (result.header !== null && result.eviction !== null) this.evict(readClientRequest(result.header).client, result.eviction);
       this.close(result.reason);
       return;

@@ -91,7 +91,7 @@ export interface ClientListenerOptions {
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | null;
   /** A new connection's session (binary-sessions.ts). */
   open(io: ClientIo): ClientHandle;
-  log(level: 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
+  log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
   readonly cluster: bigint;
   nowMs?: () => number;
   /** Tests shorten the timers. */
@@ -219,7 +219,9 @@ export class ClientListener {
         if (!socket.destroyed) socket.resume();
       },
       close: (reason) => {
-        this.options.log('info', 'client connection closed by the server', { address, reason });
+        // Per connection, so debug: what an operator needs is counted in stats() and the
+        // rate-limited warnings.
+        this.options.log('debug', 'client connection closed by the server', { address, reason });
         socket.end();
         // A client that keeps the socket open after the FIN is not owed a wait.
         setTimeout(() => socket.destroy(), 1_000).unref();
