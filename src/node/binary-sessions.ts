@@ -92,6 +92,8 @@ export interface BinaryHost {
   /** Iggy's u32 client id for a new connection (shared with the HTTP sessions' ids). */
   allocateClientId(): number;
   log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
+  /** Tests shorten the grace before a closed connection's session is logged out. */
+  readonly disconnectLogoutGraceMs?: number;
 }
 
 
@@ -259,7 +261,7 @@ export class BinarySessions {
     const session = connection.session;
     if (session !== null) {
       this.unbind(connection);
-      this.scheduleLogout(session, DISCONNECT_LOGOUT_GRACE_MS);
+      this.scheduleLogout(session, this.host.disconnectLogoutGraceMs ?? DISCONNECT_LOGOUT_GRACE_MS);
     }
     for (const [client, pending] of this.pending) {
       if (pending.connection === connection) this.settle(client, pending, { kind: 'not_accepted' });

@@ -82,6 +82,8 @@ export interface ReplicaNodeOptions {
   readonly logger: PinoLogger;
   readonly rootPassword?: string;
   readonly kernels?: Kernels;
+  /** Tests: the grace before a closed binary connection's session is logged out (default 10 s). */
+  readonly binaryDisconnectGraceMs?: number;
 }
 
 export class ReplicaNode implements NodeApi {
@@ -192,6 +194,7 @@ export class ReplicaNode implements NodeApi {
       stats: () => this.binaryStats(),
       allocateClientId: () => this.allocateClientId(),
       log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+      ...(options.binaryDisconnectGraceMs === undefined ? {} : { disconnectLogoutGraceMs: options.binaryDisconnectGraceMs }),
     });
   }
 

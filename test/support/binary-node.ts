@@ -19,6 +19,7 @@ export interface BinaryNode {
 export async function startBinaryNode(
   overrides: Partial<Record<ConfigKey, unknown>> = {},
   listener: Parameters<ReplicaNode['startClientListener']>[0] = {},
+  disconnectGraceMs?: number,
 ): Promise<BinaryNode> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrmeta-binary-'));
   const config = resolveConfig({
@@ -33,7 +34,11 @@ export async function startBinaryNode(
     log_level: 'silent',
     ...overrides,
   });
-  const node = await ReplicaNode.create({ config, logger: pino({ level: 'silent' }) });
+  const node = await ReplicaNode.create({
+    config,
+    logger: pino({ level: 'silent' }),
+    ...(disconnectGraceMs === undefined ? {} : { binaryDisconnectGraceMs: disconnectGraceMs }),
+  });
   await node.start();
   const address = await node.startClientListener(listener);
   // A single replica is primary of view 0 at once; wait until it admits requests.

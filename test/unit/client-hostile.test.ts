@@ -146,6 +146,36 @@ describe('client port: hostile input', () => {
   });
 });
 
+describe('client port: closed connections', () => {
+  it("a closed connection's session is logged out after the grace; one resumed within it is not", async () => {
+    const GRACE_MS = 300;
+    const node = await startBinaryNode({}, {}, GRACE_MS);
+    try {
+      const gone = await RawClient.connect(node.port);
+      await gone.login();
+      const resumed = await RawClient.connect(node.port);
+      await resumed.login();
+      const request = resumed.requestNext++;
+      const original = await resumed.write(OP.createStream, name('grace-resume'), request);
+      gone.close();
+      resumed.close();
+      // Within the grace the resuming client logs in again with its client id and replays.
+      const again = await RawClient.connect(node.port);
+      again.clientId = resumed.clientId;
+      await again.login();
+      await new Promise((resolve) => setTimeout(resolve, GRACE_MS * 3));
+      expect(node.node.core.clientTable.get(gone.clientId)).toBeUndefined();
+      expect(node.node.core.clientTable.get(resumed.clientId)).toBeDefined();
+      // The late Logout of the old epoch did not end the resumed session or its dedup history.
+      const replayed = await again.write(OP.createStream, name('grace-resume'), request);
+      expect(replayed.frame).toEqual(original.frame);
+      again.close();
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('client port: bursts beyond the core queues', () => {
   it("more concurrent writers than the pipeline and request queue hold all commit, none waits out a timeout", async () => {
     // prepare_queue_depth 1: one prepare in flight and two queued; 24 writers arrive at once.
