@@ -205,8 +205,11 @@ function flags(reader: BodyReader, order: readonly number[], field: string): num
   return bits;
 }
 
-/** WirePermissions, bounded by our permission limits; the caller canonicalizes the order. */
-function permissions(reader: BodyReader): PermissionsInput {
+/**
+ * WirePermissions (the same bytes in requests and responses), bounded by our permission limits;
+ * the caller canonicalizes the order.
+ */
+export function readPermissions(reader: BodyReader): PermissionsInput {
   const global = flags(reader, PERMISSION_FLAG_ORDER.global, 'permissions.global');
   const streams: { streamId: number; bits: number; topics: { topicId: number; bits: number }[] }[] = [];
   let more = reader.u8('permissions.has_streams') !== 0;
@@ -235,7 +238,7 @@ function optionalPermissions(reader: BodyReader): PermissionsInput | null {
   const bytes = reader.bytes(size, 'permissions');
   if (!reader.ok) return null;
   const inner = new BodyReader(bytes);
-  const decoded = permissions(inner);
+  const decoded = readPermissions(inner);
   reader.check(inner.finish() === null, `permissions: ${inner.finish() ?? ''}`);
   return decoded;
 }

@@ -18,7 +18,9 @@ import type {
   UserView,
 } from '../metadata/queries.js';
 import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../metadata/snapshot-model.js';
-import { PERMISSION_FLAG_ORDER, type ClientInfoView, type ClusterNodeView } from '../metadata/binary-responses.js';
+import type { ClientInfoView, ClusterNodeView } from '../metadata/binary-responses.js';
+import { canonicalPermissions } from '../metadata/permissions.js';
+import { readPermissions } from './client-bodies.js';
 
 export class ResponseDecodeError extends Error {
   constructor(what: string, reason: string) {
@@ -146,34 +148,6 @@ function user(reader: BodyReader): UserView {
   return { id, username, status, createdAtUs };
 }
 
-const { global: GLOBAL_ORDER, stream: STREAM_ORDER, topic: TOPIC_ORDER } = PERMISSION_FLAG_ORDER;
-
-function flags(reader: BodyReader, order: readonly number[]): number {
-  let bits = 0;
-  for (const bit of order) if (reader.u8('permission') !== 0) bits |= bit;
-  return bits;
-}
-
-function permissions(reader: BodyReader): PermissionsSnapshot {
-  const global = flags(reader, GLOBAL_ORDER);
-  const streams = [];
-  let more = reader.u8('has_streams') !== 0;
-  while (more && reader.ok) {
-    const streamId = reader.u32('stream_id');
-    const bits = flags(reader, STREAM_ORDER);
-    const topics = [];
-    let moreTopics = reader.u8('has_topics') !== 0;
-    while (moreTopics && reader.ok) {
-      const topicId = reader.u32('topic_id');
-      topics.push({ topicId, bits: flags(reader, TOPIC_ORDER) });
-      moreTopics = reader.u8('has_next_topic') !== 0;
-    }
-    streams.push({ streamId, bits, topics });
-    more = reader.u8('has_next_stream') !== 0;
-  }
-  return { global, streams };
-}
-
 export function decodeUserDetails(body: Uint8Array): UserDetailsView {
   const reader = new BodyReader(body);
   const head = user(reader);
@@ -182,7 +156,7 @@ export function decodeUserDetails(body: Uint8Array): UserDetailsView {
   if (reader.remaining > 0 && reader.u8('has_permissions') === 1) {
     const size = reader.u32('permissions size');
     const inner = new BodyReader(reader.bytes(size, 'permissions'));
-    granted = permissions(inner);
+    granted = canonicalPermissions(readPermissions(inner));
     if (!inner.ok) throw new ResponseDecodeError('user', inner.finish() ?? 'permissions');
   }
   return finish(reader, 'user', { ...head, permissions: granted });
