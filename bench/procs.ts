@@ -447,6 +447,8 @@ interface VrmetaReplica {
   readonly index: number;
   readonly httpPort: number;
   readonly replicaPort: number;
+  /** The Iggy binary client port. */
+  readonly tcpPort: number;
   readonly dataDir: string;
   child: ChildHandle | null;
 }
@@ -557,11 +559,12 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       env: options.env ?? {},
     };
     const root = makeTempRoot('vrmeta-bench-');
-    const ports = await reservePorts(resolved.replicaCount * 2);
+    const ports = await reservePorts(resolved.replicaCount * 3);
     const replicas = Array.from({ length: resolved.replicaCount }, (_, index) => ({
       index,
       httpPort: ports[index]!,
       replicaPort: ports[resolved.replicaCount + index]!,
+      tcpPort: ports[2 * resolved.replicaCount + index]!,
       dataDir: join(root, `replica-${index}`),
       child: null,
     }));
@@ -589,6 +592,11 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
     return `http://${HOST}:${this.node(index).httpPort}`;
   }
 
+  /** host:port of replica `index`'s Iggy binary client listener. */
+  tcpAddress(index: number): string {
+    return `${HOST}:${this.node(index).tcpPort}`;
+  }
+
   snapshotBytes(index: number): number {
     return fileSize(join(this.dataDir(index), 'snapshot.bin'));
   }
@@ -606,6 +614,8 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       '--replicas', this.nodes.map((r) => `${HOST}:${r.replicaPort}`).join(','),
       '--http', `${HOST}:${replica.httpPort}`,
       '--http-peers', this.nodes.map((r) => `${HOST}:${r.httpPort}`).join(','),
+      '--tcp', `${HOST}:${replica.tcpPort}`,
+      '--tcp-peers', this.nodes.map((r) => `${HOST}:${r.tcpPort}`).join(','),
       '--data-dir', replica.dataDir,
       '--cluster-name', 'vrmeta-bench',
       '--journal-slots', String(o.journalSlots),

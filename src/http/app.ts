@@ -76,7 +76,8 @@ export interface BuildAppOptions {
   readonly systemInfo?: () => SystemInfo;
   readonly serverVersion?: string;
   /** The bound on Argon2id verifications in flight (password-gate.ts). */
-  readonly passwordGate?: Partial<PasswordGateOptions>;
+  /** The gate itself (shared with the binary edge: `ReplicaNode.passwordGate`), or its options. */
+  readonly passwordGate?: Partial<PasswordGateOptions> | PasswordGate;
   /** HTTPS: the listener's certificate and key (src/node/tls.ts `serverTlsOptions`). */
   readonly https?: import('node:tls').TlsOptions;
   /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
@@ -117,7 +118,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   // converted (they arrive as strings).
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
 
-  const passwordGate = new PasswordGate({ ...PASSWORD_GATE_DEFAULTS, ...options.passwordGate });
+  const passwordGate =
+    options.passwordGate instanceof PasswordGate ? options.passwordGate : new PasswordGate({ ...PASSWORD_GATE_DEFAULTS, ...options.passwordGate });
   const ctx = createContext({
     node,
     passwordGate,

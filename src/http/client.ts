@@ -12,6 +12,7 @@
  * never retries by itself: only the caller knows whether a write is safe to repeat (a 503 with
  * `transient_not_committed` may still commit).
  */
+import { BinaryTransport, IggyBinaryError, type BinaryTransportOptions } from './client-binary.js';
 import { parseJsonLossless, stringifyJsonLossless } from './json.js';
 import type {
   ClientInfoDetailsJson,
@@ -86,9 +87,20 @@ export interface CreateUserInput {
   readonly permissions?: PermissionsJson | null;
 }
 
+export { IggyBinaryError };
+
 export interface ClientOptions {
-  /** e.g. `http://127.0.0.1:3000` */
-  readonly baseUrl: string;
+  /** e.g. `http://127.0.0.1:3000`; optional with `tcp` (then only the HTTP-only methods need it). */
+  readonly baseUrl?: string;
+  /**
+   * host:port of replicas' Iggy binary client ports (`--tcp`): the metadata methods then speak
+   * Iggy's binary protocol, with a VSR session, request numbers, retries that resume the session
+   * on another replica, and leader following. `login` opens the session. The operational
+   * endpoints (`livez`, `ready`, `getClusterStatus`, `getMetrics`, `refreshToken`) stay HTTP.
+   */
+  readonly tcp?: readonly string[];
+  /** TLS on the binary port (`--tcp-tls-cert`): the CA to trust. */
+  readonly tls?: BinaryTransportOptions['tls'];
   /** A JWT or a raw personal access token; `login` sets it. */
   readonly token?: string;
   readonly fetch?: typeof fetch;
@@ -147,12 +159,24 @@ export class VrmetaClient {
   lastResponse: ResponseMeta | null = null;
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
+  /** The binary protocol, when constructed with `tcp`. */
+  private readonly binary: BinaryTransport | null;
 
   constructor(options: ClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    if (options.baseUrl === undefined && options.tcp === undefined) throw new TypeError('pass baseUrl, tcp, or both');
+    this.baseUrl = (options.baseUrl ?? '').replace(/\/+$/, '');
+    this.binary =
+      options.tcp === undefined
+        ? null
+        : new BinaryTransport({ tcp: options.tcp, ...(options.tls === undefined ? {} : { tls: options.tls }), ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
     this.token = options.token ?? null;
     this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /** The binary session's connection is closed (the server logs it out after a grace period). */
+  close(): void {
+    this.binary?.close();
   }
 
   /** A client for the same server acting with another credential. */
@@ -165,6 +189,7 @@ export class VrmetaClient {
    * undefined for an empty body; throws IggyHttpError for a non-2xx status.
    */
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+    if (this.baseUrl === '') throw new TypeError(`${method} ${path} is HTTP only: this client has no baseUrl`);
     const requestHeaders: Record<string, string> = { ...headers };
     if (this.token !== null) requestHeaders.authorization = `Bearer ${this.token}`;
     let payload: string | undefined;
@@ -205,6 +230,7 @@ export class VrmetaClient {
   // ------------------------------------------------------------------- health and identity
 
   async ping(): Promise<string> {
+    if (this.binary !== null) return this.binary.ping();
     return (await this.request('GET', '/ping')) as string;
   }
 
@@ -225,10 +251,12 @@ export class VrmetaClient {
 
   /** Logs in and keeps the access token for later requests. */
   async login(username: string, password: string): Promise<IdentityInfoJson> {
+    if (this.binary !== null) return this.binary.login({ username, password });
     return this.keep((await this.request('POST', '/users/login', { username, password })) as IdentityInfoJson);
   }
 
   async loginWithPersonalAccessToken(token: string): Promise<IdentityInfoJson> {
+    if (this.binary !== null) return this.binary.login({ token });
     return this.keep((await this.request('POST', '/personal-access-tokens/login', { token })) as IdentityInfoJson);
   }
 
@@ -238,6 +266,7 @@ export class VrmetaClient {
   }
 
   async logout(): Promise<void> {
+    if (this.binary !== null) return this.binary.logout();
     await this.request('DELETE', '/users/logout');
   }
 
@@ -249,15 +278,18 @@ export class VrmetaClient {
   // ------------------------------------------------------------------------------- users
 
   async getUsers(): Promise<UserInfoJson[]> {
+    if (this.binary !== null) return this.binary.getUsers();
     return (await this.request('GET', '/users')) as UserInfoJson[];
   }
 
   /** `'me'` reads the caller. */
   async getUser(id: Id): Promise<UserInfoDetailsJson> {
+    if (this.binary !== null) return this.binary.getUser(id);
     return (await this.request('GET', `/users/${segment(id)}`)) as UserInfoDetailsJson;
   }
 
   async createUser(input: CreateUserInput): Promise<UserInfoDetailsJson> {
+    if (this.binary !== null) return this.binary.createUser(input);
     return (await this.request('POST', '/users', {
       username: input.username,
       password: input.password,
@@ -267,73 +299,89 @@ export class VrmetaClient {
   }
 
   async updateUser(id: Id, update: { username?: string; status?: 'active' | 'inactive' }): Promise<void> {
+    if (this.binary !== null) return this.binary.updateUser(id, update);
     await this.request('PUT', `/users/${segment(id)}`, update);
   }
 
   async deleteUser(id: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.deleteUser(id);
     await this.request('DELETE', `/users/${segment(id)}`);
   }
 
   async changePassword(id: Id, currentPassword: string, newPassword: string): Promise<void> {
+    if (this.binary !== null) return this.binary.changePassword(id, currentPassword, newPassword);
     await this.request('PUT', `/users/${segment(id)}/password`, { current_password: currentPassword, new_password: newPassword });
   }
 
   async updatePermissions(id: Id, permissions: PermissionsJson | null): Promise<void> {
+    if (this.binary !== null) return this.binary.updatePermissions(id, permissions);
     await this.request('PUT', `/users/${segment(id)}/permissions`, { permissions });
   }
 
   // -------------------------------------------------------------- personal access tokens
 
   async getPersonalAccessTokens(): Promise<PersonalAccessTokenInfoJson[]> {
+    if (this.binary !== null) return this.binary.getPersonalAccessTokens();
     return (await this.request('GET', '/personal-access-tokens')) as PersonalAccessTokenInfoJson[];
   }
 
   /** Returns the raw token: the server shows it this once. `expiryUs` 0 = never expires. */
   async createPersonalAccessToken(name: string, expiryUs: U64 = 0): Promise<string> {
+    if (this.binary !== null) return this.binary.createPersonalAccessToken(name, expiryUs);
     return ((await this.request('POST', '/personal-access-tokens', { name, expiry: expiryUs })) as { token: string }).token;
   }
 
   async deletePersonalAccessToken(name: string): Promise<void> {
+    if (this.binary !== null) return this.binary.deletePersonalAccessToken(name);
     await this.request('DELETE', `/personal-access-tokens/${segment(name)}`);
   }
 
   // ----------------------------------------------------------------------------- streams
 
   async getStreams(): Promise<StreamJson[]> {
+    if (this.binary !== null) return this.binary.getStreams();
     return (await this.request('GET', '/streams')) as StreamJson[];
   }
 
   async getStream(id: Id): Promise<StreamDetailsJson> {
+    if (this.binary !== null) return this.binary.getStream(id);
     return (await this.request('GET', `/streams/${segment(id)}`)) as StreamDetailsJson;
   }
 
   async createStream(name: string): Promise<StreamDetailsJson> {
+    if (this.binary !== null) return this.binary.createStream(name);
     return (await this.request('POST', '/streams', { name })) as StreamDetailsJson;
   }
 
   async updateStream(id: Id, name: string): Promise<void> {
+    if (this.binary !== null) return this.binary.updateStream(id, name);
     await this.request('PUT', `/streams/${segment(id)}`, { name });
   }
 
   async deleteStream(id: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.deleteStream(id);
     await this.request('DELETE', `/streams/${segment(id)}`);
   }
 
   async purgeStream(id: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.purgeStream(id);
     await this.request('DELETE', `/streams/${segment(id)}/purge`);
   }
 
   // ------------------------------------------------------------------------------ topics
 
   async getTopics(stream: Id): Promise<TopicJson[]> {
+    if (this.binary !== null) return this.binary.getTopics(stream);
     return (await this.request('GET', `/streams/${segment(stream)}/topics`)) as TopicJson[];
   }
 
   async getTopic(stream: Id, topic: Id): Promise<TopicDetailsJson> {
+    if (this.binary !== null) return this.binary.getTopic(stream, topic);
     return (await this.request('GET', `/streams/${segment(stream)}/topics/${segment(topic)}`)) as TopicDetailsJson;
   }
 
   async createTopic(stream: Id, input: CreateTopicInput): Promise<TopicDetailsJson> {
+    if (this.binary !== null) return this.binary.createTopic(stream, input);
     return (await this.request('POST', `/streams/${segment(stream)}/topics`, {
       name: input.name,
       partitions_count: input.partitionsCount,
@@ -345,6 +393,7 @@ export class VrmetaClient {
   }
 
   async updateTopic(stream: Id, topic: Id, input: UpdateTopicInput): Promise<void> {
+    if (this.binary !== null) return this.binary.updateTopic(stream, topic, input);
     await this.request('PUT', `/streams/${segment(stream)}/topics/${segment(topic)}`, {
       name: input.name,
       compression_algorithm: input.compressionAlgorithm,
@@ -355,24 +404,29 @@ export class VrmetaClient {
   }
 
   async deleteTopic(stream: Id, topic: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.deleteTopic(stream, topic);
     await this.request('DELETE', `/streams/${segment(stream)}/topics/${segment(topic)}`);
   }
 
   async purgeTopic(stream: Id, topic: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.purgeTopic(stream, topic);
     await this.request('DELETE', `/streams/${segment(stream)}/topics/${segment(topic)}/purge`);
   }
 
   // ------------------------------------------------------------------ partitions, segments
 
   async createPartitions(stream: Id, topic: Id, partitionsCount: number): Promise<void> {
+    if (this.binary !== null) return this.binary.createPartitions(stream, topic, partitionsCount);
     await this.request('POST', `/streams/${segment(stream)}/topics/${segment(topic)}/partitions`, { partitions_count: partitionsCount });
   }
 
   async deletePartitions(stream: Id, topic: Id, partitionsCount: number): Promise<void> {
+    if (this.binary !== null) return this.binary.deletePartitions(stream, topic, partitionsCount);
     await this.request('DELETE', `/streams/${segment(stream)}/topics/${segment(topic)}/partitions?partitions_count=${partitionsCount}`);
   }
 
   async deleteSegments(stream: Id, topic: Id, partitionId: number, segmentsCount: number): Promise<void> {
+    if (this.binary !== null) return this.binary.deleteSegments(stream, topic, partitionId, segmentsCount);
     await this.request(
       'DELETE',
       `/streams/${segment(stream)}/topics/${segment(topic)}/partitions/${partitionId}?segments_count=${segmentsCount}`,
@@ -382,10 +436,12 @@ export class VrmetaClient {
   // ---------------------------------------------------------------------- consumer groups
 
   async getConsumerGroups(stream: Id, topic: Id): Promise<ConsumerGroupJson[]> {
+    if (this.binary !== null) return this.binary.getConsumerGroups(stream, topic);
     return (await this.request('GET', `/streams/${segment(stream)}/topics/${segment(topic)}/consumer-groups`)) as ConsumerGroupJson[];
   }
 
   async getConsumerGroup(stream: Id, topic: Id, group: Id): Promise<ConsumerGroupDetailsJson> {
+    if (this.binary !== null) return this.binary.getConsumerGroup(stream, topic, group);
     return (await this.request(
       'GET',
       `/streams/${segment(stream)}/topics/${segment(topic)}/consumer-groups/${segment(group)}`,
@@ -393,22 +449,26 @@ export class VrmetaClient {
   }
 
   async createConsumerGroup(stream: Id, topic: Id, name: string): Promise<ConsumerGroupDetailsJson> {
+    if (this.binary !== null) return this.binary.createConsumerGroup(stream, topic, name);
     return (await this.request('POST', `/streams/${segment(stream)}/topics/${segment(topic)}/consumer-groups`, {
       name,
     })) as ConsumerGroupDetailsJson;
   }
 
   async deleteConsumerGroup(stream: Id, topic: Id, group: Id): Promise<void> {
+    if (this.binary !== null) return this.binary.deleteConsumerGroup(stream, topic, group);
     await this.request('DELETE', `/streams/${segment(stream)}/topics/${segment(topic)}/consumer-groups/${segment(group)}`);
   }
 
   // ------------------------------------------------------------------------------ system
 
   async getStats(): Promise<StatsJson> {
+    if (this.binary !== null) return this.binary.getStats();
     return (await this.request('GET', '/stats')) as StatsJson;
   }
 
   async getClusterMetadata(): Promise<ClusterMetadataJson> {
+    if (this.binary !== null) return this.binary.getClusterMetadata();
     return (await this.request('GET', '/cluster/metadata')) as ClusterMetadataJson;
   }
 
@@ -417,10 +477,12 @@ export class VrmetaClient {
   }
 
   async getClients(): Promise<ClientInfoJson[]> {
+    if (this.binary !== null) return this.binary.getClients();
     return (await this.request('GET', '/clients')) as ClientInfoJson[];
   }
 
   async getClient(clientId: number | bigint | string): Promise<ClientInfoDetailsJson> {
+    if (this.binary !== null) return this.binary.getClient(clientId);
     return (await this.request('GET', `/clients/${String(clientId)}`)) as ClientInfoDetailsJson;
   }
 

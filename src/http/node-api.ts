@@ -68,13 +68,18 @@ export interface ClusterNode {
   readonly name: string;
   /** host:port of the node's HTTP listener. */
   readonly http: string;
+  /** Port of the node's Iggy binary client listener, 0 when unknown. */
+  readonly tcpPort?: number;
   readonly role: 'leader' | 'follower';
   readonly status: 'healthy' | 'starting' | 'unreachable';
 }
 
 export interface ClientSessionInfo {
-  /** The VSR client id (a u128) in decimal digits. */
-  readonly clientId: string;
+  /**
+   * Iggy's u32 client id, assigned by this replica to a binary connection or an HTTP session
+   * (the VSR session behind it has a u128 id, which is not shown: Iggy lists u32 ids).
+   */
+  readonly clientId: number;
   readonly userId: number;
   readonly session: number;
   readonly consumerGroups: readonly { streamId: number; topicId: number; groupId: number }[];

@@ -16,7 +16,6 @@ import type {
   UserView,
 } from '../metadata/queries.js';
 import { CompressionAlgorithm, UserStatus } from '../metadata/snapshot-model.js';
-import { assert } from '../stdx/assert.js';
 import type { ClientSessionInfo, ClusterNode, ClusterStatus } from './node-api.js';
 import { permissionsToJson } from './permissions-json.js';
 import type {
@@ -185,21 +184,14 @@ export function renderClusterMetadata(name: string, nodes: readonly ClusterNode[
     name,
     nodes: nodes.map((node) => {
       const [ip, http] = splitHostPort(node.http);
-      return { name: node.name, ip, endpoints: { tcp: 0, quic: 0, http, websocket: 0 }, role: node.role, status: node.status };
+      return { name: node.name, ip, endpoints: { tcp: node.tcpPort ?? 0, quic: 0, http, websocket: 0 }, role: node.role, status: node.status };
     }),
   };
 }
 
-/** A VSR client id is a u128 in decimal; emitted as an exact integer (bigint past 2^53). */
-function clientIdValue(clientId: string): bigint | number {
-  assert(/^[0-9]{1,39}$/.test(clientId), 'a client id is a u128 in decimal (node-api.ts)');
-  const value = BigInt(clientId);
-  return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
-}
-
 export function renderClient(client: ClientSessionInfo): ClientInfoJson {
   return {
-    client_id: clientIdValue(client.clientId),
+    client_id: client.clientId,
     user_id: client.userId,
     address: client.address ?? '',
     transport: client.transport ?? 'http',

@@ -7,7 +7,8 @@
  * input therefore never reaches the encoder unchecked.
  */
 import { ErrorCode } from '../metadata/errors.js';
-import { decodeIdPayload, parseIdentifier, type Identifier } from '../metadata/operations.js';
+import { createdIdOf } from '../metadata/create-replies.js';
+import { parseIdentifier, type Identifier } from '../metadata/operations.js';
 import { NAME_SIZE_MAX, utf8Size } from '../metadata/validation.js';
 import { assert } from '../stdx/assert.js';
 import { httpError, iggyError, invalidRequest } from './errors.js';
@@ -55,9 +56,9 @@ export function createdView<T>(view: T | null): T {
   return view;
 }
 
-/** The id a create's success payload carries (operations.ts: u32 LE). */
+/** The id a create's success payload starts with (create-replies.ts: Iggy's response, id first). */
 export function createdId(payload: Uint8Array): number {
-  const id = decodeIdPayload(payload);
+  const id = createdIdOf(payload);
   assert(id !== null, 'a committed create replies with its id');
   return id;
 }

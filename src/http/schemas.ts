@@ -317,7 +317,7 @@ export const ClusterMetadata = Type.Object({ name: Type.String(), nodes: Type.Ar
 
 /** `client_id` is the VSR client id (a u128), emitted as an exact integer. */
 const clientFields = {
-  client_id: U64Out,
+  client_id: U32,
   user_id: nullable(U32),
   address: Type.String(),
   transport: Type.String(),

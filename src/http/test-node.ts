@@ -14,7 +14,8 @@
  * Every write the HTTP layer hands over is recorded with its exact body, so tests can assert what
  * would enter the replicated log (e.g. that no plaintext secret ever does).
  */
-import { decodeIdPayload, encodeIdPayload, Operation } from '../metadata/operations.js';
+import { encodeStreamDetails } from '../metadata/binary-responses.js';
+import { Operation } from '../metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../metadata/state-machine.js';
 import { rootPasswordHash } from '../node/secrets.js';
 import { assert } from '../stdx/assert.js';
@@ -156,7 +157,7 @@ export class TestNode implements NodeApi {
 
   clients(): readonly ClientSessionInfo[] {
     return [...this.sessions.values()].map((session) => ({
-      clientId: session.clientId.toString(),
+      clientId: Number(session.clientId),
       userId: session.userId,
       session: session.epoch,
       consumerGroups: this.state.consumerGroupsOfClient(session.clientId),
@@ -202,6 +203,7 @@ export class TestNode implements NodeApi {
     if (scripted !== undefined) return scripted;
     if (this.evicted.delete(sessionKey)) return { kind: 'evicted' };
     const session = this.sessionFor(sessionKey, userId);
+    const deletedUser = operation === Operation.deleteUser ? this.state.deleteUserTarget(body) : null;
     this.op += 1;
     const result = this.state.apply({
       op: this.op,
@@ -212,7 +214,7 @@ export class TestNode implements NodeApi {
       body,
     });
     if (result.errorCode !== 0) return { kind: 'rejected', errorCode: result.errorCode };
-    if (operation === Operation.deleteUser) this.evictUser(decodeIdPayload(result.payload));
+    if (operation === Operation.deleteUser) this.evictUser(deletedUser);
     return { kind: 'committed', payload: result.payload.slice() };
   }
 
@@ -280,7 +282,8 @@ export async function createTestNode(options: CreateTestNodeOptions = {}): Promi
   return new TestNode({ ...options, state });
 }
 
-/** A committed outcome carrying an id, for scripted writes. */
+/** A committed outcome carrying an id (a create's reply starts with it), for scripted writes. */
 export function committedWithId(id: number): WriteOutcome {
-  return { kind: 'committed', payload: encodeIdPayload(id) };
+  const payload = encodeStreamDetails({ id, name: 'scripted', createdAtUs: 0, topicsCount: 0, sizeBytes: 0, messagesCount: 0, topics: [] });
+  return { kind: 'committed', payload };
 }

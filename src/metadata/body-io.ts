@@ -85,6 +85,16 @@ export class BodyReader {
     this.check(present || value === 0 || value === 0n, `${field}: set while marked absent`);
   }
 
+  /** Bytes not read yet (0 after a failure). */
+  get remaining(): number {
+    return this.reason === null ? this.source.byteLength - this.offset : 0;
+  }
+
+  /** Everything left: for a trailing block that runs to the end of the body. */
+  rest(field: string): Uint8Array {
+    return this.bytes(this.remaining, field);
+  }
+
   bytes(size: number, field: string): Uint8Array {
     const at = this.take(size, field);
     return at < 0 ? new Uint8Array(size) : this.source.slice(at, at + size);
@@ -99,6 +109,13 @@ export class BodyReader {
       this.check(false, `${field}: invalid UTF-8`);
       return '';
     }
+  }
+
+  /** u32 size + UTF-8, bounded by `sizeMax` (a client context, a login's legacy version). */
+  text32(field: string, sizeMax: number): string {
+    const size = this.u32(field);
+    this.check(size <= sizeMax, `${field}: ${size} bytes exceeds ${sizeMax}`);
+    return this.reason === null ? this.text(size, field) : '';
   }
 
   /** u8 size + UTF-8. */
@@ -167,6 +184,19 @@ export class BodyWriter {
     this.ensure(8);
     this.view.setBigUint64(this.offset, value, true);
     this.offset += 8;
+  }
+
+  f32(value: number): void {
+    this.ensure(4);
+    this.view.setFloat32(this.offset, value, true);
+    this.offset += 4;
+  }
+
+  /** u32 size + UTF-8 (Iggy's length-prefixed strings in stats, clients, cluster metadata). */
+  text32(value: string): void {
+    const encoded = this.utf8(value);
+    this.u32(encoded.byteLength);
+    this.bytes(encoded);
   }
 
   bytes(value: Uint8Array): void {

@@ -8,7 +8,6 @@
  */
 import type { ApplyResult } from '../vsr/state-machine.js';
 import { ErrorCode } from './errors.js';
-import { encodeIdPayload } from './operations.js';
 import type { MetadataState, UserState } from './state.js';
 import type { StatsRegistry } from './stats-registry.js';
 
@@ -30,10 +29,6 @@ export const OK: ApplyResult = Object.freeze({ errorCode: ErrorCode.ok, payload:
 
 export function rejected(errorCode: ErrorCode): ApplyResult {
   return { errorCode, payload: new Uint8Array(0) };
-}
-
-export function okWithId(id: number): ApplyResult {
-  return { errorCode: ErrorCode.ok, payload: encodeIdPayload(id) };
 }
 
 /** Runs `checks` in order and returns the first non-ok code. */

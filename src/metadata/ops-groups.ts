@@ -10,7 +10,8 @@ import { assert } from '../stdx/assert.js';
 import type { ApplyResult } from '../vsr/state-machine.js';
 import { join, leave, memberOf } from './consumer-groups.js';
 import { ErrorCode } from './errors.js';
-import { OK, okWithId, rejected, type OpContext } from './op-context.js';
+import { createdGroupReply } from './create-replies.js';
+import { OK, rejected, type OpContext } from './op-context.js';
 import { resolveStreamTopic, type ResolvedTopic, type TopicAddress } from './ops-streams.js';
 import type {
   CreateConsumerGroupRequest,
@@ -53,7 +54,7 @@ export function createConsumerGroup(ctx: OpContext, request: CreateConsumerGroup
   if (!ctx.commit) return OK;
   const group = topic.groups.insert((id) => ({ id, name: request.name, generation: 0, members: ctx.state.newMemberSlab() }));
   topic.groupIndex.set(group.name, group.id);
-  return okWithId(group.id);
+  return createdGroupReply(topic, group);
 }
 
 export function deleteConsumerGroup(ctx: OpContext, request: DeleteConsumerGroupRequest): ApplyResult {

@@ -17,7 +17,8 @@ import {
   validateTopicSettings,
 } from './defaults.js';
 import { ErrorCode } from './errors.js';
-import { OK, firstError, okWithId, rejected, type OpContext } from './op-context.js';
+import { createdStreamReply, createdTopicReply } from './create-replies.js';
+import { OK, firstError, rejected, type OpContext } from './op-context.js';
 import type {
   Identifier,
   CreatePartitionsRequest,
@@ -53,7 +54,7 @@ export function createStream(ctx: OpContext, request: CreateStreamRequest): Appl
     topicIndex: new Map(),
   }));
   state.streamIndex.set(stream.name, stream.id);
-  return okWithId(stream.id);
+  return createdStreamReply(stream);
 }
 
 export function updateStream(ctx: OpContext, request: UpdateStreamRequest): ApplyResult {
@@ -157,7 +158,7 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
   }));
   addPartitions(topic, request.partitionsCount, ctx.timestampUs);
   stream.topicIndex.set(topic.name, topic.id);
-  return okWithId(topic.id);
+  return createdTopicReply(topic);
 }
 
 export function updateTopic(ctx: OpContext, request: UpdateTopicRequest): ApplyResult {

@@ -10,7 +10,8 @@
  */
 import type { ApplyResult } from '../vsr/state-machine.js';
 import { ErrorCode } from './errors.js';
-import { OK, firstError, okWithId, rejected, type OpContext } from './op-context.js';
+import { createdUserReply } from './create-replies.js';
+import { OK, firstError, rejected, type OpContext } from './op-context.js';
 import type {
   ChangePasswordRequest,
   CreatePersonalAccessTokenRequest,
@@ -47,7 +48,7 @@ export function createUser(ctx: OpContext, request: CreateUserRequest): ApplyRes
     tokens: new Map(),
   }));
   state.userIndex.set(user.username, user.id);
-  return okWithId(user.id);
+  return createdUserReply(user);
 }
 
 export function updateUser(ctx: OpContext, request: UpdateUserRequest): ApplyResult {
@@ -85,8 +86,8 @@ export function deleteUser(ctx: OpContext, request: DeleteUserRequest): ApplyRes
   state.users.remove(user.id);
   state.userIndex.delete(user.username);
   for (const token of user.tokens.values()) state.tokenIndex.delete(hexOf(token.tokenHash));
-  // The id in the reply lets the node evict the user's sessions before the id is reused.
-  return okWithId(user.id);
+  // Iggy's DeleteUser reply is empty; the node resolves the deleted id before proposing.
+  return OK;
 }
 
 export function changePassword(ctx: OpContext, request: ChangePasswordRequest): ApplyResult {

@@ -186,6 +186,17 @@ export class MetadataStateMachine implements StateMachine {
     return user === undefined ? null : { id: user.id, status: user.status, passwordHash: user.passwordHash };
   }
 
+  /**
+   * The id of the user a DeleteUser body names, resolved now (null: no such user or not a
+   * DeleteUser body). The node drops that user's sessions once the delete commits: user ids are
+   * reused, and the committed reply is empty (Iggy's), so the id is read before proposing.
+   */
+  deleteUserTarget(body: Uint8Array): number | null {
+    const decoded = decodeRequest(Operation.deleteUser, body);
+    if (!decoded.ok || decoded.request.operation !== Operation.deleteUser) return null;
+    return resolveUser(this.state, decoded.request.userId)?.id ?? null;
+  }
+
   /** The stored hash a ChangePassword body must name as current. */
   passwordHashOf(userId: Identifier): string | null {
     return resolveUser(this.state, userId)?.passwordHash ?? null;

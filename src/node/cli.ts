@@ -36,6 +36,11 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--tls-key <path>', 'tls_key', 'PEM private key of --tls-cert (not readable by others)'],
   ['--tls-ca <path>', 'tls_ca', 'PEM CA bundle: mutual TLS on the replica port, peers must present a certificate it issued'],
   ['--log-level <level>', 'log_level', 'fatal | error | warn | info | debug | trace | silent'],
+  ['--tcp <host:port>', 'tcp', 'Iggy binary client listener (default 127.0.0.1:8090)'],
+  ['--tcp-peers <list>', 'tcp_peers', 'comma-separated binary client host:port of every replica (leader following)'],
+  ['--tcp-connections-max <n>', 'tcp_connections_max', 'client connections held at once (default 10000)'],
+  ['--tcp-tls-cert <file>', 'tcp_tls_cert', 'PEM certificate: TLS on the client port (with --tcp-tls-key)'],
+  ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
 ];
 
 const start = program.command('start').description('run one replica in the foreground (pino JSON logs on stdout)');
@@ -62,9 +67,10 @@ program
   .option('--data-dir <path>', 'data directory (one sub-directory per replica)', './data')
   .option('--http-port <port>', 'first HTTP port', positiveInteger, 3000)
   .option('--replica-port <port>', 'first replication port', positiveInteger, 9090)
+  .option('--tcp-port <port>', 'first binary client (Iggy TCP) port', positiveInteger, 8090)
   .addOption(new Option('--kernels <mode>', 'auto | wasm | ts').default('auto'))
   .option('--log-level <level>', 'replica log level', 'info')
-  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; kernels: string; logLevel: string }) => {
+  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; tcpPort: number; kernels: string; logLevel: string }) => {
     const { dev } = await import('./dev.js');
     process.exitCode = await dev(options);
   });
@@ -134,6 +140,13 @@ function benchKernels(value: string): ('wasm' | 'ts')[] {
   throw new InvalidArgumentError('expected wasm, ts or both');
 }
 
+/** `--protocol http|binary|both` of `bench cluster`. */
+function benchProtocols(value: string): ('http' | 'binary')[] {
+  if (value === 'both') return ['http', 'binary'];
+  if (value === 'http' || value === 'binary') return [value];
+  throw new InvalidArgumentError('expected http, binary or both');
+}
+
 function positiveNumber(value: string): number {
   const parsed = Number(value);
   if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive number');
@@ -179,9 +192,10 @@ interface EtcdBenchFlags {
 
 etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1', 'tiny run')
   .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
-  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64)', clientsList)
+  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64 over HTTP, 1,8,64,256 binary)', clientsList)
+  .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
   .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
-  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number }) => {
+  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
     const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
     (await import('../../bench/procs.js')).installSignalCleanup();
     const report = await runClusterBench({
@@ -190,6 +204,7 @@ etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster v
       ...(options.duration === undefined ? {} : { durationS: options.duration }),
       ...(options.clients === undefined ? {} : { levels: options.clients }),
       ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
+      protocols: options.protocol,
       log: benchLog,
     });
     printReport(report, options.json, formatClusterReport);

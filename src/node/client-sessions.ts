@@ -25,10 +25,14 @@ export interface SessionHost {
   submit(header: RequestHeader, body: Uint8Array): void;
   /** The replica can admit a request right now. */
   canAccept(): boolean;
+  /** Iggy's u32 client id for a new session (shared with the binary connections' ids). */
+  allocateClientId?(): number;
 }
 
 interface Session {
   readonly key: SessionKey;
+  /** Iggy's u32 id for /clients (the VSR session's own id is `clientId`, a u128). */
+  readonly id: number;
   readonly clientId: bigint;
   readonly userId: number;
   /** The epoch (commit op of the Register), 0 while registering. */
@@ -51,6 +55,7 @@ export class ClientSessions {
   private readonly byClient = new Map<bigint, Session>();
   private readonly pending = new Map<string, Pending>();
   private readonly writeTimeoutMs: number;
+  private idNext = 0;
 
   constructor(host: SessionHost, sessionsMax: number, writeTimeoutMs = WRITE_TIMEOUT_MS) {
     assert(sessionsMax >= 1, 'at least one HTTP session');
@@ -63,8 +68,8 @@ export class ClientSessions {
     return this.sessions.size;
   }
 
-  entries(): { key: SessionKey; clientId: bigint; userId: number; epoch: number }[] {
-    return [...this.sessions.values()].map(({ key, clientId, userId, epoch }) => ({ key, clientId, userId, epoch }));
+  entries(): { key: SessionKey; id: number; clientId: bigint; userId: number; epoch: number }[] {
+    return [...this.sessions.values()].map(({ key, id, clientId, userId, epoch }) => ({ key, id, clientId, userId, epoch }));
   }
 
   /** Commits `operation` for the session `key` acting as `userId`. */
@@ -148,7 +153,8 @@ export class ClientSessions {
       if (oldest !== null) this.drop(oldest);
     }
     const clientId = BigInt(`0x${randomBytes(16).toString('hex')}`) || 1n;
-    const session: Session = { key, clientId, userId, epoch: 0, requestNext: 1, lastUsedMs: Date.now(), tail: Promise.resolve() };
+    const id = this.host.allocateClientId?.() ?? (this.idNext = (this.idNext % 0xffff_ffff) + 1);
+    const session: Session = { key, id, clientId, userId, epoch: 0, requestNext: 1, lastUsedMs: Date.now(), tail: Promise.resolve() };
     this.sessions.set(key, session);
     this.byClient.set(clientId, session);
     return session;

@@ -51,6 +51,15 @@ export interface NodeConfig {
    * what it may have acknowledged before (ignored when the data directory is not empty).
    */
   readonly rejoin: boolean;
+  /** host:port of this replica's Iggy binary client listener (DESIGN.md §2.4). */
+  readonly tcp: string;
+  /** Binary client addresses of every replica, in replica order (GetClusterMetadata); null = unknown. */
+  readonly tcpPeers: readonly string[] | null;
+  /** Client connections held at once; one more is refused with CannotEstablishConnection. */
+  readonly tcpConnectionsMax: number;
+  /** PEM files: TLS on the client port when both are set. */
+  readonly tcpTlsCert: string | null;
+  readonly tcpTlsKey: string | null;
 }
 
 /** Key name (as in the TOML file) -> environment variable. */
@@ -73,6 +82,11 @@ export const CONFIG_KEYS = {
   tls_ca: 'VRMETA_TLS_CA',
   log_level: 'VRMETA_LOG_LEVEL',
   rejoin: 'VRMETA_REJOIN',
+  tcp: 'VRMETA_TCP',
+  tcp_peers: 'VRMETA_TCP_PEERS',
+  tcp_connections_max: 'VRMETA_TCP_CONNECTIONS_MAX',
+  tcp_tls_cert: 'VRMETA_TCP_TLS_CERT',
+  tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -95,6 +109,11 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   tls_ca: null,
   log_level: 'info',
   rejoin: false,
+  tcp: '127.0.0.1:8090',
+  tcp_peers: null,
+  tcp_connections_max: 10_000,
+  tcp_tls_cert: null,
+  tcp_tls_key: null,
 };
 
 export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
@@ -266,6 +285,15 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
   }
   const rejoin = boolean('rejoin', raw.rejoin);
   const tls = resolveTls(raw);
+  const tcpPeers = raw.tcp_peers === null ? null : list('tcp_peers', raw.tcp_peers).map((address, index) => hostPort(`tcp_peers[${index}]`, address));
+  if (tcpPeers !== null && tcpPeers.length !== replicas.length) {
+    throw new ConfigError('tcp_peers', `expected one binary client address per replica (${replicas.length})`);
+  }
+  const tcpTlsCert = optionalPath('tcp_tls_cert', raw.tcp_tls_cert);
+  const tcpTlsKey = optionalPath('tcp_tls_key', raw.tcp_tls_key);
+  if ((tcpTlsCert === null) !== (tcpTlsKey === null)) {
+    throw new ConfigError(tcpTlsCert === null ? 'tcp_tls_cert' : 'tcp_tls_key', 'TLS on the client port needs both tcp_tls_cert and tcp_tls_key');
+  }
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -283,6 +311,11 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     logLevel: logLevel as LogLevel,
     httpPeers,
     rejoin,
+    tcp: hostPort('tcp', raw.tcp),
+    tcpPeers,
+    tcpConnectionsMax: integer('tcp_connections_max', raw.tcp_connections_max, 1, 1_000_000),
+    tcpTlsCert,
+    tcpTlsKey,
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({

@@ -22,6 +22,8 @@ export interface DevOptions {
   readonly dataDir: string;
   readonly httpPort: number;
   readonly replicaPort: number;
+  /** First Iggy binary client port (8090, 8091, 8092 by default). */
+  readonly tcpPort?: number;
   readonly kernels: string;
   readonly logLevel: string;
 }
@@ -39,9 +41,10 @@ const COLORS = ['\x1b[36m', '\x1b[35m', '\x1b[33m', '\x1b[32m', '\x1b[34m'];
 export async function dev(options: DevOptions): Promise<number> {
   const httpPorts = Array.from({ length: options.replicas }, (_, index) => options.httpPort + index);
   const replicaPorts = Array.from({ length: options.replicas }, (_, index) => options.replicaPort + index);
-  for (const port of [...httpPorts, ...replicaPorts]) {
+  const tcpPorts = Array.from({ length: options.replicas }, (_, index) => (options.tcpPort ?? 8090) + index);
+  for (const port of [...httpPorts, ...replicaPorts, ...tcpPorts]) {
     if (!(await portFree(port))) {
-      process.stderr.write(`vrmeta dev: port ${port} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port\n`);
+      process.stderr.write(`vrmeta dev: port ${port} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port / --tcp-port\n`);
       return 2;
     }
   }
@@ -65,6 +68,7 @@ export async function dev(options: DevOptions): Promise<number> {
   const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
   const replicas = replicaPorts.map((port) => `127.0.0.1:${port}`).join(',');
   const httpPeers = httpPorts.map((port) => `127.0.0.1:${port}`).join(',');
+  const tcpPeers = tcpPorts.map((port) => `127.0.0.1:${port}`).join(',');
   const children: ChildProcess[] = [];
   const tty = process.stdout.isTTY === true;
   let stopping = false;
@@ -88,6 +92,10 @@ export async function dev(options: DevOptions): Promise<number> {
           `127.0.0.1:${httpPort}`,
           '--http-peers',
           httpPeers,
+          '--tcp',
+          `127.0.0.1:${tcpPorts[index]!}`,
+          '--tcp-peers',
+          tcpPeers,
           '--data-dir',
           join(options.dataDir, `replica-${index}`),
           '--kernels',
@@ -121,7 +129,7 @@ export async function dev(options: DevOptions): Promise<number> {
     [
       '',
       `vrmeta: a ${options.replicas}-replica cluster on 127.0.0.1, data under ${options.dataDir}`,
-      ...httpPorts.map((port, index) => `  replica ${index}: http://127.0.0.1:${port}`),
+      ...httpPorts.map((port, index) => `  replica ${index}: http://127.0.0.1:${port}  iggy tcp 127.0.0.1:${tcpPorts[index]!}`),
       `  credentials: iggy / ${password}`,
       secretLine,
       `  try: curl -s -X POST http://127.0.0.1:${httpPorts[0]}/users/login -H 'content-type: application/json' -d '{"username":"iggy","password":"iggy"}'`,

@@ -4,6 +4,7 @@
  * accepting, finish in-flight writes, close files). A kill -9 at any moment loses nothing that
  * was acknowledged: acknowledgements follow fsync.
  */
+import { PASSWORD_GATE_DEFAULTS, PasswordGate } from '../http/password-gate.js';
 import { pino, type Logger } from 'pino';
 // Loaded before the replica starts, on purpose: loading it later (~0.5 s of module compilation)
 // stalled the event loop in the middle of a wiped replica's state transfer (`bench transfer`).
@@ -72,9 +73,14 @@ export async function start(options: StartOptions): Promise<number> {
   } else {
     logger.info({ cluster_secret_source: config.clusterSecretSource }, 'cluster secret configured');
   }
+  // `vrmeta bench login-flood` measures the server with and without the password gate; the
+  // variable exists for that comparison only and is not a configuration key.
+  const unboundedLogins = process.env['VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY'] === '1';
+  // One gate for both edges that take password logins (HTTP and the Iggy binary protocol).
+  const passwordGate = new PasswordGate(unboundedLogins ? { concurrencyMax: Infinity, queueMax: Infinity, startsPerSecondMax: Infinity } : PASSWORD_GATE_DEFAULTS);
   let node: ReplicaNode;
   try {
-    node = await ReplicaNode.create({ config, logger, rootPassword, clusterSecret });
+    node = await ReplicaNode.create({ config, logger, rootPassword, clusterSecret, passwordGate });
   } catch (error) {
     if (error instanceof StorageRefusal) {
       logger.fatal({ file: error.file, reason: error.reason }, error.message);
@@ -84,16 +90,13 @@ export async function start(options: StartOptions): Promise<number> {
   }
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
-  // `vrmeta bench login-flood` measures the server with and without the password gate; the
-  // variable exists for that comparison only and is not a configuration key.
-  const unboundedLogins = process.env['VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY'] === '1';
   if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
   const tls = config.tls;
   const app = buildApp({
     node,
     jwtSecret: tokenKeyOf(clusterSecret, node.cluster),
     logger: logger.child({ component: 'http' }),
-    ...(unboundedLogins ? { passwordGate: { concurrencyMax: Infinity, queueMax: Infinity, startsPerSecondMax: Infinity } } : {}),
+    passwordGate,
     // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
     ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });
@@ -101,6 +104,8 @@ export async function start(options: StartOptions): Promise<number> {
   await app.listen({ host, port });
   const scheme = tls === null ? 'http' : 'https';
   logger.info({ http: config.http, tls: tls !== null, replica_tls: tls?.files.ca != null }, `HTTP listening on ${scheme}://${config.http}`);
+  await node.startClientListener();
+  logger.info({ tcp: config.tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${config.tcp}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

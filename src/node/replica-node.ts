@@ -4,7 +4,8 @@
  * This is the only place real IO meets the core (STYLE.md: src/node is where IO is wired).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
 import type {
   ClientSessionInfo,
@@ -15,6 +16,8 @@ import type {
   SessionKey,
   WriteOutcome,
 } from '../http/node-api.js';
+import { HttpError } from '../http/errors.js';
+import { PASSWORD_GATE_DEFAULTS, PasswordGate } from '../http/password-gate.js';
 import { loadKernels } from '../kernels/index.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
@@ -23,12 +26,20 @@ import { FsDisk } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
+import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
+import { parseHostPort } from '../transport/address.js';
+import { SERVER_VERSION_DEFAULT } from '../http/app.js';
+import { processSystemInfo } from '../http/system-info.js';
+import { ClusterNodeRole, ClusterNodeStatus, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
+import { Command } from '../constants.js';
+import type { DecodedFrame } from '../vsr/frame.js';
+import { BinarySessions } from './binary-sessions.js';
 import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
 import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
 import { DivergenceFailure, Replica } from '../vsr/replica.js';
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
-import { rootPasswordHash } from './secrets.js';
+import { rootPasswordHash, verifyPassword } from './secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { replicaMeshTls } from './tls.js';
 
@@ -63,6 +74,11 @@ export function clusterIdOf(name: string): bigint {
 
 export interface ReplicaNodeOptions {
   readonly config: NodeConfig;
+  /**
+   * The bound on Argon2id verifications, shared by the HTTP and the binary edge (both take logins).
+   * Defaults to PASSWORD_GATE_DEFAULTS.
+   */
+  readonly passwordGate?: PasswordGate;
   readonly logger: PinoLogger;
   readonly rootPassword?: string;
   readonly kernels?: Kernels;
@@ -71,6 +87,8 @@ export interface ReplicaNodeOptions {
    * Always present: replica connections are always authenticated.
    */
   readonly clusterSecret: Uint8Array;
+  /** Tests: the grace before a closed binary connection's session is logged out (default 10 s). */
+  readonly binaryDisconnectGraceMs?: number;
 }
 
 export class ReplicaNode implements NodeApi {
@@ -84,6 +102,14 @@ export class ReplicaNode implements NodeApi {
   readonly bus: ReplicaBus;
   readonly storage: StorageDriver;
   readonly sessions: ClientSessions;
+  /** The Iggy binary protocol's sessions (one per client connection). */
+  readonly binary: BinarySessions;
+  /** Bounds Argon2id verifications of both edges (HTTP's app takes this same gate). */
+  readonly passwordGate: PasswordGate;
+  private clientListener: ClientListener | null = null;
+  private clientListenerAddress: AddressInfo | null = null;
+  /** The last u32 client id handed out (Iggy lists clients by u32 ids; 0 is never used). */
+  private clientIdLast = 0;
   private readonly logger: PinoLogger;
   private readonly disk: FsDisk;
   private ticker: NodeJS.Timeout | null = null;
@@ -99,6 +125,7 @@ export class ReplicaNode implements NodeApi {
   private constructor(options: ReplicaNodeOptions, cluster: bigint, rootHash: string) {
     const { config } = options;
     this.config = config;
+    this.passwordGate = options.passwordGate ?? new PasswordGate(PASSWORD_GATE_DEFAULTS);
     this.logger = options.logger;
     this.replica = config.replicaId;
     this.clusterName = config.clusterName;
@@ -130,6 +157,7 @@ export class ReplicaNode implements NodeApi {
         kernels: this.kernels,
         submit: (header, body) => this.core.onRequest(header, body),
         canAccept: () => this.core.canAcceptRequests(),
+        allocateClientId: () => this.allocateClientId(),
       },
       Math.max(1, Math.floor(config.clientsTableMax / 2)),
     );
@@ -140,7 +168,7 @@ export class ReplicaNode implements NodeApi {
       kernels: this.kernels,
       clusterSecret: options.clusterSecret,
       tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
-      onMessage: (frame) => this.guard(() => this.core.onMessage(frame)),
+      onMessage: (frame) => this.guard(() => this.onBusFrame(frame)),
       logger: coreLogger,
     });
     this.core = new Replica({
@@ -157,11 +185,147 @@ export class ReplicaNode implements NodeApi {
         logger: coreLogger,
         bus: {
           sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
-          sendToClient: (client, frame) => this.sessions.onClientFrame(client, frame),
+          sendToClient: (client, frame) => this.routeClientFrame(client, frame),
         },
       },
     });
     this.storage.onDone = (id, result) => this.guard(() => this.core.onStorageDone(id, result));
+    this.binary = new BinarySessions({
+      cluster,
+      replica: config.replicaId,
+      clusterName: config.clusterName,
+      kernels: this.kernels,
+      state: this.state,
+      core: this.core,
+      serverVersion: SERVER_VERSION_DEFAULT,
+      sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+      clusterNodes: () => this.binaryClusterNodes(),
+      stats: () => this.binaryStats(),
+      allocateClientId: () => this.allocateClientId(),
+      log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+      verifyPassword: async (passwordHash, password) => {
+        try {
+          return await this.passwordGate.run(() => verifyPassword(passwordHash, password));
+        } catch (error) {
+          if (error instanceof HttpError && error.statusCode === 429) return 'busy';
+          throw error;
+        }
+      },
+      ...(options.binaryDisconnectGraceMs === undefined ? {} : { disconnectLogoutGraceMs: options.binaryDisconnectGraceMs }),
+    });
+  }
+
+  /**
+   * A frame from a peer replica. Replies and evictions are the primary relaying the answer to a
+   * request this replica forwarded for one of its binary clients; a Request is such a forward,
+   * whose reply must go back to the replica stamped in it.
+   */
+  private onBusFrame(frame: DecodedFrame): void {
+    const header = frame.header;
+    if (header.command === Command.reply || header.command === Command.eviction) {
+      this.binary.deliver(header.client, frame.frame);
+      return;
+    }
+    if (header.command === Command.request && header.replica !== this.replica) this.binary.forwarded.note(header.client, header.replica);
+    this.core.onMessage(frame);
+  }
+
+  /** A reply or eviction from the core: a binary client here, one forwarded here, or HTTP's. */
+  private routeClientFrame(client: bigint, frame: Uint8Array): void {
+    if (this.binary.deliver(client, frame)) return;
+    const replica = this.binary.forwarded.routeOf(client);
+    if (replica !== undefined && replica !== this.replica) {
+      this.bus.sendToReplica(replica, frame);
+      return;
+    }
+    this.sessions.onClientFrame(client, frame);
+  }
+
+  private allocateClientId(): number {
+    this.clientIdLast = (this.clientIdLast % 0xffff_ffff) + 1;
+    return this.clientIdLast;
+  }
+
+  /** Binds the Iggy binary client port (`--tcp`); TLS when a certificate and key are set. */
+  async startClientListener(overrides: Pick<ClientListenerOptions, 'timers'> = {}): Promise<AddressInfo> {
+    const { host, port } = parseHostPort(this.config.tcp);
+    const tls =
+      this.config.tcpTlsCert === null || this.config.tcpTlsKey === null
+        ? null
+        : { cert: readFileSync(this.config.tcpTlsCert), key: readFileSync(this.config.tcpTlsKey) };
+    this.clientListener = new ClientListener({
+      host,
+      port,
+      connectionsMax: this.config.tcpConnectionsMax,
+      tls,
+      cluster: this.cluster,
+      open: (io) => this.binary.open(io),
+      log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
+      ...overrides,
+    });
+    this.clientListenerAddress = await this.clientListener.listen();
+    return this.clientListenerAddress;
+  }
+
+  get clientListenerStats(): ReturnType<ClientListener['stats']> | null {
+    return this.clientListener?.stats() ?? null;
+  }
+
+  /** GetClusterMetadata's roster: the replicas whose binary address is known (all with --tcp-peers). */
+  private binaryClusterNodes(): ClusterNodeView[] {
+    // Our own entry names the port actually bound (a configured port 0 means "any").
+    const bound = this.clientListenerAddress;
+    const own = bound === null ? this.config.tcp : `${parseHostPort(this.config.tcp).host}:${bound.port}`;
+    const tcpPeers = (this.config.tcpPeers ?? this.config.replicas.map(() => null)).map((address, index) => (index === this.replica ? own : address));
+    const httpPeers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : null));
+    const stats = this.bus.stats();
+    const leader = this.core.status === 'normal' ? this.core.primaryIndex() : -1;
+    const nodes: ClusterNodeView[] = [];
+    tcpPeers.forEach((address, replica) => {
+      if (address === null) return;
+      const tcp = parseHostPort(address);
+      const http = httpPeers[replica];
+      const connected = replica === this.replica || (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false);
+      nodes.push({
+        name: `${this.clusterName}-${replica}`,
+        ip: tcp.host,
+        tcpPort: tcp.port,
+        quicPort: 0,
+        httpPort: http === null || http === undefined ? 0 : parseHostPort(http).port,
+        websocketPort: 0,
+        role: replica === leader ? ClusterNodeRole.leader : ClusterNodeRole.follower,
+        status: connected ? ClusterNodeStatus.healthy : ClusterNodeStatus.unreachable,
+      });
+    });
+    return nodes;
+  }
+
+  private binaryStats(): Uint8Array {
+    const system = processSystemInfo();
+    const metadata = this.state.queries.statsView();
+    return encodeStats({
+      processId: system.processId,
+      cpuUsage: system.cpuUsagePercent,
+      totalCpuUsage: system.totalCpuUsagePercent,
+      memoryUsage: system.memoryUsageBytes,
+      totalMemory: system.totalMemoryBytes,
+      availableMemory: system.availableMemoryBytes,
+      runTimeUs: system.runTimeUs,
+      startTimeUs: system.startTimeUs,
+      readBytes: system.readBytes,
+      writtenBytes: system.writtenBytes,
+      ...metadata,
+      clientsCount: this.binary.connectionCount + this.sessions.size,
+      hostname: system.hostname,
+      osName: system.osName,
+      osVersion: system.osVersion,
+      kernelVersion: system.kernelVersion,
+      serverVersion: SERVER_VERSION_DEFAULT,
+      serverSemver: null,
+      threadsCount: system.threadsCount,
+      freeDiskSpace: system.freeDiskSpaceBytes,
+      totalDiskSpace: system.totalDiskSpaceBytes,
+    });
   }
 
   /** Binds the replication listener and starts the clock. */
@@ -189,6 +353,8 @@ export class ReplicaNode implements NodeApi {
     }
     this.closed = true;
     if (this.ticker !== null) clearInterval(this.ticker);
+    this.binary.close();
+    await this.clientListener?.close();
     this.sessions.close();
     await this.bus.close();
     try {
@@ -314,10 +480,12 @@ export class ReplicaNode implements NodeApi {
   nodes(): readonly ClusterNode[] {
     const peers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : ''));
     const stats = this.bus.stats();
+    const tcpPorts = this.binaryClusterNodes();
     return this.config.replicas.map((_, replica) => ({
       replica,
       name: `${this.clusterName}-${replica}`,
       http: peers[replica] ?? '',
+      tcpPort: tcpPorts.find((node) => node.name === `${this.clusterName}-${replica}`)?.tcpPort ?? 0,
       role: replica === this.core.primaryIndex() ? 'leader' : 'follower',
       status:
         replica === this.replica || (stats.peers.find((peer) => peer.replica === replica)?.connected ?? false)
@@ -326,14 +494,27 @@ export class ReplicaNode implements NodeApi {
     }));
   }
 
+  /** The clients connected to this replica: binary connections and HTTP sessions (Iggy's u32 ids). */
   clients(): readonly ClientSessionInfo[] {
     const out: ClientSessionInfo[] = [];
-    for (const entry of this.core.clientTable.entries()) {
+    for (const client of this.binary.clients()) {
       out.push({
-        clientId: entry.clientId.toString(),
+        clientId: client.clientId,
+        userId: client.userId,
+        session: this.binary.sessionOf(client.clientId),
+        consumerGroups: client.consumerGroups,
+        address: client.address,
+        transport: 'tcp',
+      });
+    }
+    for (const entry of this.sessions.entries()) {
+      out.push({
+        clientId: entry.id,
         userId: entry.userId,
         session: entry.epoch,
         consumerGroups: this.state.consumerGroupsOfClient(entry.clientId),
+        address: '',
+        transport: 'http',
       });
     }
     return out;
@@ -354,11 +535,10 @@ export class ReplicaNode implements NodeApi {
 
   async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {
     if (!this.isPrimary()) return { kind: 'not_primary', primaryHttp: this.primaryHttpAddress() };
+    const deletedUser = operation === MetadataOperation.deleteUser ? this.state.deleteUserTarget(body) : null;
     const outcome = await this.sessions.write(session, userId, operation, body);
-    if (outcome.kind === 'committed' && operation === MetadataOperation.deleteUser && outcome.payload.byteLength === 4) {
-      // The deleted user's id may be reused: its sessions must not act as the next owner.
-      this.sessions.dropUser(new DataView(outcome.payload.buffer, outcome.payload.byteOffset, 4).getUint32(0, true));
-    }
+    // The deleted user's id may be reused: its sessions must not act as the next owner.
+    if (outcome.kind === 'committed' && deletedUser !== null) this.sessions.dropUser(deletedUser);
     return outcome;
   }
 

@@ -39,6 +39,17 @@ export async function hashPassword(password: string): Promise<string> {
   return hash(password, ARGON2_OPTIONS);
 }
 
+let dummyHash: Promise<string> | null = null;
+
+/**
+ * Verified against when a login names no existing user, so a login takes the same Argon2id time
+ * whether or not the user exists (no username enumeration by timing). Hashed once per process.
+ */
+export function dummyPasswordHash(): Promise<string> {
+  dummyHash ??= hashPassword('vrmeta: no such user');
+  return dummyHash;
+}
+
 /** False for a wrong password and for a hash that does not parse (never throws on bad input). */
 export async function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
   try {

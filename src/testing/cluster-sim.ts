@@ -383,6 +383,7 @@ export class ClusterSim {
         bus: {
           sendToReplica: (target, frame) => this.network.send(index, target, frame),
           sendToClient: (client, frame) => {
+            this.onClientFrame?.(index, client, frame);
             const target = this.clients.find((candidate) => candidate.client === client);
             if (target !== undefined) this.network.send(index, CLIENT_NODE_BASE + target.index, frame);
           },
@@ -560,6 +561,9 @@ export class ClusterSim {
 
   /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
   stateMachineFactory: (index: number) => StateMachine = () => new TestStateMachine();
+
+  /** Scenario hook: every reply or eviction a replica sends to any client, before delivery. */
+  onClientFrame: ((replica: number, client: bigint, frame: Uint8Array) => void) | null = null;
 
   /** How often each log event happened, across replicas and restarts (scenario markers). */
   readonly events = new Map<string, number>();

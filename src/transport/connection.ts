@@ -57,13 +57,13 @@ function senderStamped(command: number): boolean {
   return command !== Command.prepare && command !== Command.repairPrepare && command !== Command.request;
 }
 
+/**
+ * Client-session commands no replica sends to another. Reply and Eviction are not among them: a
+ * primary relays the answer to a request a backup forwarded for its binary client (the node
+ * layer delivers those to the client; the core never sees them).
+ */
 function clientOnly(command: number): boolean {
-  return (
-    command === Command.reply ||
-    command === Command.eviction ||
-    command === Command.pingClient ||
-    command === Command.pongClient
-  );
+  return command === Command.pingClient || command === Command.pongClient;
 }
 
 function handshakeCommand(command: number): boolean {

@@ -100,6 +100,13 @@ export type ViewChangeReason =
 
 /** IggyError 59: the request number is below the watermark and its reply left the ring. */
 export const ERROR_REQUEST_ALREADY_APPLIED = 59;
+/**
+ * Iggy `PersonalAccessTokenAlreadyExists`: the answer to a retry of a committed
+ * CreatePersonalAccessToken. Its raw token was minted at the edge and never committed (only the
+ * hash was), so the cached reply cannot hand it back: replaying it would return a different token
+ * than the one whose hash is stored (iggy-metadata-plane.md §3.2, special case).
+ */
+export const ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS = 51;
 /** The packed release this build writes into snapshots (provenance only). */
 export const WRITER_RELEASE = 0x0001_0000;
 
@@ -531,6 +538,15 @@ export class Replica {
     return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
   }
 
+  /**
+   * A new request would be admitted now rather than dropped: the pipeline or the request queue
+   * has room. Edges that hold many clients queue their requests until this holds, instead of
+   * letting the core drop them (a drop costs the client a timeout and a retry).
+   */
+  hasAdmissionRoom(): boolean {
+    return this.pipeline.length < this.config.prepareQueueDepth || this.requestQueue.length < this.config.requestQueueDepth;
+  }
+
   /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
   canAcceptRequests(): boolean {
     return this.primaryActive() && this.commitMin === this.commitMax && this.headChecksum() !== null;
@@ -863,26 +879,34 @@ export class Replica {
       case 'checksum_mismatch':
         return;
       case 'duplicate':
+        if (header.operation === Operation.createPersonalAccessToken) {
+          this.sendDeny(header, ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS);
+          return;
+        }
         this.env.bus.sendToClient(header.client, check.reply.bytes);
         return;
       case 'already_applied':
-        this.env.bus.sendToClient(
-          header.client,
-          buildDenyReply(this.env.kernels, {
-            cluster: this.config.cluster,
-            replica: this.config.replica,
-            view: this.view,
-            client: header.client,
-            request: header.request,
-            operation: header.operation,
-            status: ERROR_REQUEST_ALREADY_APPLIED,
-          }),
-        );
+        this.sendDeny(header, ERROR_REQUEST_ALREADY_APPLIED);
         return;
       case 'new':
         if (!this.inFlight(header.client)) this.admit({ header, body });
         return;
     }
+  }
+
+  private sendDeny(header: RequestHeader, status: number): void {
+    this.env.bus.sendToClient(
+      header.client,
+      buildDenyReply(this.env.kernels, {
+        cluster: this.config.cluster,
+        replica: this.config.replica,
+        view: this.view,
+        client: header.client,
+        request: header.request,
+        operation: header.operation,
+        status,
+      }),
+    );
   }
 
   private inFlight(client: bigint): boolean {

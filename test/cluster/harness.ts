@@ -181,6 +181,8 @@ export interface ClusterOptions {
   readonly formTimeoutMs?: number;
   /** Another build's cli.js (e.g. an instrumented copy when chasing a bug); skips the freshness check. */
   readonly cliPath?: string;
+  /** More `vrmeta start` flags for every replica (e.g. --tcp-connections-max). */
+  readonly extraArgs?: readonly string[];
 }
 
 interface Run {
@@ -197,15 +199,17 @@ class Replica {
   readonly index: number;
   readonly httpPort: number;
   readonly replicaPort: number;
+  readonly tcpPort: number;
   readonly dataDir: string;
   readonly logFile: string;
   overrides: ReplicaOverrides = {};
   runs: Run[] = [];
 
-  constructor(index: number, httpPort: number, replicaPort: number, dataDir: string, logFile: string) {
+  constructor(index: number, httpPort: number, replicaPort: number, tcpPort: number, dataDir: string, logFile: string) {
     this.index = index;
     this.httpPort = httpPort;
     this.replicaPort = replicaPort;
+    this.tcpPort = tcpPort;
     this.dataDir = dataDir;
     this.logFile = logFile;
   }
@@ -272,6 +276,7 @@ export class Cluster {
       logLevel: options.logLevel ?? 'info',
       formTimeoutMs: options.formTimeoutMs ?? 30_000,
       cliPath: options.cliPath ?? CLI_PATH,
+      extraArgs: options.extraArgs ?? [],
     };
     // Ports are free when picked but not held: another process may take one before the child
     // binds it. Such a start fails fast (the child exits); try again with new ports.
@@ -291,10 +296,18 @@ export class Cluster {
   private static async spawnAll(options: Cluster['options']): Promise<Cluster> {
     const replicaCount = options.replicaCount;
     const root = mkdtempSync(join(tmpdir(), 'vrmeta-cluster-'));
-    const ports = await reservePorts(replicaCount * 2);
+    const ports = await reservePorts(replicaCount * 3);
     const replicas = Array.from(
       { length: replicaCount },
-      (_, index) => new Replica(index, ports[index]!, ports[replicaCount + index]!, join(root, `replica-${index}`), join(root, `replica-${index}.log`)),
+      (_, index) =>
+        new Replica(
+          index,
+          ports[index]!,
+          ports[replicaCount + index]!,
+          ports[2 * replicaCount + index]!,
+          join(root, `replica-${index}`),
+          join(root, `replica-${index}.log`),
+        ),
     );
     const cluster = new Cluster(root, options, replicas);
     for (const replica of replicas) cluster.spawnReplica(replica);
@@ -320,6 +333,17 @@ export class Cluster {
     return `127.0.0.1:${this.replica(index).httpPort}`;
   }
 
+  /** The pid of the replica's running process (null when stopped). */
+  pid(index: number): number | null {
+    const run = this.replica(index).run;
+    return run === null || run.exit !== null ? null : (run.child.pid ?? null);
+  }
+
+  /** The replica's Iggy binary client port. */
+  tcpPort(index: number): number {
+    return this.replica(index).tcpPort;
+  }
+
   dataDir(index: number): string {
     return this.replica(index).dataDir;
   }
@@ -340,6 +364,8 @@ export class Cluster {
       '--replicas', this.replicas.map((r) => `127.0.0.1:${r.replicaPort}`).join(','),
       '--http', `127.0.0.1:${replica.httpPort}`,
       '--http-peers', this.replicas.map((r) => `127.0.0.1:${r.httpPort}`).join(','),
+      '--tcp', `127.0.0.1:${replica.tcpPort}`,
+      '--tcp-peers', this.replicas.map((r) => `127.0.0.1:${r.tcpPort}`).join(','),
       '--data-dir', replica.dataDir,
       '--cluster-name', o.clusterName,
       '--journal-slots', String(o.journalSlots),
@@ -350,6 +376,7 @@ export class Cluster {
     ];
     if (secret !== null) args.push('--cluster-secret', secret);
     else args.push('--cluster-secret-file', this.secretFile!);
+    args.push(...o.extraArgs);
     return args;
   }
 

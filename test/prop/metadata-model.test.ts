@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
-import { decodeIdPayload, idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
+import { createdIdOf } from '../../src/metadata/create-replies.js';
+import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
 import { U64_MAX, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
@@ -189,7 +190,7 @@ function run(steps: readonly Step[], model?: ReferenceModel): Run {
         if (model !== undefined) {
           const [code, id] = model.apply(current.actor, current.request, current.clientId, timestampUs);
           expect({ op, request: current.request.operation, code: result.errorCode }).toEqual({ op, request: current.request.operation, code });
-          expect(decodeIdPayload(result.payload)).toBe(id);
+          expect(createdIdOf(result.payload)).toBe(id);
         }
         break;
       }

@@ -347,7 +347,8 @@ export class ReferenceModel {
         if (!user) return [20, null];
         if (user.id === 0) return [48, null];
         this.users = this.users.filter((u) => u !== user);
-        return [0, user.id];
+        // Iggy's DeleteUser reply carries no payload (only creates answer with an id).
+        return [0, null];
       }
       case Operation.changePassword: {
         const phc = (hash: string): boolean => PHC.test(hash) && hash.length <= 256;

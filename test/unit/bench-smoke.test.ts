@@ -47,10 +47,12 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
     }
     expect(formatLoginFloodReport(flood)).toContain('| server | phase | writes/s | write p50 | write p99 | p99 vs quiet |');
 
-    expect(cluster).toMatchObject({ bench: 'cluster', smoke: true, levels: [1, 4], rounds: 1, etcd: { ran: false } });
-    expect(cluster.rows.map((row) => [row.system, row.kernels, row.concurrency])).toEqual([
-      ['vrmeta', 'wasm', 1],
-      ['vrmeta', 'wasm', 4],
+    expect(cluster).toMatchObject({ bench: 'cluster', smoke: true, levels: [1, 4], protocols: ['http', 'binary'], rounds: 1, etcd: { ran: false } });
+    expect(cluster.rows.map((row) => [row.system, row.protocol, row.kernels, row.concurrency])).toEqual([
+      ['vrmeta', 'http', 'wasm', 1],
+      ['vrmeta', 'http', 'wasm', 4],
+      ['vrmeta', 'binary', 'wasm', 1],
+      ['vrmeta', 'binary', 'wasm', 4],
     ]);
     for (const row of cluster.rows) {
       expect(row.errorSamples).toEqual([]);
@@ -61,8 +63,9 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
       expect(Number.isFinite(row.serverCpuMsPerOp) && Number.isFinite(row.busiestCpuPercent)).toBe(true);
     }
     const clusterTable = formatClusterReport(cluster);
-    expect(clusterTable).toContain('| system | kernels | clients | ops/s | p50 | p99 | errors | vrmeta / etcd | server CPU per write | busiest process |');
-    expect(clusterTable).toMatch(/\| vrmeta \| wasm \| 4 \| [\d,]+ \|/);
+    expect(clusterTable).toContain('| system | protocol | kernels | clients | ops/s | p50 | p99 | errors | vrmeta / etcd | server CPU per write | busiest process |');
+    expect(clusterTable).toMatch(/\| vrmeta \| http \| wasm \| 4 \| [\d,]+ \|/);
+    expect(clusterTable).toMatch(/\| vrmeta \| iggy tcp \| wasm \| 4 \| [\d,]+ \|/);
 
     expect(transfer).toMatchObject({ bench: 'transfer', smoke: true, sizesMiB: [0.25], journalSlots: 64, prepareQueueDepth: 8, etcd: { ran: false } });
     expect(transfer.etcdTransfers).toEqual([]);

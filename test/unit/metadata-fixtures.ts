@@ -5,7 +5,8 @@
  */
 import { MESSAGE_BODY_SIZE_MAX } from '../../src/constants.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
-import { decodeIdPayload, idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
+import { createdIdOf } from '../../src/metadata/create-replies.js';
+import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../../src/metadata/state-machine.js';
 import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
 import type { MetadataLimits } from '../../src/metadata/validation.js';
@@ -77,7 +78,7 @@ export class Driver {
   created(userId: number, request: MetadataRequest, clientId = 1n): number {
     const result = this.apply(userId, request, clientId);
     if (result.errorCode !== 0) throw new Error(`expected success, got ${result.errorCode}`);
-    const id = decodeIdPayload(result.payload);
+    const id = createdIdOf(result.payload);
     if (id === null) throw new Error('expected an id payload');
     return id;
   }

@@ -8,7 +8,8 @@ import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
-import { decodeIdPayload, idOf, nameOf, Operation } from '../../src/metadata/operations.js';
+import { createdIdOf } from '../../src/metadata/create-replies.js';
+import { idOf, nameOf, Operation } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, ROOT_CREATED_AT_US } from '../../src/metadata/state-machine.js';
 import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/metadata/snapshot-model.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
@@ -69,7 +70,7 @@ describe('metadata state machine: streams and topics', () => {
     const driver = new Driver();
     const result = driver.apply(ROOT, req.createStream('orders'));
     expect(result.errorCode).toBe(0);
-    expect(decodeIdPayload(result.payload)).toBe(0);
+    expect(createdIdOf(result.payload)).toBe(0);
     expect(driver.sm.queries.streams()).toEqual([
       { id: 0, name: 'orders', createdAtUs: driver.timestampUs, topicsCount: 0, sizeBytes: 0, messagesCount: 0 },
     ]);
@@ -245,7 +246,7 @@ describe('metadata state machine: users and tokens', () => {
     expect(driver.sm.queries.user(nameOf('bob'))?.id).toBe(2);
     const deleted = driver.apply(ROOT, req.deleteUser('alice'));
     expect(deleted.errorCode).toBe(0);
-    expect(decodeIdPayload(deleted.payload)).toBe(1);
+    expect(deleted.payload.byteLength).toBe(0);
     expect(driver.created(ROOT, req.createUser('carol'))).toBe(1);
     expect(driver.sm.credentials('carol')).toMatchObject({ id: 1, status: 1 });
   });

@@ -6,21 +6,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorCode } from '../../metadata/errors.js';
 import { UserStatus } from '../../metadata/snapshot-model.js';
-import { hashPassword, personalAccessTokenHash } from '../../node/secrets.js';
+import { dummyPasswordHash, personalAccessTokenHash } from '../../node/secrets.js';
 import { BEARER_SIZE_MAX } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { iggyError, unauthenticated } from '../errors.js';
 import { IdentityInfo, LoginBody, PatLoginBody, RefreshTokenBody, responses } from '../schemas.js';
-
-/**
- * Verified against when the username does not exist, so a login takes the same Argon2id time
- * whether or not the user exists (no username enumeration by timing). Hashed once per process.
- */
-let dummyHash: Promise<string> | null = null;
-function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword('vrmeta: no such user');
-  return dummyHash;
-}
 
 export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
   const { node, auth } = ctx;

@@ -85,8 +85,8 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     { schema: { params: ClientParams, response: responses({ 200: ClientInfoDetails }) } },
     async (request) => {
       if (!canReadServers(ctx.identity(request).principal)) throw unauthorized();
-      const wanted = BigInt(request.params.client_id);
-      const client = node.clients().find((candidate) => BigInt(candidate.clientId) === wanted);
+      const wanted = Number(request.params.client_id);
+      const client = node.clients().find((candidate) => candidate.clientId === wanted);
       if (client === undefined) throw notFound();
       return renderClientDetails(client);
     },
