@@ -238,7 +238,8 @@ export class Replica {
     snapshotRepairs: 0,
   };
 
-  status: Status = 'normal';
+  // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
+  status: Status = 'recovering';
   view = 0;
   logView = 0;
   /** What the superblock durably holds. */

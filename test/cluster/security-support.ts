@@ -250,7 +250,10 @@ export function spawnCli(args: readonly string[], env: Readonly<Record<string, s
   }
   const cleanEnv: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) cleanEnv[key] = value;
-  const child = spawn(process.execPath, [CLI_PATH, ...args], { cwd: REPO_ROOT, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // A replica also listens for Iggy's binary protocol (default 127.0.0.1:8090): tests never use a
+  // fixed port, so a `start` without one binds any free port.
+  const fullArgs = args[0] === 'start' && !args.includes('--tcp') ? [...args, '--tcp', '127.0.0.1:0'] : args;
+  const child = spawn(process.execPath, [CLI_PATH, ...fullArgs], { cwd: REPO_ROOT, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   LIVE.add(child);
   const lines: string[] = [];
   for (const stream of [child.stdout!, child.stderr!]) {

@@ -54,6 +54,7 @@ describe('npm start (vrmeta dev): secure by default', () => {
   let dataDir: string;
   let httpPorts: number[];
   let replicaPorts: number[];
+  let tcpPorts: number[];
   let dev: Spawned;
 
   async function startDev(): Promise<Spawned> {
@@ -63,6 +64,7 @@ describe('npm start (vrmeta dev): secure by default', () => {
       '--data-dir', dataDir,
       '--http-port', String(httpPorts[0]),
       '--replica-port', String(replicaPorts[0]),
+      '--tcp-port', String(tcpPorts[0]),
       '--log-level', 'info',
     ]);
     await waitUntil('every dev replica ready', async () => (await Promise.all(httpPorts.map((port) => readyz(`127.0.0.1:${port}`)))).every(Boolean), 60_000, spawned);
@@ -76,6 +78,8 @@ describe('npm start (vrmeta dev): secure by default', () => {
     const replicaBase = await consecutiveFreePorts(3, [httpBase, httpBase + 1, httpBase + 2]);
     httpPorts = [httpBase, httpBase + 1, httpBase + 2];
     replicaPorts = [replicaBase, replicaBase + 1, replicaBase + 2];
+    const tcpBase = await consecutiveFreePorts(3, [...httpPorts, ...replicaPorts]);
+    tcpPorts = [tcpBase, tcpBase + 1, tcpBase + 2];
     dev = await startDev();
   }, 90_000);
 

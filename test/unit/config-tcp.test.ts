@@ -6,9 +6,16 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, readConfigEnv, resolveConfig } from '../../src/node/config.js';
 
+/** Every configuration needs a cluster secret (issue 17); these tests are about the client port. */
+const SECRET = { cluster_secret: 'a cluster secret of at least 32 characters' };
+
+function config(...layers: Parameters<typeof resolveConfig>): ReturnType<typeof resolveConfig> {
+  return resolveConfig(SECRET, ...layers);
+}
+
 function refusal(...layers: Parameters<typeof resolveConfig>): string {
   try {
-    resolveConfig(...layers);
+    config(...layers);
   } catch (error) {
     if (error instanceof ConfigError) return error.key;
     throw error;
@@ -18,23 +25,23 @@ function refusal(...layers: Parameters<typeof resolveConfig>): string {
 
 describe('config: the Iggy binary client port', () => {
   it('defaults to 127.0.0.1:8090, no peers, 10,000 connections, no TLS', () => {
-    expect(resolveConfig()).toMatchObject({ tcp: '127.0.0.1:8090', tcpPeers: null, tcpConnectionsMax: 10_000, tcpTlsCert: null, tcpTlsKey: null });
+    expect(config()).toMatchObject({ tcp: '127.0.0.1:8090', tcpPeers: null, tcpConnectionsMax: 10_000, tcpTlsCert: null, tcpTlsKey: null });
   });
 
   it('flag over environment over file', () => {
     const env = readConfigEnv({ VRMETA_TCP: '127.0.0.1:9000', VRMETA_TCP_CONNECTIONS_MAX: '50' });
-    expect(resolveConfig({ tcp: '127.0.0.1:7000' }, env)).toMatchObject({ tcp: '127.0.0.1:9000', tcpConnectionsMax: 50 });
-    expect(resolveConfig({ tcp: '127.0.0.1:7000' }, env, { tcp: '127.0.0.1:8000' })).toMatchObject({ tcp: '127.0.0.1:8000' });
+    expect(config({ tcp: '127.0.0.1:7000' }, env)).toMatchObject({ tcp: '127.0.0.1:9000', tcpConnectionsMax: 50 });
+    expect(config({ tcp: '127.0.0.1:7000' }, env, { tcp: '127.0.0.1:8000' })).toMatchObject({ tcp: '127.0.0.1:8000' });
   });
 
   it('peers: one per replica; TLS: a certificate and a key together; limits in range', () => {
     const replicas = { replicas: '127.0.0.1:1,127.0.0.1:2,127.0.0.1:3' };
-    expect(resolveConfig(replicas, { tcp_peers: '127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092' }).tcpPeers).toHaveLength(3);
+    expect(config(replicas, { tcp_peers: '127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092' }).tcpPeers).toHaveLength(3);
     expect(refusal(replicas, { tcp_peers: '127.0.0.1:8090' })).toBe('tcp_peers');
     expect(refusal({ tcp: 'nowhere' })).toBe('tcp');
     expect(refusal({ tcp_tls_cert: '/tmp/cert.pem' })).toBe('tcp_tls_key');
     expect(refusal({ tcp_tls_key: '/tmp/key.pem' })).toBe('tcp_tls_cert');
-    expect(resolveConfig({ tcp_tls_cert: '/c.pem', tcp_tls_key: '/k.pem' })).toMatchObject({ tcpTlsCert: '/c.pem', tcpTlsKey: '/k.pem' });
+    expect(config({ tcp_tls_cert: '/c.pem', tcp_tls_key: '/k.pem' })).toMatchObject({ tcpTlsCert: '/c.pem', tcpTlsKey: '/k.pem' });
     expect(refusal({ tcp_connections_max: 0 })).toBe('tcp_connections_max');
     expect(refusal({ tcp_connections_max: 'many' })).toBe('tcp_connections_max');
   });
