@@ -337,6 +337,13 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A7',
+    defect: 'A',
+    reverts: 'an empty data directory claims no knowledge until it learned whether the cluster had history',
+    edits: [{ file: REPLICA, search: '    return this.nackUnknown || this.pristine;\n', replace: '    return this.nackUnknown;\n' }],
+    pins: [audit('an empty data directory started without --rejoin', 'claims no knowledge in a view change until it learned whether the cluster had history')],
+  },
+  {
     id: 'A*',
     defect: 'A',
     reverts: 'all of A at once: the install truncates in a view change, a transferring replica serves nothing, the walk runs to commit_max',

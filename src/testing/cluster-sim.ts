@@ -259,6 +259,8 @@ export class ClusterSim {
   private starving: { replica: number; untilTick: number } | null = null;
   /** The highest op any replica ever knew (a wiped replica's lost acknowledgements are below it). */
   private opMaxEver = 0;
+  /** The highest commit_max any replica ever knew. */
+  private commitMaxEver = 0;
   /** The liveness phase began at this tick (null during the safety phase). */
   private healedAtTick: number | null = null;
   /** Per replica: since when it has been an active primary (null when it is not one). */
@@ -364,8 +366,11 @@ export class ClusterSim {
       this.wipe(entry);
       boot = entry.store.boot(this.kernels);
     }
+    // As an operator's supervisor would: every restart of a replica whose disk was lost passes
+    // --rejoin until it caught up (harmless once its data directory is no longer empty). Only the
+    // first restart passing it let a replica that crashed before its first superblock write boot
+    // empty again as an ordinary new member.
     const rejoin = entry.rejoinPending;
-    entry.rejoinPending = false;
     const replica = new Replica({
       config,
       stateMachine: this.stateMachineFactory(index),
@@ -425,7 +430,9 @@ export class ClusterSim {
     entry.store.wipe();
     entry.rejoinPending = true;
     this.wipeCount += 1;
-    entry.wipedCatchUpOp = Math.max(0, ...this.replicas.map((other) => other.replica?.commitMax ?? 0));
+    // What the cluster ever committed, not what the replicas up right now know (they may all be
+    // down: a target of 0 released the budget before the replica held anything).
+    entry.wipedCatchUpOp = Math.max(this.commitMaxEver, ...this.replicas.map((other) => other.replica?.commitMax ?? 0));
   }
 
   /** At most one replica may be catching up from a lost disk (or hold a rotten snapshot) at a time. */
@@ -442,6 +449,7 @@ export class ClusterSim {
         // Still catching up from an earlier lost disk: a second one could lose the last copy.
         if (other.replica.status !== 'normal' || other.replica.commitMin < other.wipedCatchUpOp) return false;
         other.wipedCatchUpOp = null;
+        other.rejoinPending = false;
       }
       return true;
     });
@@ -753,6 +761,7 @@ export class ClusterSim {
       entry.installsLast = installs;
       if (!replica.nackUnknown) entry.headAtWipe = null;
       this.opMaxEver = Math.max(this.opMaxEver, replica.op);
+      this.commitMaxEver = Math.max(this.commitMaxEver, replica.commitMax);
       if (!replica.activePrimary) this.activePrimarySince[entry.index] = null;
       else this.activePrimarySince[entry.index] ??= this.tickNow;
       const progress = this.progress[entry.index]!;

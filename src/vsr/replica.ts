@@ -313,6 +313,18 @@ export class Replica {
   /** What the superblock durably says of `nackUnknown` (a restart goes back to it). */
   private durableNackUnknown = false;
 
+  /**
+   * What this replica's DoViewChanges and superblock say: it can prove nothing about what it
+   * acknowledged. A lost disk not caught up (`nackUnknown`), and also an empty data directory
+   * that has not yet learned whether the cluster had history (`pristine`): until then it cannot
+   * tell a new cluster from its own lost disk, and an empty log counted as knowing dropped a
+   * committed op from a merge (seed 4165946773738: a wiped replica restarted once more without
+   * --rejoin before its first superblock write, and its view-0 DoViewChange nacked op 26).
+   */
+  private get knowsNothing(): boolean {
+    return this.nackUnknown || this.pristine;
+  }
+
   /** Lost its disk and not caught up, in memory or on disk (a restart now would be again). */
   get nackUnknownDurably(): boolean {
     return this.nackUnknown || this.durableNackUnknown;
@@ -738,7 +750,7 @@ export class Replica {
       commitMax: this.commitMax,
       checkpointOp: this.checkpointOp,
       checkpointChecksum: this.checkpointChecksum,
-      flags: this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0,
+      flags: this.knowsNothing ? VSR_FLAG_NACK_UNKNOWN : 0,
       viewHeaders: encodeViewHeaders(viewHeaders),
       ...(this.checkpointAnchor === null ? {} : { checkpointAnchor: this.checkpointAnchor }),
     };
@@ -832,7 +844,7 @@ export class Replica {
       state.checkpointOp === this.checkpointOp &&
       state.checkpointChecksum === this.checkpointChecksum &&
       state.checkpointAnchor === (this.checkpointAnchor ?? undefined) &&
-      state.flags === (this.nackUnknown ? VSR_FLAG_NACK_UNKNOWN : 0)
+      state.flags === (this.knowsNothing ? VSR_FLAG_NACK_UNKNOWN : 0)
     );
   }
 
@@ -1594,7 +1606,7 @@ export class Replica {
         slots.push({ op, header: entry.header, present, nack: !present && op > this.commitMin });
       }
     }
-    if (this.nackUnknown) return slots.map((slot) => ({ ...slot, nack: false }));
+    if (this.knowsNothing) return slots.map((slot) => ({ ...slot, nack: false }));
     return slots;
   }
 
@@ -1604,7 +1616,7 @@ export class Replica {
     const record: DoViewChangeRecord = {
       replica: this.config.replica,
       logView: this.logView,
-      nackUnknown: this.nackUnknown,
+      nackUnknown: this.knowsNothing,
       op: this.op,
       // Our commit_max, even above our head: a later merge must never nack an op we know committed.
       commit: this.commitMax,
@@ -1629,7 +1641,7 @@ export class Replica {
           commit: record.commit,
           group: METADATA_GROUP,
           logView: this.logView,
-          nackUnknown: this.nackUnknown ? 1 : 0,
+          nackUnknown: this.knowsNothing ? 1 : 0,
           nackBitset: nack,
           presentBitset: present,
         },

@@ -494,3 +494,34 @@ describe('boot replay', () => {
     expect(cluster.network.counters.sent).toBe(sent);
   });
 });
+
+describe('an empty data directory started without --rejoin', () => {
+  it('claims no knowledge in a view change until it learned whether the cluster had history', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40, journalSlots: 64 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const wiped = (primary + 1) % 3;
+    const lagger = (primary + 2) % 3;
+    // The lagger misses the last ops; the primary and the other backup hold them.
+    cluster.crash(lagger);
+    const before = commitMaxOf(cluster);
+    expect(cluster.runUntil(() => commitMaxOf(cluster) >= before + 8, 10_000), cluster.describe()).toBe(true);
+    const committed = cluster.checker.ackedOpMax;
+    // The backup's disk is lost and the operator restarts it without --rejoin; the primary, the
+    // last other holder of those ops, is down. The lagger and the empty replica are a quorum in
+    // number, but the empty one knows nothing: no view may start without the primary's log.
+    cluster.crash(wiped);
+    cluster.loseDisk(wiped);
+    cluster.replicas[wiped]!.rejoinPending = false;
+    cluster.crash(primary);
+    cluster.restart(lagger);
+    cluster.restart(wiped);
+    cluster.runUntil(() => false, 1_500);
+    for (const index of [lagger, wiped]) {
+      const replica = cluster.replica(index);
+      expect(replica.status === 'normal' && replica.isPrimary(), `r${index} started a view without the primary's log`).toBe(false);
+    }
+    cluster.converge();
+    expect(cluster.replica(primary).commitMin).toBeGreaterThanOrEqual(committed);
+  });
+});
