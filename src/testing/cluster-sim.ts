@@ -656,22 +656,12 @@ export class ClusterSim {
       this.starving = null;
       const primary = this.livePrimary();
       const others = this.replicas.filter((entry) => entry.replica !== null && entry.index !== previous && entry.index !== primary?.index);
-      if (others.length > 0 && prng.chance(0.8)) {
-        const ticks = Math.ceil(-Math.log(1 - prng.float()) * options.starveMeanTicks);
-        this.starving = { replica: prng.pick(others).index, untilTick: this.tickNow + ticks };
-        this.targetedCounters.starvations += 1;
-        this.log(`r${this.starving.replica} STARVED of prepares for ${ticks} ticks (after r${previous})`);
-      }
+      if (others.length > 0 && prng.chance(0.8)) this.starve(others, ` (after r${previous})`);
     }
     if (this.starving === null && prng.chance(options.starveProbability)) {
       const primary = this.livePrimary();
       const backups = this.replicas.filter((entry) => entry.replica !== null && entry.index !== primary?.index);
-      if (backups.length > 0) {
-        const ticks = Math.ceil(-Math.log(1 - prng.float()) * options.starveMeanTicks);
-        this.starving = { replica: prng.pick(backups).index, untilTick: this.tickNow + ticks };
-        this.targetedCounters.starvations += 1;
-        this.log(`r${this.starving.replica} STARVED of prepares for ${ticks} ticks`);
-      }
+      if (backups.length > 0) this.starve(backups, '');
     }
     for (const entry of this.replicas) {
       if (entry.superblockFailingUntil > 0 && this.tickNow >= entry.superblockFailingUntil) {
@@ -696,6 +686,14 @@ export class ClusterSim {
         this.crash(primary.index, true);
       }
     }
+  }
+
+  /** Starves one of `candidates` of prepares for an exponentially drawn stretch. */
+  private starve(candidates: readonly SimReplica[], note: string): void {
+    const ticks = Math.ceil(-Math.log(1 - this.targetedPrng.float()) * this.options.starveMeanTicks);
+    this.starving = { replica: this.targetedPrng.pick(candidates).index, untilTick: this.tickNow + ticks };
+    this.targetedCounters.starvations += 1;
+    this.log(`r${this.starving.replica} STARVED of prepares for ${ticks} ticks${note}`);
   }
 
   /** The replica that is an active primary, if any. */

@@ -798,7 +798,8 @@ export class Replica {
       this.journal.put({ op: header.op, header, checksum: header.checksum, frame: null, durable: false });
       this.viewHeaders.set(header.op, header);
     }
-    this.env.logger.log('info', 'restored the log view headers the WAL lacks', { log_view: this.logView, head: this.op });
+    // Before bootStatus: the log view is still the superblock's, not yet this.logView.
+    this.env.logger.log('info', 'restored the log view headers the WAL lacks', { log_view: state?.logView ?? 0, head: this.op });
   }
 
   /** Makes the current (view, log view, checkpoint) durable; coalesces overlapping requests. */
