@@ -337,6 +337,19 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A8',
+    defect: 'A',
+    reverts: 'a replica adopting a new log discards only the entries it cannot vouch for, not the verified ones above them',
+    edits: [{ file: REPLICA, search: '    if (this.journal.ops().every((op) => op < lowest || removed.has(op))) {\n', replace: '    if (true) {\n' }],
+    pins: [
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 1786574930811 (targeted faults): adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them',
+        title: 'regression seed 1786574930811 (targeted faults)',
+      },
+    ],
+  },
+  {
     id: 'A7',
     defect: 'A',
     reverts: 'an empty data directory claims no knowledge until it learned whether the cluster had history',

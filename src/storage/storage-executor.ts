@@ -34,6 +34,9 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
       case 'wal_truncate':
         handles.wal.truncateFrom(request.fromOp);
         break;
+      case 'wal_remove':
+        handles.wal.remove(request.ops);
+        break;
       case 'wal_drain':
         handles.wal.drain(request.keepFromOp);
         break;

@@ -314,6 +314,23 @@ export class Wal {
   }
 
   /**
+   * Removes the entries at `ops` (each above the checkpoint op), durably, and keeps every other
+   * one: a replica that adopts a new log drops the entries it cannot vouch for without dropping
+   * the verified ones above them. Removing entries never makes two held entries consecutive that
+   * were not before, so the chain invariant holds for what is kept.
+   */
+  remove(ops: readonly number[]): void {
+    this.checkUsable();
+    const removed = new Set(ops);
+    for (const op of removed) {
+      assert(Number.isSafeInteger(op) && op > this.checkpoint, `remove(${op}) above checkpoint op ${this.checkpoint}`);
+    }
+    const kept = this.entries().filter((entry) => !removed.has(entry.op));
+    if (kept.length === this.liveCount()) return;
+    this.rewrite(kept);
+  }
+
+  /**
    * Removes every entry with op < `keepFromOp` and makes `keepFromOp` the checkpoint op, durably.
    * Called after the checkpoint's snapshot and superblock are durable; the entry AT the
    * checkpoint op is kept (a DoViewChange may need the commit-point header). A state transfer

@@ -74,6 +74,11 @@ export class MemoryReplicaStore implements ReplicaStore {
       case 'wal_truncate':
         this.wal = this.wal.filter((entry) => entry.op < request.fromOp);
         return { ok: true };
+      case 'wal_remove': {
+        const removed = new Set(request.ops);
+        this.wal = this.wal.filter((entry) => !removed.has(entry.op));
+        return { ok: true };
+      }
       case 'wal_drain':
         this.wal = this.wal.filter((entry) => entry.op >= request.keepFromOp);
         return { ok: true };

@@ -54,6 +54,8 @@ export type StorageRequest =
   | { readonly kind: 'wal_append'; readonly op: number; readonly frame: Uint8Array }
   /** Remove every WAL entry with op >= fromOp (a divergent suffix). */
   | { readonly kind: 'wal_truncate'; readonly fromOp: number }
+  /** Remove the WAL entries at `ops`, keeping every other one (entries a new log cannot vouch for). */
+  | { readonly kind: 'wal_remove'; readonly ops: readonly number[] }
   /** Remove every WAL entry with op < keepFromOp (after a durable checkpoint). */
   | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
   | { readonly kind: 'superblock_write'; readonly state: VsrState; readonly stateTransfer: boolean }

@@ -85,6 +85,12 @@ export class Journal {
     this.headCache = -1;
   }
 
+  /** Removes the entries at `ops` (entries a new log cannot vouch for). */
+  remove(ops: readonly number[]): void {
+    for (const op of ops) this.entries.delete(op);
+    this.headCache = -1;
+  }
+
   /** Drops entries below the new floor (after a durable checkpoint). */
   removeBelow(floor: number): void {
     assert(floor >= this.floor, 'the journal floor never moves back');

@@ -1081,6 +1081,28 @@ export class Replica {
     this.journalAppend(header, frame);
   }
 
+  /**
+   * Removes the uncommitted entries at `ops` from the journal and the WAL, keeping every other
+   * entry: verified bodies above a discarded one stay (seed 1786574930811: truncating from the
+   * lowest unverifiable op dropped committed ops 25-26 whose other copy was on a lost disk).
+   */
+  private discardEntries(ops: readonly number[]): void {
+    if (ops.length === 0) return;
+    const lowest = Math.min(...ops);
+    const removed = new Set(ops);
+    if (this.journal.ops().every((op) => op < lowest || removed.has(op))) {
+      this.truncateFrom(lowest);
+      return;
+    }
+    assert(lowest > this.commitMin, `discard of applied op ${lowest} (commit_min ${this.commitMin})`);
+    for (const op of removed) this.viewHeaders.delete(op);
+    this.journal.remove(ops);
+    this.pipeline = this.pipeline.filter((entry) => !removed.has(entry.op));
+    this.submit({ kind: 'wal_remove', ops: [...removed] }, (result) => {
+      if (!result.ok) this.fatal('wal_remove', result);
+    });
+  }
+
   /** Removes an uncommitted suffix from the journal and the WAL. */
   private truncateFrom(fromOp: number): void {
     assert(fromOp > this.commitMin, `truncation of applied op ${fromOp} (commit_min ${this.commitMin})`);
@@ -1714,9 +1736,10 @@ export class Replica {
   /**
    * Makes the journal canonical for a new log: `canonical` headers (keyed by op) and `head`.
    * Walking down from the top, each verified entry vouches for the one below through `parent`.
-   * The lowest op that is divergent, or unverifiable while our log came from another log view,
-   * is truncated together with everything above it; then missing canonical headers are parked so
-   * their bodies can be repaired and verified. Unverifiable entries at or below
+   * Every entry that is divergent, above the head, or unverifiable while our log came from another
+   * log view is discarded; verified entries above it are kept (they match the canonical headers,
+   * and may be a committed op's last copy). Then missing canonical headers are parked so their
+   * bodies can be repaired and verified. Unverifiable entries at or below
    * `keepUnverifiedThrough` are kept instead (a lagging replica that keeps its log view); returns
    * the lowest kept one, or +Infinity when the journal was verified throughout.
    */
@@ -1726,7 +1749,7 @@ export class Replica {
     sameLogView: boolean,
     keepUnverifiedThrough = -1,
   ): number {
-    let truncateAt: number | null = null;
+    const discard: number[] = [];
     let expected: bigint | null = null;
     let keptLowest = Number.POSITIVE_INFINITY;
     for (let op = Math.max(this.journal.head, head); op > this.commitMin; op--) {
@@ -1734,7 +1757,7 @@ export class Replica {
       const want = header?.checksum ?? expected;
       const entry = this.journal.get(op);
       if (op > head) {
-        if (entry !== undefined) truncateAt = op;
+        if (entry !== undefined) discard.push(op);
         expected = null;
         continue;
       }
@@ -1749,7 +1772,7 @@ export class Replica {
         continue;
       }
       if (want === null ? !sameLogView : entry.checksum !== want) {
-        truncateAt = op;
+        discard.push(op);
         expected = header?.parent ?? null;
         continue;
       }
@@ -1758,7 +1781,7 @@ export class Replica {
     if (expected !== null && this.commitMinChecksum !== null && expected !== this.commitMinChecksum) {
       this.reportDivergence('canonical log does not chain onto the applied history', this.commitMin);
     }
-    if (truncateAt !== null) this.truncateFrom(truncateAt);
+    this.discardEntries(discard);
     for (const [op, header] of canonical) {
       if (op <= this.commitMin || op > head || this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
       this.journal.put({ op, header, checksum: header.checksum, frame: null, durable: false });

@@ -42,6 +42,16 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     expect(bootState.provableCommit).toBe(4);
   });
 
+  it('removes single WAL entries and keeps the verified ones above them across a crash', () => {
+    const { disk, recovered } = boot();
+    const prepares = chain(1, 6);
+    for (const entry of prepares) executeStorageRequest(recovered, { kind: 'wal_append', op: entry.op, frame: entry.frame });
+    expect(executeStorageRequest(recovered, { kind: 'wal_remove', ops: [3, 4] })).toEqual({ ok: true });
+    disk.crash();
+    const bootState = toReplicaBootState(recover(disk, kernels, CONFIG));
+    expect(bootState.prepares).toEqual([1, 2, 5, 6].map((op) => prepares[op - 1]!.frame));
+  });
+
   it('reports IO failures as results and keeps assertion failures fatal', () => {
     const { disk, recovered } = boot();
     const [first, second] = chain(1, 2);

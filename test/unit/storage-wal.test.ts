@@ -1,6 +1,6 @@
 /**
  * The WAL: append + fsync, boot scan (torn tail truncated, interior corruption refused),
- * last-wins duplicates, truncateFrom / drain through temp + rename, slot accounting, the chain
+ * last-wins duplicates, truncateFrom / remove / drain through temp + rename, slot accounting, the chain
  * invariant, and poisoning after IO failures. On SimDisk, for every kernel implementation.
  */
 import { describe, expect, it } from 'vitest';
@@ -119,6 +119,33 @@ describe.each(kernelVariants())('WAL ($label kernels)', ({ kernels }) => {
     wal.truncateFrom(9);
     expect(disk.mutatingOperationCount).toBe(before);
     expect(() => wal.truncateFrom(0)).toThrow(AssertionError);
+  });
+
+  it('remove drops only the named entries, durably, and keeps the ones above them', () => {
+    const { disk, wal } = fresh();
+    const prepares = chain(1, 6);
+    appendAll(wal, prepares);
+    wal.remove([2, 3]);
+    expect(ops(wal)).toEqual([1, 4, 5, 6]);
+    expect(disk.exists(WAL_TEMP_FILE)).toBe(false);
+    disk.crash();
+    const reopened = reopen(disk);
+    expect(ops(reopened)).toEqual([1, 4, 5, 6]);
+    expect(reopened.get(5)!.identity).toBe(prepares[4]!.identity);
+    // The gap is repaired with the canonical bodies: they chain on both sides again.
+    reopened.append(prepares[2]!.frame);
+    reopened.append(prepares[1]!.frame);
+    expect(ops(reopen(disk))).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('remove of ops it does not hold is a no-op; at or below the checkpoint it is a bug', () => {
+    const { disk, wal } = fresh();
+    appendAll(wal, chain(1, 3));
+    const before = disk.mutatingOperationCount;
+    wal.remove([5, 7]);
+    expect(disk.mutatingOperationCount).toBe(before);
+    expect(() => wal.remove([2, 0])).toThrow(AssertionError);
+    expect(ops(wal)).toEqual([1, 2, 3]);
   });
 
   it('drain keeps the entry at the checkpoint op and advances the checkpoint', () => {
