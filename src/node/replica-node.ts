@@ -47,8 +47,6 @@ import { replicaMeshTls } from './tls.js';
 export const TICK_MS = 10;
 /** Exit status of a replica that stopped because its own history diverged (wipe and --rejoin). */
 export const EXIT_DIVERGENCE = 3;
-/** /readyz: a replica more than this many ops behind its commit_max is not ready. */
-export const READY_LAG_OPS_MAX = 64;
 /** How long a stopping primary waits for its hand-over StartViewChange to go out. */
 const ABDICATE_WAIT_MS = 500;
 
@@ -425,13 +423,7 @@ export class ReplicaNode implements NodeApi {
   }
 
   ready(): boolean {
-    const core = this.core;
-    return (
-      core.status === 'normal' &&
-      core.logView === core.view &&
-      !core.stateTransfer.transferring &&
-      core.commitMax - core.commitMin <= READY_LAG_OPS_MAX
-    );
+    return this.core.readyForReads;
   }
 
   status(): ClusterStatus {

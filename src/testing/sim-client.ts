@@ -59,6 +59,12 @@ export class SimClient {
     return this.inflight === null && this.requestsSent >= this.options.requestsMax && this.session > 0;
   }
 
+  /** Scenarios: the in-flight request is retried against `target` on the next tick. */
+  retryNow(target: number): void {
+    this.target = (target + this.options.replicaCount - 1) % this.options.replicaCount;
+    this.sentAtTick = Number.NEGATIVE_INFINITY;
+  }
+
   /** Returns (target replica, frame) when something must be sent this tick. */
   tick(): { target: number; frame: Uint8Array } | null {
     this.now += 1;

@@ -356,8 +356,8 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.RequestStartViewHeader>({
     command: Command.requestStartView,
     name: 'request_start_view',
-    fields: { group: [128, 'u64_big'], incarnation: [240, 'u128'] },
-    zero: [[136, 240]],
+    fields: { group: [128, 'u64_big'], recovering: [136, 'u8'], incarnation: [240, 'u128'] },
+    zero: [[137, 240]],
     control: true,
     bodySizeMax: 0,
   }),

@@ -259,6 +259,12 @@ export interface RequestStartViewHeader extends HeaderCommon {
   readonly command: typeof Command.requestStartView;
   readonly group: bigint;
   readonly incarnation: bigint;
+  /**
+   * 1: the sender is recovering (probing after its boot), 0: a refresh probe from a replica in a
+   * view. Recovering replicas that hear each other elect at once instead of waiting out their
+   * probes (a whole-cluster restart). (vrmeta extension, byte 136.)
+   */
+  readonly recovering: number;
 }
 
 export interface RequestPreparesHeader extends HeaderCommon {

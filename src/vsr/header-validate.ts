@@ -172,6 +172,7 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
     case Command.requestStartView:
       // The probe's incarnation is what the answering StartView echoes; 0 means "not a probe".
       if (header.incarnation === 0n) return FrameRejection.incarnationRequired;
+      if (header.recovering > 1) return FrameRejection.flagInvalid;
       return null;
 
     case Command.requestPrepares:

@@ -90,6 +90,11 @@ export type ViewChangeReason =
   | 'view_change_timeout'
   /** No live view answered a restarted replica's probes: a new or fully restarted cluster. */
   | 'probe_exhausted'
+  /**
+   * Recovering peers answered instead of a live view: every peer (a whole-cluster restart, at
+   * once), or with us a view-change quorum after one unanswered probe round.
+   */
+  | 'peers_recovering'
   /** The primary of our view probed for a view: it restarted and lost its state. */
   | 'primary_restarted'
   /** A primary-elect that cannot lead: its journal cannot hold the merged log, or it is behind a checkpoint. */
@@ -160,6 +165,10 @@ interface PendingView {
 /** Counters the node layer exports as metrics and the simulator summarises. */
 export interface ReplicaCounters {
   viewChanges: number;
+  /** View changes this replica started, by reason. */
+  readonly viewChangesByReason: Partial<Record<ViewChangeReason, number>>;
+  /** Commit messages a primary sent at once because its pipeline drained (see `acknowledge`). */
+  commitsAnnounced: number;
   /** Prepare timeouts that fired on a primary (each retransmits the unacknowledged pipeline). */
   prepareTimeouts: number;
   checkpoints: number;
@@ -220,6 +229,8 @@ export class Replica {
   readonly stateMachine: StateMachine;
   readonly counters: ReplicaCounters = {
     viewChanges: 0,
+    viewChangesByReason: {},
+    commitsAnnounced: 0,
     prepareTimeouts: 0,
     checkpoints: 0,
     repairsRequested: 0,
@@ -304,6 +315,8 @@ export class Replica {
   private readonly incarnation: bigint;
   /** Unanswered RequestStartView probes since recovering began. */
   private probeAttempts = 0;
+  /** Peers whose probes said they are recovering too, heard while we were recovering. */
+  private readonly recoveringPeers = new Set<number>();
   /**
    * Booted from an empty data directory and not caught up since (VSR_FLAG_NACK_UNKNOWN): a lost
    * disk may have held acknowledged prepares, so this replica must not nack anything in a view
@@ -534,6 +547,19 @@ export class Replica {
 
   private viewDurable(): boolean {
     return this.durableView === this.view && this.durableLogView === this.logView;
+  }
+
+  /**
+   * Serving reads is safe and current: normal in its own log view, not transferring, and every
+   * commit it has heard of applied (a read would otherwise miss an acknowledged write it knows of).
+   */
+  get readyForReads(): boolean {
+    return (
+      this.status === 'normal' &&
+      this.logView === this.view &&
+      !this.stateTransfer.transferring &&
+      this.commitMin >= this.commitMax
+    );
   }
 
   /** The head a replica that lost its disk must apply before it counts again (-1: none adopted yet). */
@@ -1184,6 +1210,14 @@ export class Replica {
     if (committed > this.commitCanonical) {
       this.advanceCommitCanonical(committed);
       this.commitJournal();
+      // Backups learn a commit from the next prepare or heartbeat. With nothing left in flight
+      // there is no next prepare: tell them now, so a read on a backup trails the primary by a
+      // round trip instead of a heartbeat interval.
+      if (this.pipeline.length === 0 && this.primaryActive()) {
+        this.counters.commitsAnnounced += 1;
+        this.timeoutCommitMessage.reset();
+        this.sendCommitHeartbeat();
+      }
     }
   }
 
@@ -1547,6 +1581,7 @@ export class Replica {
     assert(view > this.view, 'view changes move forward');
     this.env.logger.log('info', 'view change', { from_view: this.view, to_view: view, reason });
     this.counters.viewChanges += 1;
+    this.counters.viewChangesByReason[reason] = (this.counters.viewChangesByReason[reason] ?? 0) + 1;
     this.view = view;
     this.status = 'view_change';
     this.startViewChangeFrom.clear();
@@ -1948,6 +1983,7 @@ export class Replica {
       replica: this.config.replica,
       group: METADATA_GROUP,
       incarnation: this.incarnation,
+      recovering: this.status === 'recovering' ? 1 : 0,
     });
   }
 
@@ -1960,9 +1996,15 @@ export class Replica {
     this.probeAttempts += 1;
     if (this.probeAttempts >= this.config.viewProbeAttemptsMax) {
       // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
-      this.env.logger.log('info', 'view probe exhausted; starting an election', { view: this.view });
-      this.status = 'view_change';
-      this.startViewChange(this.view + 1, 'probe_exhausted');
+      this.electFromRecovery('probe_exhausted');
+      return;
+    }
+    if (this.recoveringPeers.size + 1 >= this.config.quorumViewChange && !this.pristine) {
+      // A probe round went unanswered by any live view, and a view-change quorum is recovering
+      // with us: a primary alive in some view would have answered by now. An empty data directory
+      // keeps probing: the probes still to come may prove it a new member (`witnessVirginPeer`),
+      // and electing first would leave it claiming no knowledge in every view change.
+      this.electFromRecovery('peers_recovering');
       return;
     }
     // A fixed interval (no backoff): a new cluster waits only attempts x interval to elect.
@@ -1970,9 +2012,36 @@ export class Replica {
     this.broadcast(this.requestStartViewFrame());
   }
 
+  /**
+   * A recovering replica stops probing and elects. Timing is liveness only: the view change
+   * decides from the DoViewChanges of a quorum whenever it starts, so electing early is as safe
+   * as after the last probe. Electing while a live view exists costs a needless view change.
+   */
+  private electFromRecovery(reason: 'probe_exhausted' | 'peers_recovering'): void {
+    assert(this.status === 'recovering', 'only a recovering replica elects from recovery');
+    this.env.logger.log('info', 'starting an election from recovery', {
+      view: this.view,
+      reason,
+      probes: this.probeAttempts,
+      recovering_peers: [...this.recoveringPeers].sort((a, b) => a - b).join(','),
+    });
+    this.recoveringPeers.clear();
+    this.status = 'view_change';
+    this.startViewChange(this.view + 1, reason);
+  }
+
   private onRequestStartView(header: RequestStartViewHeader): void {
     if (header.replica === this.config.replica) return;
     if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
+    if (this.status === 'recovering' && header.recovering === 1) {
+      // A peer probing from its boot is no live view. When every peer is, none can answer us:
+      // the whole cluster restarted, and waiting out the probes only delays the election.
+      this.recoveringPeers.add(header.replica);
+      if (this.recoveringPeers.size === this.config.replicaCount - 1) {
+        this.electFromRecovery('peers_recovering');
+        return;
+      }
+    }
     if (this.primaryActive()) {
       this.sendStartView(header.replica, header.incarnation);
       return;

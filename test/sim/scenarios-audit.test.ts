@@ -31,8 +31,9 @@ describe('audit defect A: an install during a view change never drops an op this
   /**
    * The audit's schedule up to the primary's crash: R is starved of prepares (its repair requests
    * lost) while P and Q checkpoint at 12 and stop at op 13; then op 14 reaches R but not Q, R
-   * acknowledges it, P commits it and answers the client, R never hears of that commit, and P
-   * crashes. R is now the only holder of an acknowledged op, and must transfer checkpoint 12.
+   * acknowledges it, P commits it and answers the client, R never hears of that commit, R's
+   * repair is range-evicted (it arms a transfer), and P crashes. R is now the only holder of an
+   * acknowledged op, and must transfer checkpoint 12.
    * `cut` filters the network from then on.
    */
   function onlyHolderOfAnAcknowledgedOp(cut: (packet: { from: number; to: number; command: number }, actors: { r: Replica }) => 'deliver' | 'drop') {
@@ -48,16 +49,20 @@ describe('audit defect A: an install during a view change never drops an op this
     const p = cluster.replica(primary);
     const q = cluster.replica(nextPrimary);
     const r = cluster.replica(receiver);
-    let phase: 'starve' | 'op14' | 'cut' = 'starve';
+    let phase: 'starve' | 'op14' | 'arm' | 'cut' = 'starve';
     let holdClients = false;
     cluster.network.filter = ({ from, to, frame }) => {
       if (from >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
       const decoded = decodeFrame(kernels, frame);
       if (!decoded.ok) return 'deliver';
       const header = decoded.header as { command: number; op?: number; commit?: number };
-      if (phase === 'cut') return cut({ from, to, command: header.command }, { r });
-      // R's repair requests are lost until the primary is gone.
-      if (from === receiver && header.command === Command.requestPrepares) return 'drop';
+      if (phase === 'cut') {
+        // What the crashed primary sent is lost with it.
+        if (from === primary) return 'drop';
+        return cut({ from, to, command: header.command }, { r });
+      }
+      // R's repair requests are lost until op 14 was acknowledged.
+      if (from === receiver && header.command === Command.requestPrepares && phase !== 'arm') return 'drop';
       if (phase === 'starve') {
         // R hears heartbeats but no prepares.
         return to === receiver && header.command === Command.prepare ? 'drop' : 'deliver';
@@ -65,8 +70,13 @@ describe('audit defect A: an install during a view change never drops an op this
       // Op 14 reaches R (which journals and acknowledges it) but not Q.
       if (header.command === Command.prepare && header.op === 14 && to === nextPrimary) return 'drop';
       if (header.command === Command.prepare && header.op !== 14 && to === receiver) return 'drop';
-      // R never learns that 14 committed: its DVC will not claim the commit.
+      // R never learns that 14 committed: its DVC will not claim the commit. Nor does Q: the
+      // primary crashes before a heartbeat or its next prepare would say so (the commit message
+      // a primary sends when its pipeline drains is lost with it).
       if (to === receiver && (header.commit ?? 0) >= 14) return 'drop';
+      // Nor does Q: the commit message the primary sends when its pipeline drains is lost.
+      if (from === primary && header.command === Command.commit && (header.commit ?? 0) >= 14) return 'drop';
+      if (to === nextPrimary && header.command === Command.commit && (header.commit ?? 0) >= 14) return 'drop';
       return 'deliver';
     };
     expect(cluster.runUntil(() => p.op >= 13, 10_000), cluster.describe()).toBe(true);
@@ -77,12 +87,15 @@ describe('audit defect A: an install during a view change never drops an op this
     holdClients = false;
     expect(cluster.runUntil(() => cluster.checker.ackedOpMax >= 14, 10_000), cluster.describe()).toBe(true);
     holdClients = true;
+    // R's repair reaches the primary, whose journal starts at checkpoint 12: range-evicted.
+    phase = 'arm';
+    expect(cluster.runUntil(() => r.stateTransfer.transferring, 10_000), cluster.describe()).toBe(true);
     cluster.crash(primary);
     expect(r.journal.get(14)?.durable).toBe(true);
     expect(r.commitMax).toBe(13);
     expect(q.journal.get(14)).toBeUndefined();
     phase = 'cut';
-    // R arms a transfer (its gap lies below Q's floor) and the view change starts.
+    // The view change starts while R transfers.
     expect(cluster.runUntil(() => r.stateTransfer.transferring && r.status === 'view_change', 10_000), cluster.describe() + '\n' + cluster.recentLog.join('\n')).toBe(true);
     return { cluster, q, r, releaseClients: () => (holdClients = false) };
   }
@@ -141,24 +154,27 @@ describe('audit defect A, the other half: what an install keeps is applied only 
     const others = [1, 2, 3].map((offset) => (primary + offset) % 5);
     const p = cluster.replica(primary);
     const r = cluster.replica(receiver);
-    let phase: 'starve' | 'op14' | 'cut' | 'open' = 'starve';
+    let phase: 'starve' | 'op14' | 'arm' | 'cut' | 'open' = 'starve';
     let holdClients = false;
     cluster.network.filter = ({ from, to, frame }) => {
       if (from >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
       const decoded = decodeFrame(kernels, frame);
       if (!decoded.ok || phase === 'open') return 'deliver';
       const header = decoded.header as { command: number; op?: number };
+      if (from === receiver && header.command === Command.requestStateTransfer) {
+        return others.some((index) => cluster.replica(index).commitMax >= 14) ? 'deliver' : 'drop';
+      }
       if (phase === 'cut') {
+        // What the crashed primary sent is lost with it.
+        if (from === primary) return 'drop';
         // R takes no part in the view change (its DoViewChanges are lost, no StartView reaches
         // it), and asks for a checkpoint only once the others committed their own op 14.
         if (from === receiver && header.command === Command.doViewChange) return 'drop';
         if (to === receiver && header.command === Command.startView) return 'drop';
-        if (from === receiver && header.command === Command.requestStateTransfer) {
-          return others.some((index) => cluster.replica(index).commitMax >= 14) ? 'deliver' : 'drop';
-        }
         return 'deliver';
       }
-      if (from === receiver && header.command === Command.requestPrepares) return 'drop';
+      // R's repair requests are lost until it holds 13 and 14; then its repair is range-evicted.
+      if (from === receiver && header.command === Command.requestPrepares && phase !== 'arm') return 'drop';
       // R hears heartbeats, and of all prepares only 13 and 14; the others never see 14.
       if (header.command === Command.prepare && to === receiver && header.op !== 13 && header.op !== 14) return 'drop';
       if (header.command === Command.prepare && header.op === 14 && to !== receiver) return 'drop';
@@ -171,10 +187,17 @@ describe('audit defect A, the other half: what an install keeps is applied only 
     holdClients = false;
     expect(cluster.runUntil(() => p.op >= 14 && r.journal.get(14)?.durable === true && r.journal.get(13)?.durable === true, 10_000), cluster.describe()).toBe(true);
     holdClients = true;
+    phase = 'arm';
+    expect(cluster.runUntil(() => r.stateTransfer.transferring, 10_000), cluster.describe()).toBe(true);
     cluster.crash(primary);
     expect(r.commitMax).toBe(13);
     phase = 'cut';
     holdClients = false;
+    // The others' view commits its own op 14 while R still asks for a checkpoint: the client
+    // retries against their new primary as soon as it leads.
+    const leader = () => others.find((index) => cluster.replica(index).status === 'normal' && cluster.replica(index).isPrimary());
+    expect(cluster.runUntil(() => leader() !== undefined, 10_000), cluster.describe()).toBe(true);
+    cluster.clients[0]!.retryNow(leader()!);
     expect(
       cluster.runUntil(() => r.counters.stateTransfersInstalled > 0, 10_000),
       cluster.describe() + '\n' + cluster.recentLog.join('\n'),

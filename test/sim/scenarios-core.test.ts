@@ -10,7 +10,7 @@ import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { WAL_FILE } from '../../src/storage/wal.js';
 import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
-import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
+import { CLIENT_NODE_BASE, NETWORK_NO_FAULTS } from '../../src/testing/network-sim.js';
 import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import { decodeFrame } from '../../src/vsr/frame.js';
 import { mergeDoViewChanges, type DoViewChangeRecord } from '../../src/vsr/view-change.js';
@@ -158,6 +158,127 @@ describe('view change', () => {
     cluster.converge();
     expect(cluster.events.get('state transfer installed') ?? 0).toBeGreaterThan(0);
     expect(cluster.replica(2).logView).toBe(cluster.replica(2).view);
+  });
+});
+
+describe('whole-cluster restart', () => {
+  /** Crashes every replica of a formed cluster that committed some ops, then restarts `up`. */
+  function restartAll(up: readonly number[]): { cluster: ClusterSim; ticksRecovering: number } {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 10 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 8, 5_000);
+    for (const index of [0, 1, 2]) cluster.crash(index);
+    for (const index of up) cluster.restart(index);
+    let ticksRecovering = 0;
+    const left = cluster.runUntil(() => {
+      ticksRecovering += 1;
+      return up.every((index) => cluster.replica(index).status !== 'recovering');
+    }, 5_000);
+    expect(left, cluster.describe()).toBe(true);
+    const elected = cluster.runUntil(() => up.every((index) => cluster.replica(index).status === 'normal'), 5_000);
+    expect(elected, cluster.describe()).toBe(true);
+    return { cluster, ticksRecovering };
+  }
+
+  it('replicas that hear every peer recovering elect at once, not after their probes', () => {
+    const { cluster, ticksRecovering } = restartAll([0, 1, 2]);
+    const config = cluster.replica(0).config;
+    // Deterministic simulated ticks: every replica stopped probing before its first probe round
+    // ended (a view-change quorum alone waits for that round).
+    expect(ticksRecovering).toBeLessThan(config.timeouts.requestStartViewMessage);
+    for (const index of [0, 1, 2]) {
+      const reasons = cluster.replica(index).counters.viewChangesByReason;
+      expect(reasons.probe_exhausted).toBeUndefined();
+      expect(reasons.peers_recovering).toBe(1);
+    }
+    cluster.converge();
+  });
+
+  it('a recovering view-change quorum elects after one unanswered probe round', () => {
+    const { cluster } = restartAll([0, 1]);
+    for (const index of [0, 1]) {
+      const reasons = cluster.replica(index).counters.viewChangesByReason;
+      expect(reasons.probe_exhausted).toBeUndefined();
+      expect(reasons.peers_recovering).toBe(1);
+    }
+    cluster.restart(2);
+    cluster.converge();
+  });
+
+  it('a recovering replica whose peers are in a live view waits for its StartView instead', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 10 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 8, 5_000);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    const view = cluster.replica(0).view;
+    cluster.crash(backup);
+    cluster.restart(backup);
+    cluster.converge();
+    expect(cluster.replica(backup).view).toBe(view);
+    expect(cluster.replica(backup).counters.viewChanges).toBe(0);
+  });
+});
+
+describe('backups apply a commit without waiting for the next message', () => {
+  it('every write is applied on every backup one network hop after the primary applied it', () => {
+    // A fixed one-tick hop: what a backup waits for is the only variable.
+    const network = { ...NETWORK_NO_FAULTS, delayMeanTicks: 0 };
+    const cluster = sim({ clientCount: 1, requestsPerClient: 12, network });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const backups = [0, 1, 2].filter((index) => index !== primary);
+    // Ticks from the primary applying an op to every backup applying it, for each op.
+    const appliedAt = new Map<number, number>();
+    const seen = new Set<number>();
+    const lags: number[] = [];
+    let tick = 0;
+    cluster.runUntil(() => {
+      tick += 1;
+      const committed = cluster.replica(primary).commitMin;
+      if (!seen.has(committed)) {
+        seen.add(committed);
+        appliedAt.set(committed, tick);
+      }
+      for (const [op, at] of appliedAt) {
+        if (backups.every((index) => cluster.replica(index).commitMin >= op)) {
+          lags.push(tick - at);
+          appliedAt.delete(op);
+        }
+      }
+      return cluster.clients.every((client) => client.idle) && appliedAt.size === 0;
+    }, 5_000);
+    expect(lags.length).toBeGreaterThanOrEqual(12);
+    // Without the commit message sent when the pipeline drains, a backup learns of a commit from
+    // the next prepare (the client's reply and next request first: three hops) or, after the last
+    // write, from the periodic commit message.
+    expect(Math.max(...lags)).toBe(network.delayMinTicks);
+    expect(cluster.replica(primary).counters.commitsAnnounced).toBeGreaterThan(0);
+  });
+});
+
+describe('readiness', () => {
+  it('a backup that knows of commits it has not applied is not ready for reads', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    cluster.crash(backup);
+    cluster.runUntil(() => commitMax(cluster) >= 12, 10_000);
+    // It learns the commit point (StartView, heartbeats) but none of the missing bodies.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      return to === backup && decoded.ok && decoded.header.command === Command.repairPrepare ? 'drop' : 'deliver';
+    };
+    cluster.restart(backup);
+    const behind = cluster.runUntil(() => {
+      const replica = cluster.replica(backup);
+      return replica.status === 'normal' && replica.logView === replica.view && replica.commitMax > replica.commitMin;
+    }, 5_000);
+    expect(behind, cluster.describe()).toBe(true);
+    expect(cluster.replica(backup).readyForReads).toBe(false);
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(cluster.replica(backup).readyForReads).toBe(true);
   });
 });
 

@@ -166,6 +166,7 @@ const BASES: Bases = {
     command: Command.requestStartView,
     group: GROUP,
     incarnation: 0x1ca2n,
+    recovering: 1,
   }),
   [Command.requestPrepares]: () => ({
     ...COMMON,

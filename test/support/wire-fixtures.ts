@@ -321,7 +321,7 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
   ),
   [Command.requestStartView]: spec(
     true,
-    fc.record({ command: fc.constant(Command.requestStartView), group: u64Big, incarnation: u128NonZero }),
+    fc.record({ command: fc.constant(Command.requestStartView), group: u64Big, incarnation: u128NonZero, recovering: fc.integer({ min: 0, max: 1 }) }),
   ),
   [Command.requestPrepares]: spec(
     true,

@@ -418,6 +418,7 @@ const RULES: readonly RuleCase[] = [
   // State transfer.
   { name: 'target available = 2', header: mutate(Command.stateTransferTarget, { available: 2 }), reason: 'flag_invalid' },
   { name: 'request prepares committed_only = 2', header: mutate(Command.requestPrepares, { committedOnly: 2 }), reason: 'flag_invalid' },
+  { name: 'request start view recovering = 2', header: mutate(Command.requestStartView, { recovering: 2 }), reason: 'flag_invalid' },
   {
     name: 'target unavailable_transient = 2',
     header: mutate(Command.stateTransferTarget, { available: 0, size: HEADER_SIZE, unavailableTransient: 2 }),
