@@ -357,6 +357,40 @@ const MUTATIONS = [
     pins: [audit('an empty data directory started without --rejoin', 'claims no knowledge in a view change until it learned whether the cluster had history')],
   },
   {
+    id: 'R1',
+    defect: 'also',
+    reverts: 'replicas that hear every peer recovering elect at once (reference: after their probes)',
+    edits: [{ file: REPLICA, search: '      if (this.recoveringPeers.size === this.config.replicaCount - 1) {\n', replace: '      if (false) {\n' }],
+    pins: [{ file: 'test/sim/scenarios-core.test.ts', name: 'whole-cluster restart replicas that hear every peer recovering elect at once, not after their probes', title: 'replicas that hear every peer recovering elect at once' }],
+  },
+  {
+    id: 'R2',
+    defect: 'also',
+    reverts: 'a recovering view-change quorum elects after one probe round',
+    edits: [{ file: REPLICA, search: '    if (this.recoveringPeers.size + 1 >= this.config.quorumViewChange && this.view > 0) {\n', replace: '    if (false) {\n' }],
+    pins: [{ file: 'test/sim/scenarios-core.test.ts', name: 'whole-cluster restart a recovering view-change quorum elects after one unanswered probe round', title: 'a recovering view-change quorum elects after one unanswered probe round' }],
+  },
+  {
+    id: 'R3',
+    defect: 'also',
+    reverts: 'a primary whose pipeline drains tells the backups the commit at once',
+    edits: [{ file: REPLICA, search: '      if (this.pipeline.length === 0 && this.primaryActive()) {\n', replace: '      if (false) {\n' }],
+    pins: [
+      {
+        file: 'test/sim/scenarios-core.test.ts',
+        name: 'backups apply a commit without waiting for the next message every write is applied on every backup one network hop after the primary applied it',
+        title: 'every write is applied on every backup one network hop after the primary applied it',
+      },
+    ],
+  },
+  {
+    id: 'R4',
+    defect: 'also',
+    reverts: 'ready for reads only with every known commit applied (reference: within 64 ops)',
+    edits: [{ file: REPLICA, search: '      this.commitMin >= this.commitMax\n', replace: '      this.commitMax - this.commitMin <= 64\n' }],
+    pins: [{ file: 'test/sim/scenarios-core.test.ts', name: 'readiness a backup that knows of commits it has not applied is not ready for reads', title: 'a backup that knows of commits it has not applied is not ready for reads' }],
+  },
+  {
     id: 'A*',
     defect: 'A',
     reverts: 'all of A at once: the install truncates in a view change, a transferring replica serves nothing, the walk runs to commit_max',
@@ -411,6 +445,13 @@ const MUTATIONS = [
         replace: "    if (this.status !== 'normal' || this.logView !== this.view) return;\n    if (this.commitMin < this.catchUpTarget) {\n",
       },
     ],
+    pins: [AUDIT_PIN.d],
+  },
+  {
+    id: 'D2',
+    defect: 'D',
+    reverts: 'a lost disk in a view change keeps catching up by committed repair',
+    edits: [{ file: REPLICA, search: '    if (catchingUp && !primaryElect) {\n', replace: '    if (catchingUp && !primaryElect && false) {\n' }],
     pins: [AUDIT_PIN.d],
   },
   {

@@ -1598,6 +1598,7 @@ export class Replica {
     this.persistView();
     this.sendStartViewChange();
     this.maybeSendDoViewChange();
+    this.repairIfBehind(); // a lost disk catching up goes on (see `repairIfBehind`)
   }
 
   private sendStartViewChange(): void {
@@ -1999,11 +2000,9 @@ export class Replica {
       this.electFromRecovery('probe_exhausted');
       return;
     }
-    if (this.recoveringPeers.size + 1 >= this.config.quorumViewChange && !this.pristine) {
+    if (this.recoveringPeers.size + 1 >= this.config.quorumViewChange && this.view > 0) {
       // A probe round went unanswered by any live view, and a view-change quorum is recovering
-      // with us: a primary alive in some view would have answered by now. An empty data directory
-      // keeps probing: the probes still to come may prove it a new member (`witnessVirginPeer`),
-      // and electing first would leave it claiming no knowledge in every view change.
+      // with us: a primary alive in some view would have answered by now.
       this.electFromRecovery('peers_recovering');
       return;
     }
@@ -2033,9 +2032,14 @@ export class Replica {
   private onRequestStartView(header: RequestStartViewHeader): void {
     if (header.replica === this.config.replica) return;
     if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
-    if (this.status === 'recovering' && header.recovering === 1) {
+    if (this.status === 'recovering' && header.recovering === 1 && header.view > 0 && this.view > 0) {
       // A peer probing from its boot is no live view. When every peer is, none can answer us:
-      // the whole cluster restarted, and waiting out the probes only delays the election.
+      // the whole cluster restarted, and waiting out the probes only delays the election. Only
+      // replicas that joined a view before (view > 0) take the shortcut, and only count peers
+      // that did: a new cluster keeps probing until its probes run out, because an empty data
+      // directory proves itself a new member only by hearing every peer probe from view 0
+      // (`witnessVirginPeer`), and a peer that stopped probing early would leave it claiming no
+      // knowledge in every view change (seed 857305262310: two such replicas of four, no quorum).
       this.recoveringPeers.add(header.replica);
       if (this.recoveringPeers.size === this.config.replicaCount - 1) {
         this.electFromRecovery('peers_recovering');
@@ -2096,6 +2100,19 @@ export class Replica {
     }
     const primaryElect = this.status === 'view_change' && this.pendingView !== null;
     const primaryBehind = this.status === 'normal' && this.isPrimary() && this.commitMin < this.commitMax;
+    // A lost disk in a view change counts toward its quorums only once it applied the head of the
+    // StartView it adopted (`maybeCaughtUp`). Committed repair needs no view (the ops come from a
+    // peer's applied history, verified by hash chain), so it catches up there too: otherwise a
+    // primary dying while it rejoins leaves the survivors unable to elect (a wedge the commit
+    // messages of a drained pipeline made reachable: the head it adopted lay above its checkpoint).
+    const catchingUp = this.status === 'view_change' && this.nackUnknown && this.commitMin < this.catchUpTarget;
+    if (catchingUp && !primaryElect) {
+      const from = this.commitMin + 1;
+      if (this.journal.prepare(from) !== undefined && this.commitCanonical > this.commitMin) return;
+      const to = Math.min(this.catchUpTarget, this.commitMin + REPAIR_CHUNK_MAX);
+      this.requestPrepares(this.repairPeer(from, true), from, to, true);
+      return;
+    }
     if (!primaryElect && !primaryBehind && (this.status !== 'normal' || this.isPrimary())) return;
     // The walk is blocked by a missing body, or by a body it may not apply (`commitCanonical`:
     // a prepare of our log view that nothing verified against the committed history).
@@ -2184,7 +2201,7 @@ export class Replica {
     this.timeoutRepair.stop();
     if (this.repair !== null) this.repairStalls += 1;
     this.repair = null;
-    if (this.status === 'view_change') this.tryStartPendingView();
+    if (this.status === 'view_change' && this.pendingView !== null) this.tryStartPendingView();
     else this.repairIfBehind();
   }
 
@@ -2304,7 +2321,7 @@ export class Replica {
     this.timeoutRepair.stop();
     this.repairStalls = session.progressed ? 0 : this.repairStalls + 1;
     this.commitJournal();
-    if (this.status === 'view_change') {
+    if (this.status === 'view_change' && this.pendingView !== null) {
       this.tryStartPendingView();
       return;
     }
