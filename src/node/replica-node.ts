@@ -470,7 +470,7 @@ export class ReplicaNode implements NodeApi {
     }
     return (
       `the primary, replica ${primary}, is connected but has not advertised an HTTP address ` +
-      '(a replica of an earlier version, or its advertisement was refused: see this replica's log); set --http-peers'
+      '(a replica of an earlier version, or its advertisement was refused: see the replica bus log); set --http-peers'
     );
   }
 
