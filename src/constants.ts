@@ -77,9 +77,11 @@ export const Command = {
   forwardRegisterResult: 27,
   forwardLogout: 28,
   forwardLogoutResult: 29,
+  /** After the handshake: the sender's client-facing addresses (src/transport/advertisement.ts). */
+  replicaAdvertise: 30,
 } as const;
 export type Command = (typeof Command)[keyof typeof Command];
-export const COMMAND_MAX = Command.forwardLogoutResult;
+export const COMMAND_MAX = Command.replicaAdvertise;
 
 assert(HEADER_SIZE === 256);
 assert(MESSAGE_SIZE_MAX % 4096 === 0, 'MESSAGE_SIZE_MAX is a multiple of the page size');
@@ -105,6 +107,8 @@ export const STATE_CHUNK_SIZE_MAX = 256 * 1024;
  * plane ships one (the checkpoint snapshot, which carries the client table); 16 leaves room
  * without letting a peer make us parse a 65536-entry manifest.
  */
+/** A ReplicaAdvertise body: two addresses of up to 255 bytes each, with room for later kinds. */
+export const ADVERTISEMENT_SIZE_MAX = 1024;
 export const MANIFEST_ENTRIES_MAX = 16;
 /** kind u8 + frontier u64 + len u64 + checksum u64. */
 export const MANIFEST_ENTRY_SIZE = 25;

@@ -71,9 +71,12 @@ const CONNECT_ERROR_CODES: ReadonlySet<string> = new Set([
 type Attempt =
   | { readonly kind: 'relay'; readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer }
   | { readonly kind: 'error'; readonly error: HttpError }
-  | { readonly kind: 'retry' };
+  /** Nothing reached a pipeline; `reason` says why, for the 503 if the budget runs out. */
+  | { readonly kind: 'retry'; readonly reason: string };
 
-const RETRY: Attempt = Object.freeze({ kind: 'retry' });
+function retry(reason: string): Attempt {
+  return { kind: 'retry', reason };
+}
 
 export class Forwarder {
   private readonly node: NodeApi;
@@ -106,7 +109,9 @@ export class Forwarder {
       const outcome = await this.attemptUntilRelayed(request, rawBody);
       if (outcome.kind === 'error') throw outcome.error;
       if (outcome.kind === 'retry') {
-        throw httpError(503, 'no_reachable_primary', 'no primary accepted the request within the forward budget; retry');
+        // Say exactly why: an operator reading this must not have to guess between a view change,
+        // a primary this replica cannot reach, and one whose address it never learned.
+        throw httpError(503, 'no_reachable_primary', `no primary accepted the request within the forward budget: ${outcome.reason}; retry`);
       }
       reply.code(outcome.status).headers(outcome.headers);
       return outcome.body.byteLength === 0 ? reply.send() : reply.send(outcome.body);
@@ -119,13 +124,13 @@ export class Forwarder {
     const deadlineMs = Date.now() + this.options.retryDeadlineMs;
     for (;;) {
       const primary = this.node.primaryHttpAddress();
-      const outcome = primary === null ? RETRY : await this.attempt(request, rawBody, primary);
+      const outcome = primary === null ? retry(this.node.primaryUnavailableReason()) : await this.attempt(request, rawBody, primary);
       if (outcome.kind !== 'retry') return outcome;
       const remainingMs = deadlineMs - Date.now();
-      if (remainingMs <= 0) return RETRY;
+      if (remainingMs <= 0) return outcome;
       await sleep(Math.min(this.options.retryIntervalMs, remainingMs));
       // A caller that went away must not hold a forward slot for the rest of the budget.
-      if (request.raw.destroyed) return RETRY;
+      if (request.raw.destroyed) return outcome;
     }
   }
 
@@ -147,14 +152,14 @@ export class Forwarder {
       });
     } catch (error) {
       if (isTimeout(error)) return { kind: 'error', error: forwardTimeout() };
-      if (isConnectError(error)) return RETRY;
+      if (isConnectError(error)) return retry(`connecting to the primary's HTTP listener at ${primary} failed (${causeCode(error) ?? 'connect error'})`);
       request.log.warn({ err: error, primary }, 'forward failed after the request may have been sent; outcome unknown');
       return { kind: 'error', error: forwardFailed() };
     }
     // The primary changed under us and says so: re-resolve from our own view, never the Location.
     if (response.status === 307) {
       await response.body?.cancel();
-      return RETRY;
+      return retry(`${primary} answered that it is no longer the primary`);
     }
     let body: Buffer;
     try {
@@ -164,7 +169,7 @@ export class Forwarder {
       request.log.warn({ err: error, primary }, 'reading the relayed response failed; outcome unknown');
       return { kind: 'error', error: forwardFailed() };
     }
-    if (response.status === 503 && isTransientNotAccepted(body)) return RETRY;
+    if (response.status === 503 && isTransientNotAccepted(body)) return retry(`${primary} did not accept the request (not the primary, or busy)`);
     const relayed: Record<string, string> = {};
     for (const name of RELAYED_HEADERS) {
       const value = response.headers.get(name);

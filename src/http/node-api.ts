@@ -108,6 +108,8 @@ export interface NodeApi {
   view(): number;
   isPrimary(): boolean;
   primaryHttpAddress(): string | null;
+  /** Why `primaryHttpAddress()` is null (or what it is): one sentence for the 503 a forward answers. */
+  primaryUnavailableReason(): string;
   status(): ClusterStatus;
   /** /readyz: normal, not transferring, caught up within the lag threshold. */
   ready(): boolean;

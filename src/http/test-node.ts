@@ -117,6 +117,13 @@ export class TestNode implements NodeApi {
     return this.primaryHttp;
   }
 
+  /** Tests set it to check that a forward that gives up says why. */
+  unavailableReason = 'the test node knows no primary';
+
+  primaryUnavailableReason(): string {
+    return this.unavailableReason;
+  }
+
   /** The op of the last applied write. */
   get lastOp(): number {
     return this.op;

@@ -2,6 +2,8 @@
 /**
  * The `vrmeta` command line (DESIGN.md §2.2): start, dev, inspect, simulate, bench.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { loadKernels, parseKernelsMode } from '../kernels/index.js';
 import type { ConfigKey } from './config.js';
@@ -23,7 +25,9 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--replica-id <n>', 'replica_id', 'this replica index in --replicas'],
   ['--replicas <list>', 'replicas', "comma-separated host:port of every replica's replication listener, in replica order"],
   ['--http <host:port>', 'http', 'HTTP listener'],
-  ['--http-peers <list>', 'http_peers', 'comma-separated HTTP host:port of every replica (write forwarding)'],
+  ['--http-peers <list>', 'http_peers', "comma-separated HTTP host:port of every replica (overrides the addresses replicas advertise to each other)"],
+  ['--advertise-http <host:port>', 'advertise_http', 'HTTP address peers forward to (default: the bound --http address; set it when binding 0.0.0.0 behind NAT or a proxy)'],
+  ['--advertise-tcp <host:port>', 'advertise_tcp', 'binary client address listed in cluster metadata (default: the bound --tcp address)'],
   ['--data-dir <path>', 'data_dir', 'data directory'],
   ['--cluster-name <name>', 'cluster_name', 'cluster name (hashed into every header; cannot change later)'],
   ['--journal-slots <n>', 'journal_slots', 'WAL capacity in prepares between checkpoints'],
@@ -115,139 +119,28 @@ program
   });
 
 const bench = program.command('bench').description('benchmarks (ratios measured in one run)');
-
-bench
-  .command('kernels')
-  .description('XXH3, journal scan, chunk manifest and snapshot encode: wasm vs ts vs npm peers vs memcpy')
-  .option('--json', 'print the report as JSON')
-  .option('--smoke', 'tiny inputs (keeps the bench running in the test suite; numbers meaningless)')
-  .option('--time-ms <ms>', 'sampling time per variant', positiveInteger)
-  .action(async (options: { json?: boolean; smoke?: boolean; timeMs?: number }) => {
-    const { formatKernelReport, runKernelBench } = await import('../../bench/kernels.js');
-    const report = await runKernelBench({
-      smoke: options.smoke === true,
-      ...(options.timeMs === undefined ? {} : { timeMs: options.timeMs }),
-      log: options.json === true ? () => {} : (line) => process.stderr.write(`${line}\n`),
+// The benches are their own entry (bench/cli.ts): an installation without them still runs every
+// other command, and `vrmeta bench` says what is missing instead of failing to resolve a module.
+const BENCH_ENTRY = new URL('../../bench/cli.js', import.meta.url);
+if (existsSync(fileURLToPath(BENCH_ENTRY))) {
+  const { registerBenchCommands } = (await import(BENCH_ENTRY.href)) as typeof import('../../bench/cli.js');
+  registerBenchCommands(bench);
+} else {
+  bench
+    .argument('[args...]')
+    .allowUnknownOption()
+    .helpOption(false)
+    .action(() => {
+      process.stderr.write(`vrmeta bench: the benchmarks are not part of this installation (${fileURLToPath(BENCH_ENTRY)} is missing); run them from a source checkout: npm ci && npm run bench\n`);
+      process.exitCode = 2;
     });
-    if (options.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    else process.stdout.write(`${formatKernelReport(report)}\n`);
-  });
-
-/** `--kernels wasm|ts|both` of the cluster benches -> the modes to run, in order. */
-function benchKernels(value: string): ('wasm' | 'ts')[] {
-  if (value === 'both') return ['wasm', 'ts'];
-  if (value === 'wasm' || value === 'ts') return [value];
-  throw new InvalidArgumentError('expected wasm, ts or both');
 }
-
-/** `--protocol http|binary|both` of `bench cluster`. */
-function benchProtocols(value: string): ('http' | 'binary')[] {
-  if (value === 'both') return ['http', 'binary'];
-  if (value === 'http' || value === 'binary') return [value];
-  throw new InvalidArgumentError('expected http, binary or both');
-}
-
-function positiveNumber(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive number');
-  return parsed;
-}
-
-function clientsList(value: string): number[] {
-  const levels = value.split(',').map((part) => Number(part.trim()));
-  if (levels.some((level) => !Number.isSafeInteger(level) || level <= 0)) throw new InvalidArgumentError('expected client counts, e.g. 1,8,64');
-  return levels;
-}
-
-function sizeList(value: string): number[] {
-  const sizes = value.split(',').map((part) => Number(part.trim()));
-  if (sizes.length === 0 || sizes.some((size) => !Number.isFinite(size) || size <= 0)) throw new InvalidArgumentError('expected MiB sizes, e.g. 16,64');
-  return sizes;
-}
-
-/** The flags both etcd comparisons take: --json, --smoke, --kernels. */
-function etcdBench(name: string, description: string, smoke: string): Command {
-  return bench
-    .command(name)
-    .description(description)
-    .option('--json', 'print the report as JSON')
-    .option('--smoke', `${smoke} without etcd (keeps the bench running in the test suite; numbers meaningless)`)
-    .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'));
-}
-
-/** Progress to stderr; the report, a table or JSON, to stdout. */
-const benchLog = (line: string): void => {
-  process.stderr.write(`${line}\n`);
-};
-
-function printReport<R>(report: R, json: boolean | undefined, format: (report: R) => string): void {
-  process.stdout.write(json === true ? `${JSON.stringify(report, null, 2)}\n` : `${format(report)}\n`);
-}
-
-interface EtcdBenchFlags {
-  readonly json?: boolean;
-  readonly smoke?: boolean;
-  readonly kernels: ('wasm' | 'ts')[];
-}
-
-etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1', 'tiny run')
-  .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
-  .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64 over HTTP, 1,8,64,256 binary)', clientsList)
-  .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
-  .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
-  .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
-    const { formatClusterReport, runClusterBench } = await import('../../bench/cluster.js');
-    (await import('../../bench/procs.js')).installSignalCleanup();
-    const report = await runClusterBench({
-      smoke: options.smoke === true,
-      kernels: options.kernels,
-      ...(options.duration === undefined ? {} : { durationS: options.duration }),
-      ...(options.clients === undefined ? {} : { levels: options.clients }),
-      ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
-      protocols: options.protocol,
-      log: benchLog,
-    });
-    printReport(report, options.json, formatClusterReport);
-  });
-
-etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
-  .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
-  .action(async (options: EtcdBenchFlags & { sizes?: number[] }) => {
-    const { formatTransferReport, runTransferBench } = await import('../../bench/transfer.js');
-    (await import('../../bench/procs.js')).installSignalCleanup();
-    const report = await runTransferBench({
-      smoke: options.smoke === true,
-      kernels: options.kernels,
-      ...(options.sizes === undefined ? {} : { sizesMiB: options.sizes }),
-      log: benchLog,
-    });
-    printReport(report, options.json, formatTransferReport);
-  });
-
-bench
-  .command('login-flood')
-  .description('write p50/p99 of a 3-replica cluster, quiet and under a flood of bogus logins, with the password gate and without it')
-  .option('--json', 'print the report as JSON')
-  .option('--smoke', 'tiny run (keeps the bench running in the test suite; numbers meaningless)')
-  .option('--duration <s>', 'measured seconds per phase (default 10)', positiveNumber)
-  .option('--rate <n>', 'bogus logins per second during the flood (default 200)', positiveNumber)
-  .option('--writers <n>', 'closed-loop writers (default 4)', positiveInteger)
-  .addOption(new Option('--kernels <mode>', 'wasm | ts').choices(['wasm', 'ts']).default('wasm'))
-  .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; rate?: number; writers?: number; kernels: 'wasm' | 'ts' }) => {
-    const { formatLoginFloodReport, runLoginFloodBench } = await import('../../bench/login-flood.js');
-    (await import('../../bench/procs.js')).installSignalCleanup();
-    const report = await runLoginFloodBench({
-      smoke: options.smoke === true,
-      kernels: options.kernels,
-      ...(options.duration === undefined ? {} : { durationS: options.duration }),
-      ...(options.rate === undefined ? {} : { rate: options.rate }),
-      ...(options.writers === undefined ? {} : { writers: options.writers }),
-      log: benchLog,
-    });
-    printReport(report, options.json, formatLoginFloodReport);
-  });
 
 program.parseAsync(process.argv).catch((error: unknown) => {
+  if ((error as Error).name === 'BenchUnavailable') {
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`vrmeta: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

@@ -44,8 +44,15 @@ export interface NodeConfig {
    */
   readonly tls: { readonly files: TlsFiles; readonly material: TlsMaterial } | null;
   readonly logLevel: LogLevel;
-  /** HTTP addresses of every replica, in replica order (for forwarding and /cluster/metadata). */
+  /**
+   * HTTP addresses of every replica, in replica order (for forwarding and /cluster/metadata).
+   * An override: without it each replica learns its peers' addresses from their advertisements.
+   */
   readonly httpPeers: readonly string[] | null;
+  /** The HTTP address this replica advertises to its peers; null: the bound address. */
+  readonly advertiseHttp: string | null;
+  /** The binary client address this replica advertises; null: the bound address. */
+  readonly advertiseTcp: string | null;
   /**
    * This replica lost its disk and rejoins with an empty data directory: it must not vote on
    * what it may have acknowledged before (ignored when the data directory is not empty).
@@ -68,6 +75,8 @@ export const CONFIG_KEYS = {
   replicas: 'VRMETA_REPLICAS',
   http: 'VRMETA_HTTP',
   http_peers: 'VRMETA_HTTP_PEERS',
+  advertise_http: 'VRMETA_ADVERTISE_HTTP',
+  advertise_tcp: 'VRMETA_ADVERTISE_TCP',
   data_dir: 'VRMETA_DATA_DIR',
   cluster_name: 'VRMETA_CLUSTER_NAME',
   journal_slots: 'VRMETA_JOURNAL_SLOTS',
@@ -95,6 +104,8 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   replicas: ['127.0.0.1:9090'],
   http: '127.0.0.1:3000',
   http_peers: null,
+  advertise_http: null,
+  advertise_tcp: null,
   data_dir: './data',
   cluster_name: 'vrmeta',
   journal_slots: 1024,
@@ -131,6 +142,16 @@ function hostPort(key: string, value: unknown): string {
   const port = Number(HOST_PORT.exec(value)![2]);
   if (port > 65535) throw new ConfigError(key, `port ${port} out of range`);
   return value;
+}
+
+/** An advertised address: a concrete host:port peers can reach (no port 0, no 0.0.0.0 / ::). */
+function advertised(key: string, value: unknown): string | null {
+  if (value === null) return null;
+  const address = hostPort(key, value);
+  const match = HOST_PORT.exec(address)!;
+  if (Number(match[2]) === 0) throw new ConfigError(key, 'expected a concrete port, not 0');
+  if (/^(0\.0\.0\.0|\[[0:]+\])$/.test(match[1]!)) throw new ConfigError(key, `${match[1]} is not an address peers can reach; name this host`);
+  return address;
 }
 
 function integer(key: string, value: unknown, min: number, max: number): number {
@@ -310,6 +331,8 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tls,
     logLevel: logLevel as LogLevel,
     httpPeers,
+    advertiseHttp: advertised('advertise_http', raw.advertise_http),
+    advertiseTcp: advertised('advertise_tcp', raw.advertise_tcp),
     rejoin,
     tcp: hostPort('tcp', raw.tcp),
     tcpPeers,

@@ -15,6 +15,9 @@ import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigK
 import { processOnlySecret, tokenKeyOf } from './cluster-secret.js';
 import { DEFAULT_ROOT_PASSWORD, ReplicaNode } from './replica-node.js';
 import { httpsFetch, serverTlsOptions } from './tls.js';
+import type { AddressInfo } from 'node:net';
+import { assert } from '../stdx/assert.js';
+import { formatHostPort, parseHostPort } from '../transport/address.js';
 
 export interface StartOptions {
   readonly configFile?: string;
@@ -42,6 +45,12 @@ function createLogger(config: NodeConfig): Logger {
 function splitHostPort(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
   return { host: address.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(address.slice(at + 1)) };
+}
+
+/** `host:port` of a bound listener: the configured host (as written), the port actually bound. */
+function boundHostPort(host: string, address: string | AddressInfo | null): string {
+  assert(address !== null && typeof address === 'object', 'a TCP listener has an address');
+  return formatHostPort({ host, port: address.port });
 }
 
 /** Runs the replica until a signal; returns the process exit code. */
@@ -103,9 +112,13 @@ export async function start(options: StartOptions): Promise<number> {
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
   const scheme = tls === null ? 'http' : 'https';
-  logger.info({ http: config.http, tls: tls !== null, replica_tls: tls?.files.ca != null }, `HTTP listening on ${scheme}://${config.http}`);
-  await node.startClientListener();
-  logger.info({ tcp: config.tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${config.tcp}`);
+  // The bound addresses (a configured port 0 resolved): what the logs name and the peers learn.
+  const http = boundHostPort(host, app.server.address());
+  logger.info({ http, tls: tls !== null, replica_tls: tls?.files.ca != null }, `HTTP listening on ${scheme}://${http}`);
+  const tcpBound = await node.startClientListener();
+  const tcp = boundHostPort(parseHostPort(config.tcp).host, tcpBound);
+  logger.info({ tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${tcp}`);
+  node.advertise({ http, tcp });
 
   return new Promise<number>((resolve) => {
     let stopping = false;

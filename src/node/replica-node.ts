@@ -27,7 +27,8 @@ import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
 import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
-import { parseHostPort } from '../transport/address.js';
+import { formatHostPort, parseHostPort } from '../transport/address.js';
+import type { Advertisement } from '../transport/advertisement.js';
 import { SERVER_VERSION_DEFAULT } from '../http/app.js';
 import { processSystemInfo } from '../http/system-info.js';
 import { ClusterNodeRole, ClusterNodeStatus, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
@@ -106,6 +107,8 @@ export class ReplicaNode implements NodeApi {
   readonly passwordGate: PasswordGate;
   private clientListener: ClientListener | null = null;
   private clientListenerAddress: AddressInfo | null = null;
+  /** What this replica advertises (advertise()); null until its listeners are bound. */
+  private advertisedOwn: Advertisement | null = null;
   /** The last u32 client id handed out (Iggy lists clients by u32 ids; 0 is never used). */
   private clientIdLast = 0;
   private readonly logger: PinoLogger;
@@ -244,6 +247,38 @@ export class ReplicaNode implements NodeApi {
     return this.clientIdLast;
   }
 
+  /**
+   * Tells the peers where this replica serves clients: the bound addresses, or the
+   * `--advertise-http` / `--advertise-tcp` overrides. Called once both listeners are bound.
+   */
+  advertise(bound: Advertisement): void {
+    const own = { http: this.config.advertiseHttp ?? bound.http, tcp: this.config.advertiseTcp ?? bound.tcp };
+    this.advertisedOwn = own;
+    this.bus.setAdvertisement(own);
+    this.logger.info({ http: own.http, tcp: own.tcp }, 'advertising client addresses to peers');
+  }
+
+  /** A replica's HTTP address: `--http-peers` if given, else our own, else what the peer advertised. */
+  private httpAddressOf(replica: number): string | null {
+    const override = this.config.httpPeers?.[replica];
+    if (override !== undefined) return override;
+    if (replica === this.replica) return this.advertisedOwn?.http ?? this.config.http;
+    return this.bus.advertised(replica)?.http ?? null;
+  }
+
+  /** A replica's binary client address, likewise (`--tcp-peers` overrides). */
+  private tcpAddressOf(replica: number): string | null {
+    const override = this.config.tcpPeers?.[replica];
+    if (override !== undefined) return override;
+    if (replica === this.replica) {
+      if (this.advertisedOwn?.tcp != null) return this.advertisedOwn.tcp;
+      // Our own entry names the port actually bound (a configured port 0 means "any").
+      const bound = this.clientListenerAddress;
+      return bound === null ? this.config.tcp : formatHostPort({ host: parseHostPort(this.config.tcp).host, port: bound.port });
+    }
+    return this.bus.advertised(replica)?.tcp ?? null;
+  }
+
   /** Binds the Iggy binary client port (`--tcp`); TLS when a certificate and key are set. */
   async startClientListener(overrides: Pick<ClientListenerOptions, 'timers'> = {}): Promise<AddressInfo> {
     const { host, port } = parseHostPort(this.config.tcp);
@@ -271,11 +306,8 @@ export class ReplicaNode implements NodeApi {
 
   /** GetClusterMetadata's roster: the replicas whose binary address is known (all with --tcp-peers). */
   private binaryClusterNodes(): ClusterNodeView[] {
-    // Our own entry names the port actually bound (a configured port 0 means "any").
-    const bound = this.clientListenerAddress;
-    const own = bound === null ? this.config.tcp : `${parseHostPort(this.config.tcp).host}:${bound.port}`;
-    const tcpPeers = (this.config.tcpPeers ?? this.config.replicas.map(() => null)).map((address, index) => (index === this.replica ? own : address));
-    const httpPeers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : null));
+    const tcpPeers = this.config.replicas.map((_, index) => this.tcpAddressOf(index));
+    const httpPeers = this.config.replicas.map((_, index) => this.httpAddressOf(index));
     const stats = this.bus.stats();
     const leader = this.core.status === 'normal' ? this.core.primaryIndex() : -1;
     const nodes: ClusterNodeView[] = [];
@@ -417,9 +449,27 @@ export class ReplicaNode implements NodeApi {
   }
 
   primaryHttpAddress(): string | null {
-    const peers = this.config.httpPeers;
-    if (peers === null || this.core.status !== 'normal') return null;
-    return peers[this.core.primaryIndex()] ?? null;
+    if (this.core.status !== 'normal') return null;
+    return this.httpAddressOf(this.core.primaryIndex());
+  }
+
+  primaryUnavailableReason(): string {
+    const core = this.core;
+    if (core.status !== 'normal') {
+      return `replica ${this.replica} is in status ${core.status} (view ${core.view}): there is no primary until the view change completes`;
+    }
+    const primary = core.primaryIndex();
+    if (this.httpAddressOf(primary) !== null) return `the primary is replica ${primary} at ${this.httpAddressOf(primary)!}`;
+    if (!this.bus.connected(primary)) {
+      return (
+        `the primary, replica ${primary}, is not connected to replica ${this.replica} (its replication address ${this.config.replicas[primary] ?? '?'}), ` +
+        'and its HTTP address is learned from it over that connection; check that it runs and is reachable from here, or set --http-peers'
+      );
+    }
+    return (
+      `the primary, replica ${primary}, is connected but has not advertised an HTTP address ` +
+      '(a replica of an earlier version, or its advertisement was refused: see the replica bus log); set --http-peers'
+    );
   }
 
   ready(): boolean {
@@ -470,7 +520,7 @@ export class ReplicaNode implements NodeApi {
   }
 
   nodes(): readonly ClusterNode[] {
-    const peers = this.config.httpPeers ?? this.config.replicas.map((_, index) => (index === this.replica ? this.config.http : ''));
+    const peers = this.config.replicas.map((_, index) => this.httpAddressOf(index) ?? '');
     const stats = this.bus.stats();
     const tcpPorts = this.binaryClusterNodes();
     return this.config.replicas.map((_, replica) => ({

@@ -82,6 +82,8 @@ export interface ConnectionEvents {
   onFrame(connection: Connection, frame: DecodedFrame): void;
   onRejected(connection: Connection, reason: RejectionReason): void;
   onAuthFailure(connection: Connection, failure: AuthFailure): void;
+  /** A ReplicaAdvertise from the authenticated peer (consumed by the bus, never the core). */
+  onAdvertisement(connection: Connection, frame: DecodedFrame): void;
   /** Backpressure cleared: the socket wants more frames. */
   onWritable(connection: Connection): void;
   /** Fires exactly once, last. */
@@ -192,6 +194,20 @@ export class Connection {
 
   get remoteAddress(): string {
     return `${this.#socket.remoteAddress ?? '?'}:${this.#socket.remotePort ?? '?'}`;
+  }
+
+  /** The peer's IP as this socket sees it (the source address of an inbound connection). */
+  get remoteHost(): string | null {
+    return this.#socket.remoteAddress ?? null;
+  }
+
+  /**
+   * Writes one small control frame now, ahead of the peer's queue (the advertisement goes first
+   * on a fresh connection). Only on an open connection.
+   */
+  sendNow(frame: Uint8Array): void {
+    assert(this.#state === 'open', 'sendNow: an authenticated connection');
+    this.#socket.write(frame);
   }
 
   /** Outbound only: sends Hello. Written before the TCP connect completes; Node buffers it. */
@@ -316,6 +332,10 @@ export class Connection {
     // an authenticated peer must not be able to speak for another replica.
     if (senderStamped(command) && result.header.replica !== peer) {
       this.#reject(TransportRejection.replicaImpersonation);
+      return;
+    }
+    if (command === Command.replicaAdvertise) {
+      this.#events.onAdvertisement(this, result);
       return;
     }
     this.#events.onFrame(this, result);

@@ -34,7 +34,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as tlsCreateServer, type ConnectionOptions, type TlsOptions } from 'node:tls';
 import { HEADER_SIZE, MESSAGE_SIZE_MAX, REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import type { ChecksumKernels } from '../vsr/frame.js';
+import { buildFrame, type ChecksumKernels } from '../vsr/frame.js';
 import { readSize } from '../vsr/header.js';
 import type { Logger, MessageBus } from '../vsr/io.js';
 import { BACKOFF_DEFAULTS, assertBackoffOptions, backoffDelayMs, type BackoffOptions } from './backoff.js';
@@ -49,6 +49,16 @@ import {
   type AuthFailure,
 } from './replica-auth.js';
 import { SendQueue } from './send-queue.js';
+import {
+  ADVERTISEMENT_VERSION,
+  advertisementRefusalCounters,
+  decodeAdvertisement,
+  encodeAdvertisement,
+  resolveAdvertisedHost,
+  type Advertisement,
+  type AdvertisementRefusal,
+} from './advertisement.js';
+import { Command } from '../constants.js';
 import { formatHostPort, parseHostPort, type HostPort } from './address.js';
 
 export { TransportRejection, type RejectionReason } from './connection.js';
@@ -120,6 +130,10 @@ export interface PeerStats {
   readonly rejected: Partial<Record<RejectionReason, number>>;
   /** Failed handshakes with this peer, by reason (zeros omitted). */
   readonly authFailures: Partial<Record<AuthFailure, number>>;
+  /** The peer's last accepted advertisement (hosts resolved), null until one arrived. */
+  readonly advertised: Advertisement | null;
+  /** Advertisements from this peer refused, by reason (zeros omitted). */
+  readonly advertisementsRefused: Partial<Record<AdvertisementRefusal, number>>;
 }
 
 export interface ReplicaBusStats {
@@ -164,6 +178,8 @@ interface Peer {
   connects: number;
   readonly rejected: Record<RejectionReason, number>;
   readonly authFailures: Record<AuthFailure, number>;
+  advertised: Advertisement | null;
+  readonly advertisementsRefused: Record<AdvertisementRefusal, number>;
 }
 
 function nonZero<K extends string>(counters: Record<K, number>): Partial<Record<K, number>> {
@@ -207,6 +223,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #inboundAuthFailures = authFailureCounters();
   #droppedSelf = 0;
   #droppedClosed = 0;
+  /** This replica's ReplicaAdvertise frame, sent first on every authenticated connection. */
+  #advertisement: Uint8Array | null = null;
   /** Auth-failure log lines in the current window, its start, and the lines it suppressed. */
   #authLogCount = 0;
   #authLogWindowStartMs = 0;
@@ -257,6 +275,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
             connects: 0,
             rejected: rejectionCounters(),
             authFailures: authFailureCounters(),
+            advertised: null,
+            advertisementsRefused: advertisementRefusalCounters(),
           },
     );
     this.#events = {
@@ -264,6 +284,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       onFrame: (connection, frame) => this.#onFrame(connection, frame),
       onRejected: (connection, reason) => this.#onRejected(connection, reason),
       onAuthFailure: (connection, failure) => this.#onAuthFailure(connection, failure),
+      onAdvertisement: (connection, frame) => this.#onAdvertisement(connection, frame),
       onWritable: (connection) => this.#onWritable(connection),
       onClose: (connection) => this.#onClose(connection),
     };
@@ -330,6 +351,26 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     this.#clearReconnect(peer);
     peer.attempt = 0;
     this.#dial(peer);
+  }
+
+  /**
+   * This replica's client-facing addresses, sent to every connected peer now and to every peer
+   * that connects later, ahead of anything queued (advertisement.ts).
+   */
+  setAdvertisement(advertisement: Advertisement): void {
+    const frame = buildFrame(
+      this.#options.kernels,
+      { command: Command.replicaAdvertise, cluster: this.cluster, view: 0, release: 0, replica: this.replica, version: ADVERTISEMENT_VERSION },
+      encodeAdvertisement(advertisement),
+    );
+    this.#advertisement = frame;
+    if (this.#closed) return;
+    for (const peer of this.#peers) if (peer?.connection?.open === true) peer.connection.sendNow(frame);
+  }
+
+  /** What `replica` last advertised (hosts resolved), or null when nothing usable arrived. */
+  advertised(replica: number): Advertisement | null {
+    return this.#peers[replica]?.advertised ?? null;
   }
 
   /**
@@ -431,6 +472,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
         reconnects: Math.max(0, peer.connects - 1),
         rejected: nonZero(peer.rejected),
         authFailures: nonZero(peer.authFailures),
+        advertised: peer.advertised,
+        advertisementsRefused: nonZero(peer.advertisementsRefused),
       });
     }
     return {
@@ -544,7 +587,33 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       direction: connection.direction,
       remote: connection.remoteAddress,
     });
+    if (this.#advertisement !== null) connection.sendNow(this.#advertisement);
     this.#flush(peer);
+  }
+
+  #onAdvertisement(connection: Connection, frame: DecodedFrame): void {
+    if (this.#closed) return;
+    const peer = this.#peerOf(connection);
+    assert(peer !== null && connection.open, 'advertisements arrive on authenticated connections');
+    const header = frame.header;
+    assert(header.command === Command.replicaAdvertise);
+    const decoded = decodeAdvertisement(header.version, frame.body);
+    if (!decoded.ok) {
+      peer.advertisementsRefused[decoded.reason] += 1;
+      this.#logger.log('warn', 'replica bus: advertisement refused', { peer: peer.replica, reason: decoded.reason, version: header.version });
+      return;
+    }
+    // An unspecified host (0.0.0.0, ::) means "every interface" on the sender: use the host we
+    // reach it at, the one we dialled or the one its connection came from.
+    const reached = connection.direction === 'outbound' ? (peer.address?.host ?? null) : connection.remoteHost;
+    const resolve = (address: string | null): string | null =>
+      address === null ? null : reached === null ? address : resolveAdvertisedHost(address, reached);
+    const advertised = { http: resolve(decoded.advertisement.http), tcp: resolve(decoded.advertisement.tcp) };
+    const previous = peer.advertised;
+    peer.advertised = advertised;
+    if (previous?.http !== advertised.http || previous?.tcp !== advertised.tcp) {
+      this.#logger.log('info', 'replica bus: peer advertised its addresses', { peer: peer.replica, http: advertised.http, tcp: advertised.tcp });
+    }
   }
 
   #onFrame(connection: Connection, frame: DecodedFrame): void {

@@ -11,6 +11,7 @@
  *   silently aliasing two fields.
  */
 import {
+  ADVERTISEMENT_SIZE_MAX,
   COMMAND_MAX,
   Command,
   DVC_HEADERS_MAX,
@@ -483,6 +484,14 @@ const LAYOUTS: readonly CommandLayout[] = [
     zero: [[168, 255]],
     control: true,
     bodySizeMax: 0,
+  }),
+  defineLayout<T.ReplicaAdvertiseHeader>({
+    command: Command.replicaAdvertise,
+    name: 'replica_advertise',
+    fields: { version: [128, 'u8'] },
+    zero: [[129, 256]],
+    control: true,
+    bodySizeMax: ADVERTISEMENT_SIZE_MAX,
   }),
 ];
 

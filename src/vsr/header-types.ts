@@ -409,6 +409,17 @@ export interface ReplicaFinishHeader extends HeaderCommon {
   readonly status: number;
 }
 
+/**
+ * Sent by each side of a replica connection once it is authenticated (and again when the sender's
+ * addresses change): the sender's client-facing addresses, so peers can forward and list them
+ * without `--http-peers`. The body is the advertisement (src/transport/advertisement.ts), whose
+ * layout `version` names; the transport consumes it, the core never sees it.
+ */
+export interface ReplicaAdvertiseHeader extends HeaderCommon {
+  readonly command: typeof Command.replicaAdvertise;
+  readonly version: number;
+}
+
 /** Transport liveness probes; header-only, no fields of their own. */
 export interface PingHeader extends HeaderCommon {
   readonly command: typeof Command.ping;
@@ -440,6 +451,7 @@ export type Header =
   | ReplicaHelloHeader
   | ReplicaChallengeHeader
   | ReplicaFinishHeader
+  | ReplicaAdvertiseHeader
   | RequestStartViewHeader
   | RequestPreparesHeader
   | RepairPrepareHeader

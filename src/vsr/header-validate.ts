@@ -259,6 +259,11 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       }
       return null;
 
+    case Command.replicaAdvertise:
+      // The body is checked by the transport, which knows the versions it reads; an advertisement
+      // it cannot read is refused there, counted, and the connection kept.
+      return null;
+
     case Command.replicaFinish:
       if (header.status > REPLICA_AUTH_STATUS_MAX) return FrameRejection.authStatusInvalid;
       if (header.status !== ReplicaAuthStatus.ok && !allZero(header.mac)) return FrameRejection.authMacUnexpected;

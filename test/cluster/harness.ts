@@ -181,6 +181,11 @@ export interface ClusterOptions {
   readonly formTimeoutMs?: number;
   /** Another build's cli.js (e.g. an instrumented copy when chasing a bug); skips the freshness check. */
   readonly cliPath?: string;
+  /**
+   * Pass --http-peers and --tcp-peers (default true). False: every replica learns its peers'
+   * client addresses from their advertisements alone, as an operator's cluster does.
+   */
+  readonly peerOverrides?: boolean;
   /** More `vrmeta start` flags for every replica (e.g. --tcp-connections-max). */
   readonly extraArgs?: readonly string[];
 }
@@ -277,6 +282,7 @@ export class Cluster {
       formTimeoutMs: options.formTimeoutMs ?? 30_000,
       cliPath: options.cliPath ?? CLI_PATH,
       extraArgs: options.extraArgs ?? [],
+      peerOverrides: options.peerOverrides ?? true,
     };
     // Ports are free when picked but not held: another process may take one before the child
     // binds it. Such a start fails fast (the child exits); try again with new ports.
@@ -363,9 +369,9 @@ export class Cluster {
       '--replica-id', String(replica.index),
       '--replicas', this.replicas.map((r) => `127.0.0.1:${r.replicaPort}`).join(','),
       '--http', `127.0.0.1:${replica.httpPort}`,
-      '--http-peers', this.replicas.map((r) => `127.0.0.1:${r.httpPort}`).join(','),
+      ...(o.peerOverrides === false ? [] : ['--http-peers', this.replicas.map((r) => `127.0.0.1:${r.httpPort}`).join(',')]),
       '--tcp', `127.0.0.1:${replica.tcpPort}`,
-      '--tcp-peers', this.replicas.map((r) => `127.0.0.1:${r.tcpPort}`).join(','),
+      ...(o.peerOverrides === false ? [] : ['--tcp-peers', this.replicas.map((r) => `127.0.0.1:${r.tcpPort}`).join(',')]),
       '--data-dir', replica.dataDir,
       '--cluster-name', o.clusterName,
       '--journal-slots', String(o.journalSlots),

@@ -249,6 +249,11 @@ const BASES: Bases = {
     commit: 55,
     outcome: ForwardLogoutOutcome.ok,
   }),
+  [Command.replicaAdvertise]: () => ({
+    ...COMMON,
+    command: Command.replicaAdvertise,
+    version: 1,
+  }),
 };
 
 /** A fresh valid header of `command`. */

@@ -433,6 +433,11 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
           : { command: Command.forwardLogoutResult, ...f, commit: 0 },
       ),
   ),
+  [Command.replicaAdvertise]: spec(
+    true,
+    fc.record({ command: fc.constant(Command.replicaAdvertise), version: fc.integer({ min: 0, max: 255 }) }),
+    fc.uint8Array({ minLength: 0, maxLength: 300 }),
+  ),
 };
 
 export function validSpec(command: HeaderCommand): fc.Arbitrary<FrameSpec> {

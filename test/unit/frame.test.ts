@@ -3,7 +3,7 @@
  * body checksum, and the order in which a frame is checked.
  */
 import { describe, expect, it } from 'vitest';
-import { HEADER_SIZE, HeaderOffset, MESSAGE_SIZE_MAX } from '../../src/constants.js';
+import { COMMAND_MAX, HEADER_SIZE, HeaderOffset, MESSAGE_SIZE_MAX } from '../../src/constants.js';
 import { prepareIdentityAt } from '../../src/kernels/journal-scan-ts.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { buildPrepare } from '../../src/testing/wal-image.js';
@@ -221,7 +221,7 @@ describe('decodeFrame (one shot)', () => {
   });
 
   it('rejects an invalid command byte before checking the seal', () => {
-    for (const command of [0, 30, 255]) {
+    for (const command of [0, COMMAND_MAX + 1, 255]) {
       const frame = baseFrame(Command.commit);
       frame[HeaderOffset.command] = command;
       expect(decodeFrame(kernels, frame)).toEqual({ ok: false, reason: 'command_invalid' });

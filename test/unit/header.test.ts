@@ -119,6 +119,7 @@ describe('header layout', () => {
         'start_view',
         'state_transfer_target',
         'state_chunk',
+        'replica_advertise',
       ].sort(),
     );
     const identity = COMMAND_LAYOUTS.filter((layout) => layout.checksum === 'identity').map((layout) => layout.command);

@@ -132,13 +132,17 @@ describe('forwarding failures', () => {
     expect(reply.status).toBe(503);
     expect(reply.headers['retry-after']).toBe('1');
     expect(expectErrorShape(reply)).toMatchObject({ id: 503, code: 'no_reachable_primary' });
+    // It says exactly why: which address it could not connect to, and the socket error.
+    expect(expectErrorShape(reply).reason).toContain(`at ${backup.node.primaryHttp!} failed (ECONNREFUSED)`);
   });
 
   it('no known primary is the same 503', async () => {
     backup.node.primaryHttp = null;
+    backup.node.unavailableReason = 'the primary, replica 2, is not connected to replica 1';
     const reply = await backup.request('DELETE', '/streams/1', { token });
     expect(reply.status).toBe(503);
     expect(expectErrorShape(reply).code).toBe('no_reachable_primary');
+    expect(expectErrorShape(reply).reason).toContain(': the primary, replica 2, is not connected to replica 1; retry');
   });
 });
 

@@ -1,0 +1,169 @@
+/**
+ * `vrmeta bench`: the benchmark commands, their own entry so that the main CLI does not depend on
+ * them. `src/node/cli.ts` registers them when this file exists next to it in the build
+ * (`dist/bench/cli.js`) and otherwise answers `vrmeta bench` with a message saying where the
+ * benchmarks live. Each command imports its bench when it runs; the etcd comparisons need the
+ * devDependency `etcd3` (and an etcd binary), which an installed package does not carry: they say
+ * so instead of failing with a module-resolution stack.
+ */
+import { InvalidArgumentError, Option, type Command } from 'commander';
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return parsed;
+}
+
+/** A bench whose module (or one of its dev-only imports) is not installed: one line, exit 2. */
+async function importBench<T>(load: () => Promise<T>, name: string): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    const missing = /Cannot find (?:package|module) '([^']+)'/.exec((error as Error).message)?.[1] ?? 'a module';
+    throw new BenchUnavailable(
+      `vrmeta bench ${name}: ${missing} is not installed (benchmark peers are devDependencies); run it from a source checkout after npm ci`,
+    );
+  }
+}
+
+/** Printed as one line with exit status 2 by the main CLI. */
+export class BenchUnavailable extends Error {
+  override readonly name = 'BenchUnavailable';
+}
+
+/** Adds the bench sub-commands to `bench` (the main CLI's `vrmeta bench` command). */
+export function registerBenchCommands(bench: Command): void {
+
+  bench
+    .command('kernels')
+    .description('XXH3, journal scan, chunk manifest and snapshot encode: wasm vs ts vs npm peers vs memcpy')
+    .option('--json', 'print the report as JSON')
+    .option('--smoke', 'tiny inputs (keeps the bench running in the test suite; numbers meaningless)')
+    .option('--time-ms <ms>', 'sampling time per variant', positiveInteger)
+    .action(async (options: { json?: boolean; smoke?: boolean; timeMs?: number }) => {
+      const { formatKernelReport, runKernelBench } = await importBench(() => import('./kernels.js'), 'kernels');
+      const report = await runKernelBench({
+        smoke: options.smoke === true,
+        ...(options.timeMs === undefined ? {} : { timeMs: options.timeMs }),
+        log: options.json === true ? () => {} : (line) => process.stderr.write(`${line}\n`),
+      });
+      if (options.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else process.stdout.write(`${formatKernelReport(report)}\n`);
+    });
+
+  /** `--kernels wasm|ts|both` of the cluster benches -> the modes to run, in order. */
+  function benchKernels(value: string): ('wasm' | 'ts')[] {
+    if (value === 'both') return ['wasm', 'ts'];
+    if (value === 'wasm' || value === 'ts') return [value];
+    throw new InvalidArgumentError('expected wasm, ts or both');
+  }
+
+  /** `--protocol http|binary|both` of `bench cluster`. */
+  function benchProtocols(value: string): ('http' | 'binary')[] {
+    if (value === 'both') return ['http', 'binary'];
+    if (value === 'http' || value === 'binary') return [value];
+    throw new InvalidArgumentError('expected http, binary or both');
+  }
+
+  function positiveNumber(value: string): number {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive number');
+    return parsed;
+  }
+
+  function clientsList(value: string): number[] {
+    const levels = value.split(',').map((part) => Number(part.trim()));
+    if (levels.some((level) => !Number.isSafeInteger(level) || level <= 0)) throw new InvalidArgumentError('expected client counts, e.g. 1,8,64');
+    return levels;
+  }
+
+  function sizeList(value: string): number[] {
+    const sizes = value.split(',').map((part) => Number(part.trim()));
+    if (sizes.length === 0 || sizes.some((size) => !Number.isFinite(size) || size <= 0)) throw new InvalidArgumentError('expected MiB sizes, e.g. 16,64');
+    return sizes;
+  }
+
+  /** The flags both etcd comparisons take: --json, --smoke, --kernels. */
+  function etcdBench(name: string, description: string, smoke: string): Command {
+    return bench
+      .command(name)
+      .description(description)
+      .option('--json', 'print the report as JSON')
+      .option('--smoke', `${smoke} without etcd (keeps the bench running in the test suite; numbers meaningless)`)
+      .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm', 'ts'], 'both'));
+  }
+
+  /** Progress to stderr; the report, a table or JSON, to stdout. */
+  const benchLog = (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  };
+
+  function printReport<R>(report: R, json: boolean | undefined, format: (report: R) => string): void {
+    process.stdout.write(json === true ? `${JSON.stringify(report, null, 2)}\n` : `${format(report)}\n`);
+  }
+
+  interface EtcdBenchFlags {
+    readonly json?: boolean;
+    readonly smoke?: boolean;
+    readonly kernels: ('wasm' | 'ts')[];
+  }
+
+  etcdBench('cluster', 'write throughput and latency: a 3-replica vrmeta cluster vs a 3-member etcd cluster on 127.0.0.1', 'tiny run')
+    .option('--duration <s>', 'measured seconds per concurrency level', positiveNumber)
+    .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64 over HTTP, 1,8,64,256 binary)', clientsList)
+    .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
+    .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
+    .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
+      const { formatClusterReport, runClusterBench } = await importBench(() => import('./cluster.js'), 'cluster');
+      (await import('./procs.js')).installSignalCleanup();
+      const report = await runClusterBench({
+        smoke: options.smoke === true,
+        kernels: options.kernels,
+        ...(options.duration === undefined ? {} : { durationS: options.duration }),
+        ...(options.clients === undefined ? {} : { levels: options.clients }),
+        ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
+        protocols: options.protocol,
+        log: benchLog,
+      });
+      printReport(report, options.json, formatClusterReport);
+    });
+
+  etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
+    .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
+    .action(async (options: EtcdBenchFlags & { sizes?: number[] }) => {
+      const { formatTransferReport, runTransferBench } = await importBench(() => import('./transfer.js'), 'transfer');
+      (await import('./procs.js')).installSignalCleanup();
+      const report = await runTransferBench({
+        smoke: options.smoke === true,
+        kernels: options.kernels,
+        ...(options.sizes === undefined ? {} : { sizesMiB: options.sizes }),
+        log: benchLog,
+      });
+      printReport(report, options.json, formatTransferReport);
+    });
+
+  bench
+    .command('login-flood')
+    .description('write p50/p99 of a 3-replica cluster, quiet and under a flood of bogus logins, with the password gate and without it')
+    .option('--json', 'print the report as JSON')
+    .option('--smoke', 'tiny run (keeps the bench running in the test suite; numbers meaningless)')
+    .option('--duration <s>', 'measured seconds per phase (default 10)', positiveNumber)
+    .option('--rate <n>', 'bogus logins per second during the flood (default 200)', positiveNumber)
+    .option('--writers <n>', 'closed-loop writers (default 4)', positiveInteger)
+    .addOption(new Option('--kernels <mode>', 'wasm | ts').choices(['wasm', 'ts']).default('wasm'))
+    .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; rate?: number; writers?: number; kernels: 'wasm' | 'ts' }) => {
+      const { formatLoginFloodReport, runLoginFloodBench } = await importBench(() => import('./login-flood.js'), 'login-flood');
+      (await import('./procs.js')).installSignalCleanup();
+      const report = await runLoginFloodBench({
+        smoke: options.smoke === true,
+        kernels: options.kernels,
+        ...(options.duration === undefined ? {} : { durationS: options.duration }),
+        ...(options.rate === undefined ? {} : { rate: options.rate }),
+        ...(options.writers === undefined ? {} : { writers: options.writers }),
+        log: benchLog,
+      });
+      printReport(report, options.json, formatLoginFloodReport);
+    });
+}
