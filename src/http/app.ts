@@ -37,6 +37,7 @@ import {
   invalidRequest,
   notFound,
   payloadTooLarge,
+  unprocessableBody,
 } from './errors.js';
 import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from './forward.js';
 import { JsonSyntaxError, parseJsonLossless } from './json.js';
@@ -106,10 +107,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
       const http = toHttpError(error, bodyLimitBytes);
       // The generic reply type here knows no schema; the body is the error shape all routes share.
       const untyped = reply as unknown as FastifyReply;
-      void untyped
-        .code(http.statusCode)
-        .headers({ ...http.headers, [VIEW_HEADER]: String(node.view()) })
-        .send(http.body);
+      void untyped.code(http.statusCode).headers(http.headers).send(http.body);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -173,6 +171,11 @@ function needsPrimary(request: FastifyRequest): boolean {
   return /[?&]consistency=linearizable(?:&|$)/.test(request.url);
 }
 
+/** `iggy-view` rides on 2xx and 3xx answers only (Iggy's `view_header` middleware). */
+export function carriesView(statusCode: number): boolean {
+  return statusCode >= 200 && statusCode < 400;
+}
+
 function isPing(request: FastifyRequest): boolean {
   return request.url === '/ping' || request.url.startsWith('/ping?');
 }
@@ -210,9 +213,16 @@ function validationField(error: FastifyError): string | null {
   return path.length === 0 ? null : path.join('.');
 }
 
-function toHttpError(error: FastifyError, bodyLimitBytes: number): HttpError {
+function toHttpError(error: FastifyError, bodyLimitBytes: number, request?: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
-  if (error.validation !== undefined) return invalidRequest(validationField(error) ?? error.validationContext ?? 'body', error.message);
+  if (error.validation !== undefined) {
+    const field = validationField(error) ?? error.validationContext ?? 'body';
+    if (error.validationContext !== 'body') return invalidRequest(field, error.message);
+    // No body at all is not JSON (axum: 400 on an empty body); a parsed body that does not fit
+    // the request type is 422, as Iggy answers it.
+    if (request?.body === undefined) return httpError(400, 'invalid_json', 'Body is missing: send a JSON object');
+    return unprocessableBody(field, error.message);
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return payloadTooLarge(bodyLimitBytes);
@@ -235,7 +245,7 @@ function toHttpError(error: FastifyError, bodyLimitBytes: number): HttpError {
 
 function installErrorHandling(app: App, ctx: HttpContext): void {
   const render = (error: FastifyError, request: FastifyRequest) => {
-    const http = toHttpError(error, ctx.bodyLimitBytes);
+    const http = toHttpError(error, ctx.bodyLimitBytes, request);
     if (http.statusCode >= 500 && !(error instanceof HttpError)) request.log.error({ err: error }, 'request failed');
     return http;
   };
@@ -279,9 +289,15 @@ function installHooks(app: App, ctx: HttpContext): void {
       .send(http.body as never);
   });
 
-  // Every response but /ping names the view it was served in. A response relayed from the
-  // primary already carries the primary's view, which must not be overwritten with ours.
+  // Every success and redirect but /ping names the view it was served in; errors do not (Iggy
+  // stamps the header only on 2xx/3xx answers). A response relayed from the primary already
+  // carries the primary's view, which must not be overwritten with ours.
   app.addHook('onSend', async (request, reply, payload) => {
+    if (!carriesView(reply.statusCode)) {
+      // A relayed error keeps no view header either: the rule holds whoever answered.
+      reply.removeHeader(VIEW_HEADER);
+      return payload;
+    }
     if (!isPing(request) && !reply.hasHeader(VIEW_HEADER)) reply.header(VIEW_HEADER, String(ctx.node.view()));
     return payload;
   });

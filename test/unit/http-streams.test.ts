@@ -136,22 +136,22 @@ describe('topics', () => {
     expect(reply.text).toContain('"message_expiry":9007199254740993');
   });
 
-  it('u64 fields out of range are a 400 naming the field', async () => {
+  it('u64 fields out of range are a 422 naming the field; a business rule stays 400', async () => {
     const tooBig = await createTopic('s', { name: 'x', max_topic_size: U64_MAX + 1n });
-    expect(tooBig.status).toBe(400);
-    expect(expectErrorShape(tooBig)).toMatchObject({ code: 'invalid_request', field: 'max_topic_size' });
+    expect(tooBig.status).toBe(422);
+    expect(expectErrorShape(tooBig)).toMatchObject({ code: 'unprocessable_entity', field: 'max_topic_size' });
     const negative = await createTopic('s', { name: 'x', message_expiry: -1 });
-    expect(negative.status).toBe(400);
+    expect(negative.status).toBe(422);
     expect(expectErrorShape(negative).field).toBe('message_expiry');
     const small = await createTopic('s', { name: 'x', max_topic_size: 1000 });
     expect(small.status).toBe(400);
     expect(expectErrorShape(small)).toMatchObject({ id: 1019, code: 'invalid_topic_size' });
   });
 
-  it('compression is case-insensitive; an unknown one is a 400', async () => {
+  it('compression is case-insensitive; an unknown one is a 422 (valid JSON, bad value)', async () => {
     expect((await createTopic('s', { name: 'g', compression_algorithm: 'Gzip' })).json.compression_algorithm).toBe('gzip');
     const bad = await createTopic('s', { name: 'z', compression_algorithm: 'zstd' });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
     expect(expectErrorShape(bad).field).toBe('compression_algorithm');
   });
 

@@ -107,7 +107,7 @@ describe('users', () => {
     const shortPassword = await h.request('POST', '/users', { token: root, body: { username: 'erin', password: 'ab', status: 'active' } });
     expect(expectErrorShape(shortPassword)).toMatchObject({ id: 44, code: 'invalid_password' });
     const badStatus = await h.request('POST', '/users', { token: root, body: { username: 'erin', password: 'whatever', status: 'sleeping' } });
-    expect(badStatus.status).toBe(400);
+    expect(badStatus.status).toBe(422);
     expect(expectErrorShape(badStatus).field).toBe('status');
   });
 
@@ -128,13 +128,13 @@ describe('users', () => {
       token: root,
       body: { permissions: { global: ALL_FALSE_GLOBAL, streams: { 'not-a-number': PERMISSIONS.streams['3'] } } },
     });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
     expect(expectErrorShape(bad).field).toBe('permissions');
     const missingFlag = await h.request('PUT', '/users/frank/permissions', {
       token: root,
       body: { permissions: { global: { manage_servers: true } } },
     });
-    expect(missingFlag.status).toBe(400);
+    expect(missingFlag.status).toBe(422);
   });
 });
 
