@@ -9,8 +9,9 @@
  *   - authenticated (an onRequest hook verifies the bearer before the body is even read):
  *     node-local reads (/stats, /cluster/*, /clients, /metrics);
  *   - control plane (inside authenticated): users, PATs, streams, topics, partitions, consumer
- *     groups. On a backup, a write (or a `?consistency=linearizable` read) is forwarded to the
- *     primary before validation, so the primary alone validates, hashes and mints secrets.
+ *     groups. On a backup, a write is forwarded to the primary before validation, so the primary
+ *     alone validates, hashes and mints secrets. A `?consistency=linearizable` read on a backup is
+ *     redirected (307) to the primary instead (consistency.ts).
  *
  * Handlers only translate: HTTP in, NodeApi calls, HTTP out. Every error leaves as Iggy's
  * `{id, code, reason, field}` body, fastify's own 400/404/413/415 included.
@@ -28,6 +29,7 @@ import Fastify, {
 } from 'fastify';
 import { TOPIC_DEFAULTS, type TopicDefaults } from '../metadata/defaults.js';
 import { ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT, Authenticator } from './auth.js';
+import { consistencyGate } from './consistency.js';
 import { createContext, type HttpContext } from './context.js';
 import {
   ForwardToPrimary,
@@ -146,10 +148,11 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     authenticated.addHook('onRequest', async (request) => {
       ctx.setIdentity(request, await ctx.auth.authenticate(request.headers.authorization));
     });
+    authenticated.addHook('preValidation', async (request, reply) => consistencyGate(node, ctx.forwarder, request, reply));
     await authenticated.register(systemRoutes, { ctx });
     await authenticated.register(async (controlPlane) => {
       controlPlane.addHook('preValidation', async (request, reply) => {
-        if (needsPrimary(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
+        if (isWrite(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
         return undefined;
       });
       await controlPlane.register(userRoutes, { ctx });
@@ -165,10 +168,9 @@ function loggerOptions(logger: FastifyBaseLogger | boolean | undefined): { logge
   return { loggerInstance: logger };
 }
 
-/** Writes always; reads only when the caller asks for linearizable reads (Iggy `?consistency=`). */
-function needsPrimary(request: FastifyRequest): boolean {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return true;
-  return /[?&]consistency=linearizable(?:&|$)/.test(request.url);
+/** Writes go to the primary; reads are served here (or redirected, see consistency.ts). */
+function isWrite(request: FastifyRequest): boolean {
+  return request.method !== 'GET' && request.method !== 'HEAD';
 }
 
 /** `iggy-view` rides on 2xx and 3xx answers only (Iggy's `view_header` middleware). */
