@@ -287,10 +287,9 @@ export class ClientConnection implements ClientHandle {
       // Too many verifications in flight on this replica (a login flood): the session ends, as
       // for any failed login, and the client may retry; HTTP answers 429 in the same case.
       if (verified === 'busy') return { eviction: EvictionReason.sessionError };
-      if (credentials !== null && verified) {
-        if (credentials.status !== UserStatus.active) return { eviction: EvictionReason.userInactive };
-        return credentials.id;
-      }
+      // An inactive account fails exactly like a wrong password (Iggy `verify_login_credentials`):
+      // a login must not tell which accounts exist but are disabled.
+      if (credentials !== null && verified && credentials.status === UserStatus.active) return credentials.id;
       credentialsRejected = true;
     }
     const token = bodies.decodeTokenLogin(rest);

@@ -241,10 +241,11 @@ describe('client port: users and tokens', () => {
     expectDeny(await root.write(OP.changePassword, b(numericId(user.id), name('wrong-pass'), name('pass-0000'))), 42);
     committed(await root.write(OP.updatePermissions, b(numericId(user.id), [0])), OP.updatePermissions);
     expect(server.node.state.queries.user({ kind: 'id', id: user.id })!.permissions).toBeNull();
-    // Deactivated: a new login is UserInactive, and the live session is ended on its next request.
+    // Deactivated: a new password login fails as a wrong password would (InvalidCredentials, so a
+    // login cannot probe for disabled accounts), and the live session is ended on its next request.
     committed(await root.write(OP.updateUser, b(numericId(user.id), [0], [1], [2])), OP.updateUser);
     const fresh = await RawClient.connect(server.port);
-    expectEviction(await fresh.login('conf-user', 'pass-5678'), REASON.userInactive);
+    expectEviction(await fresh.login('conf-user', 'pass-5678'), REASON.invalidCredentials);
     expectEviction(await other.read(CODE.getMe), REASON.userInactive);
     committed(await root.write(OP.deleteUser, numericId(user.id)), OP.deleteUser);
     expect(server.node.state.queries.user({ kind: 'id', id: user.id })).toBeNull();
