@@ -292,11 +292,17 @@ describe('client port: system reads, data plane, unknown commands', () => {
     expect(expectOk(await root.read(CODE.getClients), OP.nonReplicated).includes(me.subarray(0, me.length - 12))).toBe(true);
   });
 
-  it('/clients lists binary sessions as Iggy does: u32 id, address, transport tcp, user', async () => {
+  it('/clients lists binary connections as Iggy does: u32 id, address, transport TCP, user (null before login)', async () => {
     const me = expectOk(await root.read(CODE.getMe), OP.nonReplicated);
     const id = me.readUInt32LE(0);
     const listed = server.node.clients().find((client) => client.clientId === id);
-    expect(listed).toMatchObject({ clientId: id, userId: 0, transport: 'tcp', session: Number(root.session) });
+    expect(listed).toMatchObject({ clientId: id, userId: 0, transport: 'TCP', session: Number(root.session) });
+    const anonymous = await RawClient.connect(server.port);
+    // A connection is listed before it logs in, with no user (the wire's u32::MAX), as Iggy.
+    await expect.poll(() => server.node.clients().length).toBeGreaterThan(1);
+    const unnamed = server.node.clients().filter((client) => client.userId === null);
+    expect(unnamed.length).toBeGreaterThanOrEqual(1);
+    anonymous.close();
     expect(listed!.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(server.node.clients().every((client) => Number.isInteger(client.clientId) && client.clientId > 0 && client.clientId <= 0xffff_ffff)).toBe(true);
   });
