@@ -470,7 +470,10 @@ export class ReferenceModel {
         for (const partition of topic.partitions) {
           size += partition.counters.size;
           messages += partition.counters.messages;
-          partitions.push([stream.id, topic.id, partition.id, partition.counters.size, partition.counters.messages, partition.counters.segments]);
+          // Reads show at least the partition's one active segment (Iggy creates each partition
+          // with an empty one and never deletes it), whatever the data plane counted.
+          const segments = Math.max(1, partition.counters.segments);
+          partitions.push([stream.id, topic.id, partition.id, partition.counters.size, partition.counters.messages, segments]);
         }
       }
       streams.push([stream.id, size, messages]);

@@ -237,6 +237,23 @@ describe('partitions and segments', () => {
     expect(badId.status).toBe(400);
     expect(expectErrorShape(badId).field).toBe('partition_id');
   });
+
+  it('segments_count: one empty segment per partition, as Iggy; delete-segments and purge keep it, /stats sums it', async () => {
+    const segments = async () => (await h.request('GET', '/streams/s/topics/t', { token })).json.partitions.map((p: { segments_count: number }) => p.segments_count);
+    const statsSegments = async () => (await h.request('GET', '/stats', { token })).json.segments_count;
+    expect(await segments()).toEqual([1]);
+    expect(await statsSegments()).toBe(1);
+    // The active segment is never deleted: asking for more than the sealed ones leaves it.
+    expect((await h.request('DELETE', '/streams/s/topics/t/partitions/0?segments_count=5', { token })).status).toBe(204);
+    expect((await h.request('DELETE', '/streams/s/topics/t/purge', { token })).status).toBe(204);
+    expect(await segments()).toEqual([1]);
+    expect((await h.request('POST', '/streams/s/topics/t/partitions', { token, body: { partitions_count: 3 } })).status).toBe(200);
+    expect(await segments()).toEqual([1, 1, 1, 1]);
+    expect(await statsSegments()).toBe(4);
+    const created = await createTopic('s', { name: 'fresh', partitions_count: 2 });
+    expect(created.json.partitions.map((p: { segments_count: number }) => p.segments_count)).toEqual([1, 1]);
+    expect(await statsSegments()).toBe(6);
+  });
 });
 
 describe('consumer groups', () => {

@@ -98,7 +98,7 @@ describe('metadata state machine: streams and topics', () => {
     expect(driver.code(ROOT, req.createTopic('missing', 't1'))).toBe(ErrorCode.streamIdNotFound);
   });
 
-  it('topics have per-stream ids and names; partitions are dense and listed with zero counters', () => {
+  it('topics have per-stream ids and names; partitions are dense and listed with zero counters and one empty segment', () => {
     const driver = new Driver();
     driver.created(ROOT, req.createStream('a'));
     driver.created(ROOT, req.createStream('b'));
@@ -106,8 +106,8 @@ describe('metadata state machine: streams and topics', () => {
     expect(driver.created(ROOT, req.createTopic(1, 't', 0))).toBe(0);
     const topic = driver.sm.queries.topic(idOf(0), idOf(0));
     expect(topic?.partitions).toEqual([
-      { id: 0, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 0, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
-      { id: 1, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 0, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
+      { id: 0, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 1, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
+      { id: 1, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 1, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
     ]);
   });
 
