@@ -30,6 +30,7 @@ import Fastify, {
 import { TOPIC_DEFAULTS, type TopicDefaults } from '../metadata/defaults.js';
 import { ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT, Authenticator } from './auth.js';
 import { consistencyGate } from './consistency.js';
+import { CORS_DEFAULTS, createCors, isPreflight, type Cors, type CorsOptions } from './cors.js';
 import { createContext, type HttpContext } from './context.js';
 import {
   ForwardToPrimary,
@@ -85,6 +86,8 @@ export interface BuildAppOptions {
   readonly https?: import('node:tls').TlsOptions;
   /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
   readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
+  /** Browser access (cors.ts): Iggy's default, any origin, unless the config lists origins. */
+  readonly cors?: CorsOptions;
 }
 
 export function buildApp(options: BuildAppOptions): FastifyInstance {
@@ -140,7 +143,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
 
   installBodyParser(app, ctx);
   installErrorHandling(app, ctx);
-  installHooks(app, ctx);
+  installHooks(app, ctx, createCors(options.cors ?? CORS_DEFAULTS));
 
   app.register(healthRoutes, { ctx });
   app.register(identityRoutes, { ctx });
@@ -275,7 +278,7 @@ function installErrorHandling(app: App, ctx: HttpContext): void {
   });
 }
 
-function installHooks(app: App, ctx: HttpContext): void {
+function installHooks(app: App, ctx: HttpContext, cors: Cors | null): void {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -291,10 +294,15 @@ function installHooks(app: App, ctx: HttpContext): void {
       .send(http.body as never);
   });
 
+  // Preflights are answered before any scope authenticates: a browser sends no bearer on them.
+  if (cors !== null) app.addHook('onRequest', async (request, reply) => cors.preflight(request, reply));
+
   // Every success and redirect but /ping names the view it was served in; errors do not (Iggy
   // stamps the header only on 2xx/3xx answers). A response relayed from the primary already
   // carries the primary's view, which must not be overwritten with ours.
   app.addHook('onSend', async (request, reply, payload) => {
+    if (cors !== null && isPreflight(request)) return payload;
+    cors?.decorate(request, reply);
     if (!carriesView(reply.statusCode)) {
       // A relayed error keeps no view header either: the rule holds whoever answered.
       reply.removeHeader(VIEW_HEADER);
