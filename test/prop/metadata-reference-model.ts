@@ -162,6 +162,9 @@ export class ReferenceModel {
 
   /** Returns [error code, created/deleted id or null]. */
   apply(actorId: number, request: MetadataRequest, clientId: bigint, timestampUs: number): [number, number | null] {
+    // Root's created_at is the first committed metadata op's timestamp (state-machine.ts stampRoot).
+    const root = this.users.find((user) => user.id === 0)!;
+    if (root.createdAtUs === 0) root.createdAtUs = timestampUs;
     const actor = this.users.find((user) => user.id === actorId);
     if (!actor) return [40, null];
     const nameOk = (name: string): boolean => bytes(name) >= 1 && bytes(name) <= 255;

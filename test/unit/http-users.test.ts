@@ -111,6 +111,22 @@ describe('users', () => {
     expect(expectErrorShape(badStatus).field).toBe('status');
   });
 
+  it("root has a real created_at from the cluster's first write, and its earlier token stays valid", async () => {
+    const before = await h.request('GET', '/users/me', { token: root });
+    expect(before.json.created_at).toBe(0);
+    h.clock.nowMs += 5_000;
+    const stream = await h.request('POST', '/streams', { token: root, body: { name: 'first-write' } });
+    expect(stream.status).toBe(200);
+    const after = await h.request('GET', '/users/me', { token: root });
+    // The token was issued while root's created_at was 0: root is not a new user for it.
+    expect(after.status).toBe(200);
+    expect(after.json.created_at).toBe(stream.json.created_at);
+    expect(after.json.created_at).toBe(h.clock.nowMs * 1000);
+    expect((await h.request('GET', '/users', { token: root })).json[0].created_at).toBe(after.json.created_at);
+    await h.request('POST', '/streams', { token: root, body: { name: 'second-write' } });
+    expect((await h.request('GET', '/users/0', { token: root })).json.created_at).toBe(after.json.created_at);
+  });
+
   it('root cannot be deleted or re-permissioned (400, Iggy 48 / 49)', async () => {
     const del = await h.request('DELETE', '/users/0', { token: root });
     expect(del.status).toBe(400);

@@ -44,6 +44,32 @@ describe('metadata state machine: genesis', () => {
     ]);
   });
 
+  it("root's created_at is the first committed metadata op's timestamp, set once, kept by snapshot and restore", () => {
+    const driver = new Driver();
+    const rootCreatedAt = () => driver.sm.queries.user(idOf(0))!.createdAtUs;
+    // A precheck proposes nothing: it must not stamp.
+    expect(driver.sm.precheck(ROOT, Operation.createStream, encodeRequest(req.createStream('s')), { timestampUs: 5 })).toBe(ErrorCode.ok);
+    expect(rootCreatedAt()).toBe(ROOT_CREATED_AT_US);
+    // An undecodable body is rejected before any state is read: no stamp either.
+    expect(driver.raw(ROOT, Operation.createStream, new Uint8Array(0)).errorCode).toBe(ErrorCode.invalidCommand);
+    expect(rootCreatedAt()).toBe(ROOT_CREATED_AT_US);
+    // The first decodable op stamps, even when it commits as a rejection.
+    expect(driver.code(ROOT, req.deleteStream('missing'))).toBe(ErrorCode.streamIdNotFound);
+    const first = driver.timestampUs;
+    expect(rootCreatedAt()).toBe(first);
+    driver.created(ROOT, req.createStream('s'));
+    expect(rootCreatedAt()).toBe(first);
+    // Every replica that applies the same ops (or restores the snapshot) derives the same bytes.
+    const replay = new Driver();
+    replay.timestampUs = first - 1_000_000;
+    replay.code(ROOT, req.deleteStream('missing'));
+    replay.created(ROOT, req.createStream('s'));
+    expect(replay.sm.snapshot()).toEqual(driver.sm.snapshot());
+    const restored = newMachine();
+    restored.restore(driver.sm.snapshot());
+    expect(restored.queries.user(idOf(0))!.createdAtUs).toBe(first);
+  });
+
   it('two replicas built from the same genesis have byte-identical snapshots', () => {
     const left = snapshotEncodeTs(fullSnapshot(newMachine().snapshot()));
     const right = snapshotEncodeTs(fullSnapshot(newMachine().snapshot()));
