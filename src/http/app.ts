@@ -9,8 +9,9 @@
  *   - authenticated (an onRequest hook verifies the bearer before the body is even read):
  *     node-local reads (/stats, /cluster/*, /clients, /metrics);
  *   - control plane (inside authenticated): users, PATs, streams, topics, partitions, consumer
- *     groups. On a backup, a write (or a `?consistency=linearizable` read) is forwarded to the
- *     primary before validation, so the primary alone validates, hashes and mints secrets.
+ *     groups. On a backup, a write is forwarded to the primary before validation, so the primary
+ *     alone validates, hashes and mints secrets. A `?consistency=linearizable` read on a backup is
+ *     redirected (307) to the primary instead (consistency.ts).
  *
  * Handlers only translate: HTTP in, NodeApi calls, HTTP out. Every error leaves as Iggy's
  * `{id, code, reason, field}` body, fastify's own 400/404/413/415 included.
@@ -28,6 +29,8 @@ import Fastify, {
 } from 'fastify';
 import { TOPIC_DEFAULTS, type TopicDefaults } from '../metadata/defaults.js';
 import { ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT, Authenticator } from './auth.js';
+import { consistencyGate } from './consistency.js';
+import { CORS_DEFAULTS, createCors, isPreflight, type Cors, type CorsOptions } from './cors.js';
 import { createContext, type HttpContext } from './context.js';
 import {
   ForwardToPrimary,
@@ -37,6 +40,7 @@ import {
   invalidRequest,
   notFound,
   payloadTooLarge,
+  unprocessableBody,
 } from './errors.js';
 import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from './forward.js';
 import { JsonSyntaxError, parseJsonLossless } from './json.js';
@@ -82,6 +86,8 @@ export interface BuildAppOptions {
   readonly https?: import('node:tls').TlsOptions;
   /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
   readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
+  /** Browser access (cors.ts): Iggy's default, any origin, unless the config lists origins. */
+  readonly cors?: CorsOptions;
 }
 
 export function buildApp(options: BuildAppOptions): FastifyInstance {
@@ -106,10 +112,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
       const http = toHttpError(error, bodyLimitBytes);
       // The generic reply type here knows no schema; the body is the error shape all routes share.
       const untyped = reply as unknown as FastifyReply;
-      void untyped
-        .code(http.statusCode)
-        .headers({ ...http.headers, [VIEW_HEADER]: String(node.view()) })
-        .send(http.body);
+      void untyped.code(http.statusCode).headers(http.headers).send(http.body);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -140,7 +143,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
 
   installBodyParser(app, ctx);
   installErrorHandling(app, ctx);
-  installHooks(app, ctx);
+  installHooks(app, ctx, createCors(options.cors ?? CORS_DEFAULTS));
 
   app.register(healthRoutes, { ctx });
   app.register(identityRoutes, { ctx });
@@ -148,10 +151,11 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     authenticated.addHook('onRequest', async (request) => {
       ctx.setIdentity(request, await ctx.auth.authenticate(request.headers.authorization));
     });
+    authenticated.addHook('preValidation', async (request, reply) => consistencyGate(node, ctx.forwarder, request, reply));
     await authenticated.register(systemRoutes, { ctx });
     await authenticated.register(async (controlPlane) => {
       controlPlane.addHook('preValidation', async (request, reply) => {
-        if (needsPrimary(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
+        if (isWrite(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
         return undefined;
       });
       await controlPlane.register(userRoutes, { ctx });
@@ -167,10 +171,14 @@ function loggerOptions(logger: FastifyBaseLogger | boolean | undefined): { logge
   return { loggerInstance: logger };
 }
 
-/** Writes always; reads only when the caller asks for linearizable reads (Iggy `?consistency=`). */
-function needsPrimary(request: FastifyRequest): boolean {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return true;
-  return /[?&]consistency=linearizable(?:&|$)/.test(request.url);
+/** Writes go to the primary; reads are served here (or redirected, see consistency.ts). */
+function isWrite(request: FastifyRequest): boolean {
+  return request.method !== 'GET' && request.method !== 'HEAD';
+}
+
+/** `iggy-view` rides on 2xx and 3xx answers only (Iggy's `view_header` middleware). */
+export function carriesView(statusCode: number): boolean {
+  return statusCode >= 200 && statusCode < 400;
 }
 
 function isPing(request: FastifyRequest): boolean {
@@ -210,9 +218,16 @@ function validationField(error: FastifyError): string | null {
   return path.length === 0 ? null : path.join('.');
 }
 
-function toHttpError(error: FastifyError, bodyLimitBytes: number): HttpError {
+function toHttpError(error: FastifyError, bodyLimitBytes: number, request?: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
-  if (error.validation !== undefined) return invalidRequest(validationField(error) ?? error.validationContext ?? 'body', error.message);
+  if (error.validation !== undefined) {
+    const field = validationField(error) ?? error.validationContext ?? 'body';
+    if (error.validationContext !== 'body') return invalidRequest(field, error.message);
+    // No body at all is not JSON (axum: 400 on an empty body); a parsed body that does not fit
+    // the request type is 422, as Iggy answers it.
+    if (request?.body === undefined) return httpError(400, 'invalid_json', 'Body is missing: send a JSON object');
+    return unprocessableBody(field, error.message);
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return payloadTooLarge(bodyLimitBytes);
@@ -235,7 +250,7 @@ function toHttpError(error: FastifyError, bodyLimitBytes: number): HttpError {
 
 function installErrorHandling(app: App, ctx: HttpContext): void {
   const render = (error: FastifyError, request: FastifyRequest) => {
-    const http = toHttpError(error, ctx.bodyLimitBytes);
+    const http = toHttpError(error, ctx.bodyLimitBytes, request);
     if (http.statusCode >= 500 && !(error instanceof HttpError)) request.log.error({ err: error }, 'request failed');
     return http;
   };
@@ -263,7 +278,7 @@ function installErrorHandling(app: App, ctx: HttpContext): void {
   });
 }
 
-function installHooks(app: App, ctx: HttpContext): void {
+function installHooks(app: App, ctx: HttpContext, cors: Cors | null): void {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -279,9 +294,20 @@ function installHooks(app: App, ctx: HttpContext): void {
       .send(http.body as never);
   });
 
-  // Every response but /ping names the view it was served in. A response relayed from the
-  // primary already carries the primary's view, which must not be overwritten with ours.
+  // Preflights are answered before any scope authenticates: a browser sends no bearer on them.
+  if (cors !== null) app.addHook('onRequest', async (request, reply) => cors.preflight(request, reply));
+
+  // Every success and redirect but /ping names the view it was served in; errors do not (Iggy
+  // stamps the header only on 2xx/3xx answers). A response relayed from the primary already
+  // carries the primary's view, which must not be overwritten with ours.
   app.addHook('onSend', async (request, reply, payload) => {
+    if (cors !== null && isPreflight(request)) return payload;
+    cors?.decorate(request, reply);
+    if (!carriesView(reply.statusCode)) {
+      // A relayed error keeps no view header either: the rule holds whoever answered.
+      reply.removeHeader(VIEW_HEADER);
+      return payload;
+    }
     if (!isPing(request) && !reply.hasHeader(VIEW_HEADER)) reply.header(VIEW_HEADER, String(ctx.node.view()));
     return payload;
   });

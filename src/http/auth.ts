@@ -25,7 +25,7 @@ import { SignJWT, jwtVerify } from 'jose';
 import { idOf } from '../metadata/operations.js';
 import type { Principal } from '../metadata/permissions.js';
 import { UserStatus } from '../metadata/snapshot-model.js';
-import { hexOf } from '../metadata/state.js';
+import { ROOT_USER_ID, hexOf } from '../metadata/state.js';
 import { personalAccessTokenHash } from '../node/secrets.js';
 import { accessTokenMissing, unauthenticated, type HttpError } from './errors.js';
 import type { NodeApi, SessionKey } from './node-api.js';
@@ -198,7 +198,9 @@ export class Authenticator {
   activePrincipal(userId: number, createdAtUs?: number): Principal | null {
     const user = this.node.state.queries.user(idOf(userId));
     if (user === null || user.status !== UserStatus.active) return null;
-    if (createdAtUs !== undefined && user.createdAtUs !== createdAtUs) return null;
+    // Root (id 0) cannot be deleted, so its id never names a later user; its created_at is set once
+    // after genesis (state-machine.ts `stampRoot`), which must not end root's sessions.
+    if (createdAtUs !== undefined && userId !== ROOT_USER_ID && user.createdAtUs !== createdAtUs) return null;
     return this.node.state.principal(userId);
   }
 

@@ -8,7 +8,7 @@
  * Errors: an Iggy error throws IggyBinaryError (`code` is Iggy's error id, like IggyHttpError's
  * `id`); a read of something that does not exist throws the not-found code the HTTP API would.
  */
-import { encodePermissions } from '../metadata/binary-responses.js';
+import { clientTransportName, encodePermissions } from '../metadata/binary-responses.js';
 import { ErrorCode } from '../metadata/errors.js';
 import { BinaryClient, IggyBinaryError, type BinaryClientOptions } from '../transport/binary-client.js';
 import * as decode from '../transport/client-response-decode.js';
@@ -337,7 +337,7 @@ export class BinaryTransport {
       client_id: client.clientId,
       user_id: client.userId === 0xffff_ffff ? null : client.userId,
       address: client.address,
-      transport: client.transport === 1 ? 'tcp' : client.transport === 3 ? 'http' : 'quic',
+      transport: clientTransportName(client.transport),
       consumer_groups_count: client.consumerGroupsCount,
     }));
   }
@@ -349,7 +349,7 @@ export class BinaryTransport {
       client_id: client.clientId,
       user_id: client.userId === 0xffff_ffff ? null : client.userId,
       address: client.address,
-      transport: client.transport === 1 ? 'tcp' : 'quic',
+      transport: clientTransportName(client.transport),
       consumer_groups_count: client.consumerGroups.length,
       consumer_groups: client.consumerGroups.map((group) => ({ stream_id: group.streamId, topic_id: group.topicId, group_id: group.groupId })),
     };

@@ -144,6 +144,17 @@ export function invalidRequest(field: string, reason: string): HttpError {
   return httpError(400, 'invalid_request', reason, field);
 }
 
+/**
+ * A well-formed JSON body whose fields do not fit the request type: a field missing, of the wrong
+ * type, or out of its type's range (a u64 past 2^64 - 1, an unknown enum name). Iggy's server
+ * (axum's `Json` extractor) answers these 422 and keeps 400 for malformed JSON; vrmeta does the
+ * same, in the one error shape, with the field named. Business rules (name lengths, topic sizes)
+ * stay Iggy's own 400 codes.
+ */
+export function unprocessableBody(field: string, reason: string): HttpError {
+  return httpError(422, 'unprocessable_entity', `Failed to deserialize the JSON body into the target type: ${reason}`, field);
+}
+
 export function payloadTooLarge(bodyLimitBytes: number): HttpError {
   const error = httpError(413, 'payload_too_large', `request body exceeds the ${bodyLimitBytes}-byte limit`);
   // The body was not read: the connection cannot be reused (Iggy `close_on_payload_too_large`).

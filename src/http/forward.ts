@@ -88,6 +88,17 @@ export class Forwarder {
     this.options = options;
   }
 
+  /**
+   * The primary's URL for `pathAndQuery` (`/streams?x=1`), from this replica's own view through
+   * `NodeApi.primaryHttpAddress` (the one lookup of the primary's HTTP address; never taken from a
+   * response). Null when the address is unknown. Forwarded writes and linearizable-read redirects
+   * both go through here.
+   */
+  primaryUrl(pathAndQuery: string): string | null {
+    const primary = this.node.primaryHttpAddress();
+    return primary === null ? null : `${this.options.scheme}://${primary}${pathAndQuery}`;
+  }
+
   /** How many forwards are in flight (tests, metrics). */
   get inFlightCount(): number {
     return this.inFlight;
@@ -123,8 +134,8 @@ export class Forwarder {
   private async attemptUntilRelayed(request: FastifyRequest, rawBody: string | undefined): Promise<Attempt> {
     const deadlineMs = Date.now() + this.options.retryDeadlineMs;
     for (;;) {
-      const primary = this.node.primaryHttpAddress();
-      const outcome = primary === null ? retry(this.node.primaryUnavailableReason()) : await this.attempt(request, rawBody, primary);
+      const url = this.primaryUrl(request.url);
+      const outcome = url === null ? retry(this.node.primaryUnavailableReason()) : await this.attempt(request, rawBody, url);
       if (outcome.kind !== 'retry') return outcome;
       const remainingMs = deadlineMs - Date.now();
       if (remainingMs <= 0) return outcome;
@@ -134,7 +145,7 @@ export class Forwarder {
     }
   }
 
-  private async attempt(request: FastifyRequest, rawBody: string | undefined, primary: string): Promise<Attempt> {
+  private async attempt(request: FastifyRequest, rawBody: string | undefined, url: string): Promise<Attempt> {
     const headers: Record<string, string> = { [FORWARDED_HEADER]: '1' };
     const authorization = request.headers.authorization;
     if (authorization !== undefined) headers.authorization = authorization;
@@ -143,7 +154,7 @@ export class Forwarder {
     const signal = AbortSignal.timeout(this.options.attemptTimeoutMs);
     let response: Response;
     try {
-      response = await this.options.fetch(`${this.options.scheme}://${primary}${request.url}`, {
+      response = await this.options.fetch(url, {
         method: request.method,
         headers,
         ...(rawBody === undefined ? {} : { body: rawBody }),
@@ -152,24 +163,24 @@ export class Forwarder {
       });
     } catch (error) {
       if (isTimeout(error)) return { kind: 'error', error: forwardTimeout() };
-      if (isConnectError(error)) return retry(`connecting to the primary's HTTP listener at ${primary} failed (${causeCode(error) ?? 'connect error'})`);
-      request.log.warn({ err: error, primary }, 'forward failed after the request may have been sent; outcome unknown');
+      if (isConnectError(error)) return retry(`connecting to the primary's HTTP listener at ${new URL(url).host} failed (${causeCode(error) ?? 'connect error'})`);
+      request.log.warn({ err: error, primary: url }, 'forward failed after the request may have been sent; outcome unknown');
       return { kind: 'error', error: forwardFailed() };
     }
     // The primary changed under us and says so: re-resolve from our own view, never the Location.
     if (response.status === 307) {
       await response.body?.cancel();
-      return retry(`${primary} answered that it is no longer the primary`);
+      return retry(`${new URL(url).host} answered that it is no longer the primary`);
     }
     let body: Buffer;
     try {
       body = await readBounded(response, this.options.responseBodyBytesMax);
     } catch (error) {
       if (isTimeout(error)) return { kind: 'error', error: forwardTimeout() };
-      request.log.warn({ err: error, primary }, 'reading the relayed response failed; outcome unknown');
+      request.log.warn({ err: error, primary: url }, 'reading the relayed response failed; outcome unknown');
       return { kind: 'error', error: forwardFailed() };
     }
-    if (response.status === 503 && isTransientNotAccepted(body)) return retry(`${primary} did not accept the request (not the primary, or busy)`);
+    if (response.status === 503 && isTransientNotAccepted(body)) return retry(`${new URL(url).host} did not accept the request (not the primary, or busy)`);
     const relayed: Record<string, string> = {};
     for (const name of RELAYED_HEADERS) {
       const value = response.headers.get(name);

@@ -74,18 +74,21 @@ export interface ClusterNode {
   readonly status: 'healthy' | 'starting' | 'unreachable';
 }
 
+/**
+ * A client connected to this replica, as Iggy lists them (`GET /clients`, GetClients): binary
+ * connections, logged in or not. HTTP sessions are not connections and are not listed (Iggy's
+ * list is its transport session managers'; HTTP sessions live in the HTTP state only).
+ */
 export interface ClientSessionInfo {
-  /**
-   * Iggy's u32 client id, assigned by this replica to a binary connection or an HTTP session
-   * (the VSR session behind it has a u128 id, which is not shown: Iggy lists u32 ids).
-   */
+  /** Iggy's u32 client id, assigned by this replica at connect (the VSR session's u128 id is not shown). */
   readonly clientId: number;
-  readonly userId: number;
+  /** Null before login. */
+  readonly userId: number | null;
   readonly session: number;
   readonly consumerGroups: readonly { streamId: number; topicId: number; groupId: number }[];
   /** The peer address the session was last used from (Iggy `ClientInfo.address`); '' if unknown. */
   readonly address?: string;
-  /** Iggy `ClientInfo.transport`; 'http' when absent. */
+  /** Iggy `ClientInfo.transport` ('TCP', 'QUIC', 'HTTP', 'WebSocket'); 'TCP' when absent. */
   readonly transport?: string;
 }
 

@@ -6,7 +6,7 @@
 import { canonicalPermissions } from '../metadata/permissions.js';
 import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../metadata/snapshot-model.js';
 import { PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from '../metadata/validation.js';
-import { invalidRequest, type HttpError } from './errors.js';
+import { invalidRequest, unprocessableBody, type HttpError } from './errors.js';
 import type { PermissionsJson, PermissionsOutJson } from './schemas.js';
 
 /** JSON key -> bit, in Iggy's field order. */
@@ -68,7 +68,8 @@ export function permissionsFromJson(json: PermissionsJson | null | undefined): P
   const streams = [];
   for (const [streamKey, stream] of streamEntries) {
     const streamId = idOfKey(streamKey);
-    if (streamId === null) return invalidRequest('permissions', `stream key "${streamKey}" is not a u32 id`);
+    // serde reads the map's keys as u32: a key that is not one is a 422, as for any mistyped field.
+    if (streamId === null) return unprocessableBody('permissions', `stream key "${streamKey}" is not a u32 id`);
     const topicEntries = Object.entries(stream.topics ?? {});
     if (topicEntries.length > PERMISSION_TOPICS_MAX) {
       return invalidRequest('permissions', `at most ${PERMISSION_TOPICS_MAX} topics per stream may carry permissions`);
@@ -76,7 +77,7 @@ export function permissionsFromJson(json: PermissionsJson | null | undefined): P
     const topics = [];
     for (const [topicKey, topic] of topicEntries) {
       const topicId = idOfKey(topicKey);
-      if (topicId === null) return invalidRequest('permissions', `topic key "${topicKey}" is not a u32 id`);
+      if (topicId === null) return unprocessableBody('permissions', `topic key "${topicKey}" is not a u32 id`);
       topics.push({ topicId, bits: bitsOf(TOPIC_BITS, topic) });
     }
     streams.push({ streamId, bits: bitsOf(STREAM_BITS, stream), topics });

@@ -194,7 +194,7 @@ export function renderClient(client: ClientSessionInfo): ClientInfoJson {
     client_id: client.clientId,
     user_id: client.userId,
     address: client.address ?? '',
-    transport: client.transport ?? 'http',
+    transport: client.transport ?? 'TCP',
     consumer_groups_count: client.consumerGroups.length,
   };
 }

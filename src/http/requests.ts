@@ -11,7 +11,7 @@ import { createdIdOf } from '../metadata/create-replies.js';
 import { parseIdentifier, type Identifier } from '../metadata/operations.js';
 import { NAME_SIZE_MAX, utf8Size } from '../metadata/validation.js';
 import { assert } from '../stdx/assert.js';
-import { httpError, iggyError, invalidRequest } from './errors.js';
+import { httpError, iggyError, invalidRequest, unprocessableBody } from './errors.js';
 import { toU64 } from './json.js';
 
 /**
@@ -31,7 +31,7 @@ export function pathIdentifier(text: string): Identifier {
 /** A u64 body field (number or bigint from the lossless parser) as a bigint. */
 export function u64Field(value: number | bigint, field: string): bigint {
   const u64 = toU64(value);
-  if (u64 === null) throw invalidRequest(field, `${field} must be an integer in 0..=18446744073709551615`);
+  if (u64 === null) throw unprocessableBody(field, `${field} must be an integer in 0..=18446744073709551615`);
   return u64;
 }
 

@@ -162,15 +162,14 @@ export class TestNode implements NodeApi {
     return this.transport;
   }
 
+  /**
+   * The connected clients /clients lists. An in-process node has no binary listener, and HTTP
+   * sessions are not listed (as in the real node), so tests set the connections they need.
+   */
+  connectedClients: ClientSessionInfo[] = [];
+
   clients(): readonly ClientSessionInfo[] {
-    return [...this.sessions.values()].map((session) => ({
-      clientId: Number(session.clientId),
-      userId: session.userId,
-      session: session.epoch,
-      consumerGroups: this.state.consumerGroupsOfClient(session.clientId),
-      address: '127.0.0.1',
-      transport: 'http',
-    }));
+    return this.connectedClients;
   }
 
   async write(sessionKey: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {

@@ -305,6 +305,25 @@ export function encodeLoginRegister(userId: number, session: number, protocolVer
 /** Iggy's transport discriminant in client listings. */
 export const ClientTransport = { tcp: 1, quic: 2, http: 3, websocket: 4 } as const;
 
+/** The transport as Iggy's JSON names it (`ClientInfo.transport`, core/common wire_conversions.rs). */
+export function clientTransportName(transport: number): string {
+  switch (transport) {
+    case ClientTransport.tcp:
+      return 'TCP';
+    case ClientTransport.quic:
+      return 'QUIC';
+    case ClientTransport.http:
+      return 'HTTP';
+    case ClientTransport.websocket:
+      return 'WebSocket';
+    default:
+      return 'Unknown';
+  }
+}
+
+/** `ClientInfoView.userId` of a connection that has not logged in (Iggy `WIRE_NO_USER_ID`). */
+export const CLIENT_NO_USER_ID = 0xffff_ffff;
+
 export interface ClientInfoView {
   /** Iggy's u32 client id (per replica, assigned at connect). */
   readonly clientId: number;

@@ -10,6 +10,7 @@
 import type { ApplyResult } from '../vsr/state-machine.js';
 import { encodeConsumerGroupDetails, encodeStreamDetails, encodeTopicDetails, encodeUserDetails } from './binary-responses.js';
 import { ErrorCode } from './errors.js';
+import { PARTITION_SEGMENTS_MIN } from './queries.js';
 import type { GroupState, StreamState, TopicState, UserState } from './state.js';
 
 function ok(payload: Uint8Array): ApplyResult {
@@ -46,7 +47,8 @@ export function createdTopicReply(topic: TopicState): ApplyResult {
       partitions: topic.partitions.map((partition) => ({
         id: partition.id,
         createdAtUs: partition.createdAtUs,
-        segmentsCount: 0,
+        // A new partition has its one empty segment, as the topic reads show it (queries.ts).
+        segmentsCount: PARTITION_SEGMENTS_MIN,
         currentOffset: 0,
         sizeBytes: 0,
         messagesCount: 0,

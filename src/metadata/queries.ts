@@ -98,6 +98,19 @@ export interface MetadataStatsView {
 
 const ZERO = { sizeBytes: 0, messagesCount: 0, segmentsCount: 0, currentOffset: 0 } as const;
 
+/**
+ * Segments a partition reports at least: Iggy creates every partition with one empty (active)
+ * segment, never deletes the active one (DeleteSegments removes sealed segments only) and resets
+ * a purged partition to one empty segment. The stats registry counts what a data plane reported,
+ * active segment included; a partition no data plane has reported on is a fresh one, so it shows
+ * that one segment. Reads only: nothing here enters the replicated state or the snapshot.
+ */
+export const PARTITION_SEGMENTS_MIN = 1;
+
+function segmentsOf(counted: number): number {
+  return Math.max(PARTITION_SEGMENTS_MIN, counted);
+}
+
 export class MetadataQueries {
   private readonly state: () => MetadataState;
   private readonly stats: StatsRegistry;
@@ -161,7 +174,7 @@ export class MetadataQueries {
       return {
         id: partition.id,
         createdAtUs: partition.createdAtUs,
-        segmentsCount: counters.segmentsCount,
+        segmentsCount: segmentsOf(counters.segmentsCount),
         currentOffset: counters.currentOffset,
         sizeBytes: counters.sizeBytes,
         messagesCount: counters.messagesCount,
@@ -219,6 +232,14 @@ export class MetadataQueries {
       .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
   }
 
+  /** The sum of the topic's partitions' segments as listed (O(1) for a topic no data plane touched). */
+  private topicSegmentsCount(stream: StreamState, topic: TopicState): number {
+    if (this.stats.topicGet(stream, topic) === undefined) return topic.partitions.length * PARTITION_SEGMENTS_MIN;
+    let count = 0;
+    for (const partition of topic.partitions) count += segmentsOf(this.stats.partitionGet(stream, topic, partition)?.segmentsCount ?? 0);
+    return count;
+  }
+
   statsView(): MetadataStatsView {
     let topicsCount = 0;
     let partitionsCount = 0;
@@ -229,13 +250,13 @@ export class MetadataQueries {
     const state = this.state();
     for (const stream of state.streams.values()) {
       const counters = this.stats.streamGet(stream) ?? ZERO;
-      segmentsCount += counters.segmentsCount;
       messagesCount += counters.messagesCount;
       messagesSizeBytes += counters.sizeBytes;
       topicsCount += stream.topics.count;
       for (const topic of stream.topics.values()) {
         partitionsCount += topic.partitions.length;
         consumerGroupsCount += topic.groups.count;
+        segmentsCount += this.topicSegmentsCount(stream, topic);
       }
     }
     return {

@@ -62,7 +62,11 @@ export interface MetadataStateMachineOptions {
   readonly limits?: Partial<MetadataLimits>;
 }
 
-/** Root is created by no op, so it carries a fixed creation time (Iggy stamps a constant too). */
+/**
+ * Root's creation time until the cluster commits its first metadata op. Root is created by no op
+ * (genesis), so no prepare carries its creation time, yet every replica must derive the same
+ * state; `stampRoot` then sets it to that op's timestamp (see there).
+ */
 export const ROOT_CREATED_AT_US = 0;
 
 export interface PrecheckContext {
@@ -137,11 +141,28 @@ export class MetadataStateMachine implements StateMachine {
     if (!isStateMachineOperation(operation)) return rejected(ErrorCode.invalidCommand);
     const decoded = decodeRequest(operation, body);
     if (!decoded.ok) return rejected(ErrorCode.invalidCommand);
+    if (commit) this.stampRoot(timestampUs);
     // A session outliving its user (deleted since login) acts as nobody.
     const actor = this.state.users.get(userId);
     if (actor === undefined) return rejected(ErrorCode.unauthenticated);
     const ctx: OpContext = { state: this.state, stats: this.stats, actor, clientId, timestampUs, op, commit };
     return dispatch(ctx, decoded.request);
+  }
+
+  /**
+   * Gives root a real `created_at`: the timestamp of the first metadata op the cluster commits
+   * (the legacy Iggy server stamped root at its first boot; the VSR server stamps a constant).
+   * The primary stamped that timestamp into the prepare, so every replica, and every replica that
+   * later replays or restores, derives the same value, and snapshots keep it. Root cannot be
+   * deleted, so its id never names another user: the edges do not treat this change as a new
+   * incarnation of user 0 (auth.ts `activePrincipal`, binary-connection.ts `principal`).
+   */
+  private stampRoot(timestampUs: number): void {
+    const root = this.state.users.get(ROOT_USER_ID);
+    assert(root !== undefined, 'root exists (it cannot be deleted)');
+    if (root.createdAtUs !== ROOT_CREATED_AT_US) return;
+    assert(timestampUs > ROOT_CREATED_AT_US, 'a committed prepare has a real timestamp');
+    root.createdAtUs = timestampUs;
   }
 
   onClientRemoved(clientId: bigint, timestampUs: number): void {

@@ -64,7 +64,8 @@ export interface UserState {
   username: string;
   passwordHash: string;
   status: UserStatus;
-  readonly createdAtUs: number;
+  /** Fixed at creation; root's alone is set once more, by the first op (state-machine.ts `stampRoot`). */
+  createdAtUs: number;
   /** Canonical (ids ascending) and frozen: replaced wholesale, never edited in place. */
   permissions: PermissionsSnapshot | null;
   readonly tokens: Map<string, TokenState>;

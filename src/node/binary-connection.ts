@@ -9,6 +9,7 @@ import { encodeLoginRegister, encodeRawPersonalAccessToken, type ClientInfoView 
 import { ErrorCode } from '../metadata/errors.js';
 import type { Principal } from '../metadata/permissions.js';
 import { UserStatus } from '../metadata/snapshot-model.js';
+import { ROOT_USER_ID } from '../metadata/state.js';
 import { assert } from '../stdx/assert.js';
 import * as bodies from '../transport/client-bodies.js';
 import type { ClientDecodeResult } from '../transport/client-frame-decoder.js';
@@ -287,10 +288,9 @@ export class ClientConnection implements ClientHandle {
       // Too many verifications in flight on this replica (a login flood): the session ends, as
       // for any failed login, and the client may retry; HTTP answers 429 in the same case.
       if (verified === 'busy') return { eviction: EvictionReason.sessionError };
-      if (credentials !== null && verified) {
-        if (credentials.status !== UserStatus.active) return { eviction: EvictionReason.userInactive };
-        return credentials.id;
-      }
+      // An inactive account fails exactly like a wrong password (Iggy `verify_login_credentials`):
+      // a login must not tell which accounts exist but are disabled.
+      if (credentials !== null && verified && credentials.status === UserStatus.active) return credentials.id;
       credentialsRejected = true;
     }
     const token = bodies.decodeTokenLogin(rest);
@@ -311,7 +311,10 @@ export class ClientConnection implements ClientHandle {
     const session = this.session;
     if (session === null) return null;
     const user = this.sessions.host.state.queries.user({ kind: 'id', id: session.userId });
-    if (user === null || user.createdAtUs !== session.userCreatedAtUs || user.status !== UserStatus.active) return null;
+    // Root's id never names another user (it cannot be deleted); its created_at is set once after
+    // genesis (state-machine.ts `stampRoot`), which must not end root's sessions.
+    const replaced = session.userId !== ROOT_USER_ID && user?.createdAtUs !== session.userCreatedAtUs;
+    if (user === null || replaced || user.status !== UserStatus.active) return null;
     return this.sessions.host.state.principal(session.userId);
   }
 

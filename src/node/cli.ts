@@ -45,6 +45,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--tcp-connections-max <n>', 'tcp_connections_max', 'client connections held at once (default 10000)'],
   ['--tcp-tls-cert <file>', 'tcp_tls_cert', 'PEM certificate: TLS on the client port (with --tcp-tls-key)'],
   ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
+  ['--cors-origins <list>', 'cors_origins', 'comma-separated origins browsers may call the HTTP API from (default *: any; empty: CORS off)'],
 ];
 
 const start = program.command('start').description('run one replica in the foreground (pino JSON logs on stdout)');

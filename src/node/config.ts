@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
+import { corsOriginsProblem } from '../http/cors.js';
 import { ConfigError, replicaConfig } from '../vsr/config.js';
 import { CLUSTER_SECRET_LENGTH_MIN, ClusterSecretError, readClusterSecretFile } from './cluster-secret.js';
 import { TlsConfigError, loadTls, type TlsFiles, type TlsMaterial } from './tls.js';
@@ -67,6 +68,8 @@ export interface NodeConfig {
   /** PEM files: TLS on the client port when both are set. */
   readonly tcpTlsCert: string | null;
   readonly tcpTlsKey: string | null;
+  /** Origins browsers may call the HTTP API from (src/http/cors.ts): `['*']` any, `[]` CORS off. */
+  readonly corsOrigins: readonly string[];
 }
 
 /** Key name (as in the TOML file) -> environment variable. */
@@ -96,6 +99,7 @@ export const CONFIG_KEYS = {
   tcp_connections_max: 'VRMETA_TCP_CONNECTIONS_MAX',
   tcp_tls_cert: 'VRMETA_TCP_TLS_CERT',
   tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
+  cors_origins: 'VRMETA_CORS_ORIGINS',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -125,6 +129,8 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   tcp_connections_max: 10_000,
   tcp_tls_cert: null,
   tcp_tls_key: null,
+  // Iggy's `[http.cors] allowed_origins` default: any origin (the web UI runs elsewhere).
+  cors_origins: ['*'],
 };
 
 export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
@@ -166,6 +172,17 @@ function list(key: string, value: unknown): string[] {
   if (typeof value === 'string') return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
   if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value as string[];
   throw new ConfigError(key, 'expected a list of host:port (an array, or a comma-separated string)');
+}
+
+/** Allowed CORS origins: a list (array or comma-separated; empty = CORS off), checked by cors.ts. */
+function originList(key: string, value: unknown): string[] {
+  let origins: string[];
+  if (typeof value === 'string') origins = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  else if (Array.isArray(value) && value.every((item) => typeof item === 'string')) origins = (value as string[]).map((item) => item.trim());
+  else throw new ConfigError(key, 'expected a list of origins (an array, or a comma-separated string)');
+  const problem = corsOriginsProblem(origins);
+  if (problem !== null) throw new ConfigError(key, problem);
+  return origins;
 }
 
 function boolean(key: string, value: unknown): boolean {
@@ -315,6 +332,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
   if ((tcpTlsCert === null) !== (tcpTlsKey === null)) {
     throw new ConfigError(tcpTlsCert === null ? 'tcp_tls_cert' : 'tcp_tls_key', 'TLS on the client port needs both tcp_tls_cert and tcp_tls_key');
   }
+  const corsOrigins = originList('cors_origins', raw.cors_origins);
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -339,6 +357,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tcpConnectionsMax: integer('tcp_connections_max', raw.tcp_connections_max, 1, 1_000_000),
     tcpTlsCert,
     tcpTlsKey,
+    corsOrigins,
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({

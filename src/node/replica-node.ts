@@ -31,7 +31,7 @@ import { formatHostPort, parseHostPort } from '../transport/address.js';
 import type { Advertisement } from '../transport/advertisement.js';
 import { SERVER_VERSION_DEFAULT } from '../http/app.js';
 import { processSystemInfo } from '../http/system-info.js';
-import { ClusterNodeRole, ClusterNodeStatus, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
+import { CLIENT_NO_USER_ID, ClusterNodeRole, ClusterNodeStatus, clientTransportName, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
 import { Command } from '../constants.js';
 import type { DecodedFrame } from '../vsr/frame.js';
 import { BinarySessions } from './binary-sessions.js';
@@ -345,7 +345,8 @@ export class ReplicaNode implements NodeApi {
       readBytes: system.readBytes,
       writtenBytes: system.writtenBytes,
       ...metadata,
-      clientsCount: this.binary.connectionCount + this.sessions.size,
+      // The connections GetClients lists (Iggy counts `list_all_clients`), not HTTP sessions.
+      clientsCount: this.binary.connectionCount,
       hostname: system.hostname,
       osName: system.osName,
       osVersion: system.osVersion,
@@ -536,30 +537,20 @@ export class ReplicaNode implements NodeApi {
     }));
   }
 
-  /** The clients connected to this replica: binary connections and HTTP sessions (Iggy's u32 ids). */
+  /**
+   * The clients connected to this replica as Iggy lists them: the binary connections, logged in
+   * or not, by u32 id. HTTP sessions are not connections and Iggy does not list them, so /clients,
+   * GetClients and both edges' `clients_count` agree.
+   */
   clients(): readonly ClientSessionInfo[] {
-    const out: ClientSessionInfo[] = [];
-    for (const client of this.binary.clients()) {
-      out.push({
-        clientId: client.clientId,
-        userId: client.userId,
-        session: this.binary.sessionOf(client.clientId),
-        consumerGroups: client.consumerGroups,
-        address: client.address,
-        transport: 'tcp',
-      });
-    }
-    for (const entry of this.sessions.entries()) {
-      out.push({
-        clientId: entry.id,
-        userId: entry.userId,
-        session: entry.epoch,
-        consumerGroups: this.state.consumerGroupsOfClient(entry.clientId),
-        address: '',
-        transport: 'http',
-      });
-    }
-    return out;
+    return this.binary.clients().map((client) => ({
+      clientId: client.clientId,
+      userId: client.userId === CLIENT_NO_USER_ID ? null : client.userId,
+      session: this.binary.sessionOf(client.clientId),
+      consumerGroups: client.consumerGroups,
+      address: client.address,
+      transport: clientTransportName(client.transport),
+    }));
   }
 
   replicaTransport(): ReplicaTransportCounters {

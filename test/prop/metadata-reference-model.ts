@@ -162,6 +162,9 @@ export class ReferenceModel {
 
   /** Returns [error code, created/deleted id or null]. */
   apply(actorId: number, request: MetadataRequest, clientId: bigint, timestampUs: number): [number, number | null] {
+    // Root's created_at is the first committed metadata op's timestamp (state-machine.ts stampRoot).
+    const root = this.users.find((user) => user.id === 0)!;
+    if (root.createdAtUs === 0) root.createdAtUs = timestampUs;
     const actor = this.users.find((user) => user.id === actorId);
     if (!actor) return [40, null];
     const nameOk = (name: string): boolean => bytes(name) >= 1 && bytes(name) <= 255;
@@ -470,7 +473,10 @@ export class ReferenceModel {
         for (const partition of topic.partitions) {
           size += partition.counters.size;
           messages += partition.counters.messages;
-          partitions.push([stream.id, topic.id, partition.id, partition.counters.size, partition.counters.messages, partition.counters.segments]);
+          // Reads show at least the partition's one active segment (Iggy creates each partition
+          // with an empty one and never deletes it), whatever the data plane counted.
+          const segments = Math.max(1, partition.counters.segments);
+          partitions.push([stream.id, topic.id, partition.id, partition.counters.size, partition.counters.messages, segments]);
         }
       }
       streams.push([stream.id, size, messages]);

@@ -60,7 +60,7 @@ describe('VrmetaClient over the binary protocol', () => {
     await binary.deletePersonalAccessToken('bin-token');
     expect((await binary.getClusterMetadata()).nodes).toHaveLength(1);
     expect((await binary.getStats()).streams_count).toBe((await http.getStats()).streams_count);
-    expect((await binary.getClients()).some((client) => client.transport === 'tcp' && client.user_id === 0)).toBe(true);
+    expect((await binary.getClients()).some((client) => client.transport === 'TCP' && client.user_id === 0)).toBe(true);
     await binary.deleteConsumerGroup('both-ways', 't', 'g');
     await binary.deleteTopic('both-ways', 't');
     await binary.deleteStream('both-ways');

@@ -174,7 +174,8 @@ describe('client port: streams, topics, partitions, segments, groups', () => {
       u32(derived.length),
       derived,
     );
-    const partition = (id: number) => b(u32(id), u64(BigInt(topic.createdAtUs)), u32(0), u64(0n), u64(0n), u64(0n));
+    // segments_count 1: every new partition has one empty segment, as Iggy reports it.
+    const partition = (id: number) => b(u32(id), u64(BigInt(topic.createdAtUs)), u32(1), u64(0n), u64(0n), u64(0n));
     expect(created).toEqual(b(header, partition(0), partition(1)));
     expect(expectOk(await root.read(CODE.getTopic, b(stringId('conf-t'), stringId('t1'))), OP.nonReplicated)).toEqual(created);
     expect(expectOk(await root.read(CODE.getTopics, stringId('conf-t')), OP.nonReplicated)).toEqual(b(u32(1), header));
@@ -241,10 +242,11 @@ describe('client port: users and tokens', () => {
     expectDeny(await root.write(OP.changePassword, b(numericId(user.id), name('wrong-pass'), name('pass-0000'))), 42);
     committed(await root.write(OP.updatePermissions, b(numericId(user.id), [0])), OP.updatePermissions);
     expect(server.node.state.queries.user({ kind: 'id', id: user.id })!.permissions).toBeNull();
-    // Deactivated: a new login is UserInactive, and the live session is ended on its next request.
+    // Deactivated: a new password login fails as a wrong password would (InvalidCredentials, so a
+    // login cannot probe for disabled accounts), and the live session is ended on its next request.
     committed(await root.write(OP.updateUser, b(numericId(user.id), [0], [1], [2])), OP.updateUser);
     const fresh = await RawClient.connect(server.port);
-    expectEviction(await fresh.login('conf-user', 'pass-5678'), REASON.userInactive);
+    expectEviction(await fresh.login('conf-user', 'pass-5678'), REASON.invalidCredentials);
     expectEviction(await other.read(CODE.getMe), REASON.userInactive);
     committed(await root.write(OP.deleteUser, numericId(user.id)), OP.deleteUser);
     expect(server.node.state.queries.user({ kind: 'id', id: user.id })).toBeNull();
@@ -291,11 +293,17 @@ describe('client port: system reads, data plane, unknown commands', () => {
     expect(expectOk(await root.read(CODE.getClients), OP.nonReplicated).includes(me.subarray(0, me.length - 12))).toBe(true);
   });
 
-  it('/clients lists binary sessions as Iggy does: u32 id, address, transport tcp, user', async () => {
+  it('/clients lists binary connections as Iggy does: u32 id, address, transport TCP, user (null before login)', async () => {
     const me = expectOk(await root.read(CODE.getMe), OP.nonReplicated);
     const id = me.readUInt32LE(0);
     const listed = server.node.clients().find((client) => client.clientId === id);
-    expect(listed).toMatchObject({ clientId: id, userId: 0, transport: 'tcp', session: Number(root.session) });
+    expect(listed).toMatchObject({ clientId: id, userId: 0, transport: 'TCP', session: Number(root.session) });
+    const anonymous = await RawClient.connect(server.port);
+    // A connection is listed before it logs in, with no user (the wire's u32::MAX), as Iggy.
+    await expect.poll(() => server.node.clients().length).toBeGreaterThan(1);
+    const unnamed = server.node.clients().filter((client) => client.userId === null);
+    expect(unnamed.length).toBeGreaterThanOrEqual(1);
+    anonymous.close();
     expect(listed!.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(server.node.clients().every((client) => Number.isInteger(client.clientId) && client.clientId > 0 && client.clientId <= 0xffff_ffff)).toBe(true);
   });

@@ -29,7 +29,7 @@ describe('bad input', () => {
     }
   });
 
-  it('wrong types and missing fields are 400 invalid_request naming the field', async () => {
+  it('valid JSON with a missing or mistyped field is 422 naming the field (Iggy/axum), never 400', async () => {
     const cases: [string, unknown, string][] = [
       ['/streams', { name: 5 }, 'name'],
       ['/streams', {}, 'name'],
@@ -38,16 +38,29 @@ describe('bad input', () => {
       ['/streams/0/topics', { name: 't', partitions_count: 1, compression_algorithm: 'none', message_expiry: '0', max_topic_size: 0 }, 'message_expiry'],
       ['/streams/0/topics', { name: 't', partitions_count: 1, compression_algorithm: 'none', message_expiry: 0 }, 'max_topic_size'],
       ['/streams/0/topics', { name: 't', partitions_count: 1.5, compression_algorithm: 'none', message_expiry: 0, max_topic_size: 0 }, 'partitions_count'],
+      ['/streams/0/topics', { name: 't', partitions_count: 1, compression_algorithm: 'zstd', message_expiry: 0, max_topic_size: 0 }, 'compression_algorithm'],
       ['/users', { username: 'someone', password: 'password', status: 'active', permissions: { global: 'all' } }, 'permissions.global'],
+      ['/users', { username: 'someone', password: 'password', status: 'sleeping' }, 'status'],
     ];
     await h.request('POST', '/streams', { token, body: { name: 'exists' } });
     const writesBefore = h.node.writes.length;
     for (const [url, body, field] of cases) {
       const reply = await h.request('POST', url, { token, body });
-      expect(reply.status, JSON.stringify(body)).toBe(400);
-      expect(expectErrorShape(reply), JSON.stringify(body)).toMatchObject({ id: 400, code: 'invalid_request', field });
+      expect(reply.status, JSON.stringify(body)).toBe(422);
+      expect(expectErrorShape(reply), JSON.stringify(body)).toMatchObject({ id: 422, code: 'unprocessable_entity', field });
     }
     expect(h.node.writes.length).toBe(writesBefore);
+  });
+
+  it('a POST without any body is 400 (not JSON), and query or path type errors stay 400', async () => {
+    const empty = await h.request('POST', '/streams', { token, headers: { 'content-type': 'application/json' } });
+    expect(empty.status).toBe(400);
+    expect(expectErrorShape(empty)).toMatchObject({ id: 400, code: 'invalid_json' });
+    await h.request('POST', '/streams', { token, body: { name: 's' } });
+    await h.request('POST', '/streams/s/topics', { token, body: { name: 't', partitions_count: 1, compression_algorithm: 'none', message_expiry: 0, max_topic_size: 0 } });
+    const query = await h.request('DELETE', '/streams/s/topics/t/partitions?partitions_count=many', { token });
+    expect(query.status).toBe(400);
+    expect(expectErrorShape(query)).toMatchObject({ id: 400, code: 'invalid_request', field: 'partitions_count' });
   });
 
   it('a bigint outside a u64 field is refused, never rounded', async () => {
@@ -55,7 +68,7 @@ describe('bad input', () => {
       token,
       body: '{"name":"t","partitions_count":18446744073709551615,"compression_algorithm":"none","message_expiry":0,"max_topic_size":0}',
     });
-    expect(reply.status).toBe(400);
+    expect(reply.status).toBe(422);
     expect(expectErrorShape(reply).field).toBe('partitions_count');
   });
 
@@ -97,7 +110,7 @@ describe('bad input', () => {
     expect(reply.status).toBe(413);
     expect(expectErrorShape(reply)).toMatchObject({ id: 413, code: 'payload_too_large', field: null });
     expect(reply.headers.connection).toBe('close');
-    expect(reply.headers['iggy-view']).toBe('42');
+    expect(reply.headers['iggy-view']).toBeUndefined();
   });
 
   it('a non-JSON content type is 415', async () => {
@@ -161,23 +174,30 @@ describe('write outcomes', () => {
 });
 
 describe('iggy-view header', () => {
-  it('is on successes, errors and unknown routes, and never on /ping', async () => {
+  it('is on successes, never on errors or /ping (Iggy stamps 2xx and 3xx answers only)', async () => {
     const ping = await h.request('GET', '/ping');
     expect(ping.status).toBe(200);
     expect(ping.text).toBe('pong');
     expect(ping.headers['content-type']).toMatch(/^text\/plain/);
     expect(ping.headers['iggy-view']).toBeUndefined();
 
-    for (const [method, url, useToken] of [
-      ['GET', '/streams', true],
-      ['POST', '/streams', true],
-      ['GET', '/streams', false],
-      ['GET', '/nope', false],
-      ['GET', '/livez', false],
-      ['DELETE', '/streams/9', true],
+    for (const [method, url, useToken, status] of [
+      ['GET', '/streams', true, 200],
+      ['POST', '/streams', true, 200],
+      ['POST', '/streams', true, 400],
+      ['GET', '/livez', false, 200],
+      ['DELETE', '/streams/v', true, 204],
+      ['GET', '/streams', false, 401],
+      ['GET', '/nope', false, 404],
+      ['DELETE', '/streams/9', true, 404],
     ] as const) {
       const reply = await h.request(method, url, { token: useToken ? token : null, body: method === 'POST' ? { name: 'v' } : undefined });
-      expect(reply.headers['iggy-view'], `${method} ${url}`).toBe('42');
+      expect(reply.status, `${method} ${url}`).toBe(status);
+      expect(reply.headers['iggy-view'], `${method} ${url}`).toBe(status < 400 ? '42' : undefined);
     }
+    // A framework-level rejection (bad percent-encoding) carries none either.
+    const badUrl = await h.request('GET', '/streams/%E0%A4%A', { token });
+    expect(badUrl.status).toBe(400);
+    expect(badUrl.headers['iggy-view']).toBeUndefined();
   });
 });

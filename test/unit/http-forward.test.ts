@@ -76,14 +76,23 @@ describe('forwarding', () => {
     expect(primaryNode.state.queries.topic({ kind: 'name', name: 'x' }, { kind: 'name', name: 't' })?.partitionsCount).toBe(1);
   });
 
-  it('reads are served locally unless linearizable', async () => {
+  it('reads are served locally; a linearizable read is redirected (307) to the primary, not relayed', async () => {
     await backup.request('POST', '/streams', { token, body: { name: 'only-on-primary' } });
+    const relayedBefore = seen.length;
     const local = await backup.request('GET', '/streams', { token });
     expect(local.json).toEqual([]);
     expect(local.headers['iggy-view']).toBe('6');
     const linearizable = await backup.request('GET', '/streams?consistency=linearizable', { token });
-    expect(linearizable.json.map((stream: { name: string }) => stream.name)).toEqual(['only-on-primary']);
-    expect(linearizable.headers['iggy-view']).toBe('7');
+    expect(linearizable.status).toBe(307);
+    expect(linearizable.headers.location).toBe(`http://${primaryAddress}/streams?consistency=linearizable`);
+    expect(linearizable.text).toBe('');
+    expect(linearizable.headers['iggy-view']).toBe('6');
+    expect(seen.length).toBe(relayedBefore);
+    // Following the redirect, the primary answers with its state and its view.
+    const followed = await fetch(String(linearizable.headers.location), { headers: { authorization: `Bearer ${token}` } });
+    expect(followed.status).toBe(200);
+    expect(((await followed.json()) as { name: string }[]).map((stream) => stream.name)).toEqual(['only-on-primary']);
+    expect(followed.headers.get('iggy-view')).toBe('7');
   });
 
   it('a request already forwarded once gets the retryable 503 instead of a second hop', async () => {

@@ -3,7 +3,6 @@
  * Iggy's /stats, /cluster/metadata and /clients. Shapes are snake_case and the metrics carry the
  * replica gauges, read from the node at scrape time.
  */
-import { decodeJwt } from 'jose';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
@@ -123,7 +122,7 @@ describe('Iggy system routes', () => {
     await h.request('POST', '/streams/s/topics', { token, body: { name: 't', partitions_count: 3, compression_algorithm: 'none', message_expiry: 0, max_topic_size: 0 } });
     const reply = await h.request('GET', '/stats', { token });
     expect(reply.status).toBe(200);
-    expect(reply.json).toMatchObject({ streams_count: 1, topics_count: 1, partitions_count: 3, consumer_groups_count: 0, clients_count: 1, messages_size_bytes: '0 B' });
+    expect(reply.json).toMatchObject({ streams_count: 1, topics_count: 1, partitions_count: 3, consumer_groups_count: 0, clients_count: 0, messages_size_bytes: '0 B' });
     expect(Object.keys(reply.json).sort()).toEqual(
       [
         'available_memory', 'cache_metrics', 'clients_count', 'consumer_groups_count', 'cpu_usage', 'free_disk_space', 'hostname',
@@ -150,13 +149,22 @@ describe('Iggy system routes', () => {
     });
   });
 
-  it('/clients lists the VSR sessions; /clients/{id} adds memberships; unknown is 404', async () => {
+  it('/clients lists connections as Iggy: by u32 id, sorted, user null before login; /clients/{id} adds memberships', async () => {
+    // An HTTP session is not a connection: Iggy does not list it, and neither does vrmeta.
     await h.request('POST', '/streams', { token, body: { name: 's' } });
-    const session = h.node.sessionOf(decodeJwt(token).jti as string)!;
+    expect((await h.request('GET', '/clients', { token })).json).toEqual([]);
+    h.node.connectedClients = [
+      { clientId: 0xffff_fff0, userId: 0, session: 3, consumerGroups: [{ streamId: 0, topicId: 1, groupId: 2 }], address: '127.0.0.1:50001', transport: 'TCP' },
+      { clientId: 7, userId: null, session: 0, consumerGroups: [], address: '127.0.0.1:50002', transport: 'TCP' },
+    ];
     const list = await h.request('GET', '/clients', { token });
-    expect(list.json).toEqual([{ client_id: Number(session.clientId), user_id: 0, address: '127.0.0.1', transport: 'http', consumer_groups_count: 0 }]);
-    const details = await h.request('GET', `/clients/${session.clientId}`, { token });
-    expect(details.json).toMatchObject({ client_id: Number(session.clientId), consumer_groups: [] });
+    expect(list.json).toEqual([
+      { client_id: 7, user_id: null, address: '127.0.0.1:50002', transport: 'TCP', consumer_groups_count: 0 },
+      { client_id: 0xffff_fff0, user_id: 0, address: '127.0.0.1:50001', transport: 'TCP', consumer_groups_count: 1 },
+    ]);
+    const details = await h.request('GET', `/clients/${0xffff_fff0}`, { token });
+    expect(details.json).toMatchObject({ client_id: 0xffff_fff0, consumer_groups: [{ stream_id: 0, topic_id: 1, group_id: 2 }] });
+    expect((await h.request('GET', '/stats', { token })).json.clients_count).toBe(2);
     expect((await h.request('GET', '/clients/999', { token })).status).toBe(404);
     expect((await h.request('GET', '/clients/abc', { token })).status).toBe(400);
   });

@@ -136,22 +136,22 @@ describe('topics', () => {
     expect(reply.text).toContain('"message_expiry":9007199254740993');
   });
 
-  it('u64 fields out of range are a 400 naming the field', async () => {
+  it('u64 fields out of range are a 422 naming the field; a business rule stays 400', async () => {
     const tooBig = await createTopic('s', { name: 'x', max_topic_size: U64_MAX + 1n });
-    expect(tooBig.status).toBe(400);
-    expect(expectErrorShape(tooBig)).toMatchObject({ code: 'invalid_request', field: 'max_topic_size' });
+    expect(tooBig.status).toBe(422);
+    expect(expectErrorShape(tooBig)).toMatchObject({ code: 'unprocessable_entity', field: 'max_topic_size' });
     const negative = await createTopic('s', { name: 'x', message_expiry: -1 });
-    expect(negative.status).toBe(400);
+    expect(negative.status).toBe(422);
     expect(expectErrorShape(negative).field).toBe('message_expiry');
     const small = await createTopic('s', { name: 'x', max_topic_size: 1000 });
     expect(small.status).toBe(400);
     expect(expectErrorShape(small)).toMatchObject({ id: 1019, code: 'invalid_topic_size' });
   });
 
-  it('compression is case-insensitive; an unknown one is a 400', async () => {
+  it('compression is case-insensitive; an unknown one is a 422 (valid JSON, bad value)', async () => {
     expect((await createTopic('s', { name: 'g', compression_algorithm: 'Gzip' })).json.compression_algorithm).toBe('gzip');
     const bad = await createTopic('s', { name: 'z', compression_algorithm: 'zstd' });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
     expect(expectErrorShape(bad).field).toBe('compression_algorithm');
   });
 
@@ -236,6 +236,23 @@ describe('partitions and segments', () => {
     const badId = await h.request('DELETE', '/streams/s/topics/t/partitions/x?segments_count=1', { token });
     expect(badId.status).toBe(400);
     expect(expectErrorShape(badId).field).toBe('partition_id');
+  });
+
+  it('segments_count: one empty segment per partition, as Iggy; delete-segments and purge keep it, /stats sums it', async () => {
+    const segments = async () => (await h.request('GET', '/streams/s/topics/t', { token })).json.partitions.map((p: { segments_count: number }) => p.segments_count);
+    const statsSegments = async () => (await h.request('GET', '/stats', { token })).json.segments_count;
+    expect(await segments()).toEqual([1]);
+    expect(await statsSegments()).toBe(1);
+    // The active segment is never deleted: asking for more than the sealed ones leaves it.
+    expect((await h.request('DELETE', '/streams/s/topics/t/partitions/0?segments_count=5', { token })).status).toBe(204);
+    expect((await h.request('DELETE', '/streams/s/topics/t/purge', { token })).status).toBe(204);
+    expect(await segments()).toEqual([1]);
+    expect((await h.request('POST', '/streams/s/topics/t/partitions', { token, body: { partitions_count: 3 } })).status).toBe(200);
+    expect(await segments()).toEqual([1, 1, 1, 1]);
+    expect(await statsSegments()).toBe(4);
+    const created = await createTopic('s', { name: 'fresh', partitions_count: 2 });
+    expect(created.json.partitions.map((p: { segments_count: number }) => p.segments_count)).toEqual([1, 1]);
+    expect(await statsSegments()).toBe(6);
   });
 });
 

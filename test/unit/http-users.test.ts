@@ -107,8 +107,24 @@ describe('users', () => {
     const shortPassword = await h.request('POST', '/users', { token: root, body: { username: 'erin', password: 'ab', status: 'active' } });
     expect(expectErrorShape(shortPassword)).toMatchObject({ id: 44, code: 'invalid_password' });
     const badStatus = await h.request('POST', '/users', { token: root, body: { username: 'erin', password: 'whatever', status: 'sleeping' } });
-    expect(badStatus.status).toBe(400);
+    expect(badStatus.status).toBe(422);
     expect(expectErrorShape(badStatus).field).toBe('status');
+  });
+
+  it("root has a real created_at from the cluster's first write, and its earlier token stays valid", async () => {
+    const before = await h.request('GET', '/users/me', { token: root });
+    expect(before.json.created_at).toBe(0);
+    h.clock.nowMs += 5_000;
+    const stream = await h.request('POST', '/streams', { token: root, body: { name: 'first-write' } });
+    expect(stream.status).toBe(200);
+    const after = await h.request('GET', '/users/me', { token: root });
+    // The token was issued while root's created_at was 0: root is not a new user for it.
+    expect(after.status).toBe(200);
+    expect(after.json.created_at).toBe(stream.json.created_at);
+    expect(after.json.created_at).toBe(h.clock.nowMs * 1000);
+    expect((await h.request('GET', '/users', { token: root })).json[0].created_at).toBe(after.json.created_at);
+    await h.request('POST', '/streams', { token: root, body: { name: 'second-write' } });
+    expect((await h.request('GET', '/users/0', { token: root })).json.created_at).toBe(after.json.created_at);
   });
 
   it('root cannot be deleted or re-permissioned (400, Iggy 48 / 49)', async () => {
@@ -128,13 +144,13 @@ describe('users', () => {
       token: root,
       body: { permissions: { global: ALL_FALSE_GLOBAL, streams: { 'not-a-number': PERMISSIONS.streams['3'] } } },
     });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
     expect(expectErrorShape(bad).field).toBe('permissions');
     const missingFlag = await h.request('PUT', '/users/frank/permissions', {
       token: root,
       body: { permissions: { global: { manage_servers: true } } },
     });
-    expect(missingFlag.status).toBe(400);
+    expect(missingFlag.status).toBe(422);
   });
 });
 

@@ -44,6 +44,32 @@ describe('metadata state machine: genesis', () => {
     ]);
   });
 
+  it("root's created_at is the first committed metadata op's timestamp, set once, kept by snapshot and restore", () => {
+    const driver = new Driver();
+    const rootCreatedAt = () => driver.sm.queries.user(idOf(0))!.createdAtUs;
+    // A precheck proposes nothing: it must not stamp.
+    expect(driver.sm.precheck(ROOT, Operation.createStream, encodeRequest(req.createStream('s')), { timestampUs: 5 })).toBe(ErrorCode.ok);
+    expect(rootCreatedAt()).toBe(ROOT_CREATED_AT_US);
+    // An undecodable body is rejected before any state is read: no stamp either.
+    expect(driver.raw(ROOT, Operation.createStream, new Uint8Array(0)).errorCode).toBe(ErrorCode.invalidCommand);
+    expect(rootCreatedAt()).toBe(ROOT_CREATED_AT_US);
+    // The first decodable op stamps, even when it commits as a rejection.
+    expect(driver.code(ROOT, req.deleteStream('missing'))).toBe(ErrorCode.streamIdNotFound);
+    const first = driver.timestampUs;
+    expect(rootCreatedAt()).toBe(first);
+    driver.created(ROOT, req.createStream('s'));
+    expect(rootCreatedAt()).toBe(first);
+    // Every replica that applies the same ops (or restores the snapshot) derives the same bytes.
+    const replay = new Driver();
+    replay.timestampUs = first - 1_000_000;
+    replay.code(ROOT, req.deleteStream('missing'));
+    replay.created(ROOT, req.createStream('s'));
+    expect(replay.sm.snapshot()).toEqual(driver.sm.snapshot());
+    const restored = newMachine();
+    restored.restore(driver.sm.snapshot());
+    expect(restored.queries.user(idOf(0))!.createdAtUs).toBe(first);
+  });
+
   it('two replicas built from the same genesis have byte-identical snapshots', () => {
     const left = snapshotEncodeTs(fullSnapshot(newMachine().snapshot()));
     const right = snapshotEncodeTs(fullSnapshot(newMachine().snapshot()));
@@ -98,7 +124,7 @@ describe('metadata state machine: streams and topics', () => {
     expect(driver.code(ROOT, req.createTopic('missing', 't1'))).toBe(ErrorCode.streamIdNotFound);
   });
 
-  it('topics have per-stream ids and names; partitions are dense and listed with zero counters', () => {
+  it('topics have per-stream ids and names; partitions are dense and listed with zero counters and one empty segment', () => {
     const driver = new Driver();
     driver.created(ROOT, req.createStream('a'));
     driver.created(ROOT, req.createStream('b'));
@@ -106,8 +132,8 @@ describe('metadata state machine: streams and topics', () => {
     expect(driver.created(ROOT, req.createTopic(1, 't', 0))).toBe(0);
     const topic = driver.sm.queries.topic(idOf(0), idOf(0));
     expect(topic?.partitions).toEqual([
-      { id: 0, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 0, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
-      { id: 1, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 0, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
+      { id: 0, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 1, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
+      { id: 1, createdAtUs: driver.timestampUs - 1_000_000, segmentsCount: 1, currentOffset: 0, sizeBytes: 0, messagesCount: 0 },
     ]);
   });
 

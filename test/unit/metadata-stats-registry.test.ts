@@ -53,7 +53,7 @@ describe('stats registry: identity and cascade', () => {
     ]);
     expect(totals(driver, 0)).toEqual({ sizeBytes: 157, messagesCount: 4 });
     expect(totals(driver, 1)).toEqual({ sizeBytes: 0, messagesCount: 0 });
-    expect(driver.sm.queries.statsView()).toMatchObject({ streamsCount: 2, topicsCount: 3, partitionsCount: 4, messagesCount: 4, messagesSizeBytes: 157, segmentsCount: 2 });
+    expect(driver.sm.queries.statsView()).toMatchObject({ streamsCount: 2, topicsCount: 3, partitionsCount: 4, messagesCount: 4, messagesSizeBytes: 157, segmentsCount: 4 });
   });
 
   it('counters never enter the snapshot: bumps leave the encoded bytes unchanged', () => {
@@ -110,8 +110,11 @@ describe('stats registry: purge', () => {
     const topic = driver.sm.queries.topic(idOf(0), idOf(0));
     expect(topic?.partitions.map((p) => [p.sizeBytes, p.messagesCount, p.segmentsCount, p.currentOffset])).toEqual([
       [0, 0, 1, 0],
-      [0, 0, 0, 0],
+      [0, 0, 1, 0],
     ]);
+    // The registry keeps one segment only where there was storage; reads show every partition's
+    // active segment either way (queries.ts PARTITION_SEGMENTS_MIN).
+    expect([driver.sm.partitionStats(0, 0, 0)?.segmentsCount, driver.sm.partitionStats(0, 0, 1)?.segmentsCount]).toEqual([1, 0]);
     expect(topic).toMatchObject({ sizeBytes: 0, messagesCount: 0 });
     // The sibling topic's counters survive, and the stream lost exactly the purged amounts.
     expect(totals(driver, 0)).toEqual({ sizeBytes: 7, messagesCount: 1 });

@@ -20,9 +20,10 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = a
     const credentials = node.state.credentials(username);
     // Under the password gate: a flood of logins is refused (429) before it reaches Argon2id.
     const verified = await ctx.verifyPassword(credentials?.passwordHash ?? (await dummyPasswordHash()), password);
-    // Iggy answers a wrong username or password with InvalidCredentials (42), a 400.
-    if (credentials === null || !verified) throw iggyError(ErrorCode.invalidCredentials);
-    if (credentials.status !== UserStatus.active) throw iggyError(ErrorCode.userInactive);
+    // Iggy answers a wrong username or password with InvalidCredentials (42), a 400, and an
+    // inactive account exactly alike (same code, verified at the same cost): a login must not
+    // tell which accounts exist but are disabled.
+    if (credentials === null || !verified || credentials.status !== UserStatus.active) throw iggyError(ErrorCode.invalidCredentials);
     return auth.issue(credentials.id);
   });
 

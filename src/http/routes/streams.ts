@@ -23,7 +23,7 @@ import { idOf, Operation, type Identifier } from '../../metadata/operations.js';
 import { canReadStream, canReadStreams, canReadTopic, canReadTopics } from '../../metadata/permissions.js';
 import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from '../../metadata/validation.js';
 import type { HttpContext } from '../context.js';
-import { invalidRequest, notFound, unauthorized } from '../errors.js';
+import { notFound, unauthorized, unprocessableBody } from '../errors.js';
 import { compressionCode, renderStream, renderStreamDetails, renderTopic, renderTopicDetails } from '../render.js';
 import { check, createdId, createdView, noOptions, pathIdentifier, u64Field } from '../requests.js';
 import {
@@ -49,7 +49,7 @@ import { resolveTopicIds } from './resolve.js';
 
 function compressionOf(name: string): number {
   const code = compressionCode(name);
-  if (code === null) throw invalidRequest('compression_algorithm', `unknown compression algorithm "${name}" (none, gzip)`);
+  if (code === null) throw unprocessableBody('compression_algorithm', `unknown compression algorithm "${name}" (none, gzip)`);
   return code;
 }
 

@@ -77,7 +77,8 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
 
   app.get('/clients', { schema: { response: responses({ 200: Type.Array(ClientInfo) }) } }, async (request) => {
     if (!canReadServers(ctx.identity(request).principal)) throw unauthorized();
-    return node.clients().map(renderClient);
+    // Ordered by client id, as Iggy's `clients_from_wire` sorts them.
+    return [...node.clients()].sort((left, right) => left.clientId - right.clientId).map(renderClient);
   });
 
   app.get(
