@@ -11,7 +11,7 @@
  * Cardinality is bounded: `route` is the route pattern (never the raw URL), unknown routes share
  * one label value, and the per-replica series are bounded by the static replica roster.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeApi, StateTransferStatus } from './node-api.js';
 import type { PasswordGateStats } from './password-gate.js';
 
@@ -35,6 +35,10 @@ export interface HttpMetrics {
 export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateStats): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ replica: String(node.replica) });
+  // prom-client's process metrics (CPU, memory, heap, event-loop lag, GC, open fds, handles), on
+  // this registry: the global one would be shared by every app of the process.
+  collectDefaultMetrics({ register: registry });
+  node.registerMetrics?.(registry);
 
   const gauge = (name: string, help: string, read: () => number): Gauge =>
     new Gauge({
@@ -99,33 +103,40 @@ export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateSta
     },
   });
 
-  // The replica port's refusals. prom-client counters cannot be set from a collect callback, so
-  // these are gauges holding counters' values (monotonic for the life of the process); the
-  // `_total` suffix says what they count. Reasons are the bus's fixed vocabularies (bounded).
-  new Gauge({
+  // The replica port's refusals: counters owned by the bus, copied into the series at scrape
+  // time (reset, then inc by the bus's value). Reasons are the bus's fixed vocabularies (bounded).
+  new Counter({
     name: 'vsr_replica_auth_failures_total',
     help: 'failed replica handshakes (wrong or missing secret, wrong replica index, timeouts, ...) by reason',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.set({ reason }, count);
+      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.inc({ reason }, count);
     },
   });
-  new Gauge({
+  new Counter({
     name: 'vsr_replica_frames_rejected_total',
     help: 'frames refused on the replica port (bad size, seal, checksum, impersonation, ...) by reason',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.set({ reason }, count);
+      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.inc({ reason }, count);
     },
   });
 
   gauge('http_password_verifications_running', 'Argon2id verifications running (bounded, password-gate.ts)', () => passwordGate().running);
   gauge('http_password_verifications_queued', 'Argon2id verifications waiting for a slot', () => passwordGate().queued);
-  gauge('http_password_verifications_refused_total', 'password verifications refused with 429: the gate was full', () => passwordGate().refused);
+  new Counter({
+    name: 'http_password_verifications_refused_total',
+    help: 'password verifications refused with 429: the gate was full',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(passwordGate().refused);
+    },
+  });
 
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();

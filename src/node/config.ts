@@ -60,6 +60,8 @@ export interface NodeConfig {
   /** PEM files: TLS on the client port when both are set. */
   readonly tcpTlsCert: string | null;
   readonly tcpTlsKey: string | null;
+  /** GET /metrics answers without a bearer (default false: it needs one, as Iggy's does). */
+  readonly metricsPublic: boolean;
 }
 
 /** Key name (as in the TOML file) -> environment variable. */
@@ -87,6 +89,7 @@ export const CONFIG_KEYS = {
   tcp_connections_max: 'VRMETA_TCP_CONNECTIONS_MAX',
   tcp_tls_cert: 'VRMETA_TCP_TLS_CERT',
   tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
+  metrics_public: 'VRMETA_METRICS_PUBLIC',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -114,6 +117,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   tcp_connections_max: 10_000,
   tcp_tls_cert: null,
   tcp_tls_key: null,
+  metrics_public: false,
 };
 
 export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
@@ -316,6 +320,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tcpConnectionsMax: integer('tcp_connections_max', raw.tcp_connections_max, 1, 1_000_000),
     tcpTlsCert,
     tcpTlsKey,
+    metricsPublic: boolean('metrics_public', raw.metrics_public),
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({
