@@ -94,7 +94,7 @@ describe('/metrics', () => {
       'vsr_is_primary{replica="1"} 1',
       'vsr_state_transfer_stage{stage="fetching",replica="1"} 1',
       'vsr_state_transfer_bytes_done{replica="1"} 512',
-      'vsr_state_transfer_bytes_total{replica="1"} 4096',
+      'vsr_state_transfer_artifact_bytes{replica="1"} 4096',
       'vsr_replica_lag_ops{peer="0",replica="1"} 4',
       'vsr_replica_auth_failures_total{reason="mac_mismatch",replica="1"} 3',
       'vsr_replica_auth_failures_total{reason="mode_mismatch",replica="1"} 1',
