@@ -15,6 +15,10 @@ const PROMTOOL_REQUIRED = process.env['VRMETA_REQUIRE_PROMTOOL'] === '1';
 const PROMTOOL_FOUND = spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0;
 /** Writes: enough for two checkpoints at journal_slots 32, depth 8 (one every 16 ops). */
 const WRITES = 40;
+/** clients_table_max 4: at most 2 HTTP sessions per node, 4 in the replicated client table. */
+const CLIENTS_TABLE_MAX = 4;
+/** Sessions (one login each) that write after the first: each one beyond the caps evicts one. */
+const EXTRA_SESSIONS = 5;
 
 /** The sum of the samples of `name` whose labels include `labels` (exact name, no suffixes). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -55,12 +59,14 @@ async function scrape(c: Cluster, index: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  const c = await Cluster.start({ journalSlots: 32, prepareQueueDepth: 8, extraArgs: ['--metrics-public'] });
+  const c = await Cluster.start({ journalSlots: 32, prepareQueueDepth: 8, clientsTableMax: CLIENTS_TABLE_MAX, extraArgs: ['--metrics-public'] });
   cluster = c;
   await c.explain(async () => {
     const primary = await c.primary();
     const root = c.client(primary);
     for (let index = 0; index < WRITES; index++) await root.createStream(`metrics-${index}`);
+    // Every login is a session of its own: more of them than the caps hold evict the oldest.
+    for (let index = 0; index < EXTRA_SESSIONS; index++) await (await c.login(primary)).createStream(`session-${index}`);
     await c.waitFor('a checkpoint on the primary', async () => (await c.status(primary)).checkpoint_op > 0 || null, 20_000);
     scrapes.before = await scrape(c, primary);
     scrapes.statsStatus = (await fetch(`http://${c.httpAddress(primary)}/stats`, { signal: AbortSignal.timeout(10_000) })).status;
@@ -99,8 +105,13 @@ describe('/metrics of a running cluster', () => {
     expect(sample(text, 'vsr_checkpoint_size_bytes_sum') / checkpoints).toBeGreaterThan(0);
     for (const reason of ['queue_full', 'queue_bytes', 'self', 'closed']) expect(sample(text, 'vsr_replica_frames_dropped_total', { reason })).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'vsr_requests_dropped_total')).toBeGreaterThanOrEqual(0);
-    expect(sample(text, 'vsr_client_table_evictions_total')).toBe(0);
-    expect(sample(text, 'vsr_session_evictions_total', { transport: 'http', reason: 'capacity' })).toBe(0);
+  });
+
+  it('counts the evictions: local HTTP sessions over clients_table_max / 2, and the replicated client table', () => {
+    const text = scrapes.before;
+    const sessions = 1 + EXTRA_SESSIONS;
+    expect(sample(text, 'vsr_session_evictions_total', { transport: 'http', reason: 'capacity' })).toBe(sessions - CLIENTS_TABLE_MAX / 2);
+    expect(sample(text, 'vsr_client_table_evictions_total')).toBe(sessions - CLIENTS_TABLE_MAX);
   });
 
   it('the new primary counted the view change', () => {
