@@ -5,9 +5,9 @@
  *
  * Scopes (fastify encapsulation), outermost first:
  *   - public: /ping, /livez, /readyz, /users/login, /users/refresh-token,
- *     /personal-access-tokens/login;
+ *     /personal-access-tokens/login; /metrics with `metricsPublic`;
  *   - authenticated (an onRequest hook verifies the bearer before the body is even read):
- *     node-local reads (/stats, /cluster/*, /clients, /metrics);
+ *     node-local reads (/stats, /cluster/*, /clients, and /metrics by default);
  *   - control plane (inside authenticated): users, PATs, streams, topics, partitions, consumer
  *     groups. On a backup, a write is forwarded to the primary before validation, so the primary
  *     alone validates, hashes and mints secrets. A `?consistency=linearizable` read on a backup is
@@ -52,7 +52,7 @@ import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
 import { streamRoutes } from './routes/streams.js';
-import { systemRoutes } from './routes/system.js';
+import { metricsRoutes, systemRoutes } from './routes/system.js';
 import { userRoutes } from './routes/users.js';
 import { processSystemInfo, type SystemInfo } from './system-info.js';
 
@@ -84,6 +84,8 @@ export interface BuildAppOptions {
   readonly passwordGate?: Partial<PasswordGateOptions> | PasswordGate;
   /** HTTPS: the listener's certificate and key (src/node/tls.ts `serverTlsOptions`). */
   readonly https?: import('node:tls').TlsOptions;
+  /** GET /metrics without a bearer (`metrics_public`); by default it needs one, as Iggy's does. */
+  readonly metricsPublic?: boolean;
   /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
   readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
   /** Browser access (cors.ts): Iggy's default, any origin, unless the config lists origins. */
@@ -147,12 +149,15 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
 
   app.register(healthRoutes, { ctx });
   app.register(identityRoutes, { ctx });
+  const metricsPublic = options.metricsPublic ?? false;
+  if (metricsPublic) app.register(metricsRoutes, { ctx });
   app.register(async (authenticated) => {
     authenticated.addHook('onRequest', async (request) => {
       ctx.setIdentity(request, await ctx.auth.authenticate(request.headers.authorization));
     });
     authenticated.addHook('preValidation', async (request, reply) => consistencyGate(node, ctx.forwarder, request, reply));
     await authenticated.register(systemRoutes, { ctx });
+    if (!metricsPublic) await authenticated.register(metricsRoutes, { ctx });
     await authenticated.register(async (controlPlane) => {
       controlPlane.addHook('preValidation', async (request, reply) => {
         if (isWrite(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);

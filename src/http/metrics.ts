@@ -11,7 +11,7 @@
  * Cardinality is bounded: `route` is the route pattern (never the raw URL), unknown routes share
  * one label value, and the per-replica series are bounded by the static replica roster.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeApi, StateTransferStatus } from './node-api.js';
 import type { PasswordGateStats } from './password-gate.js';
 
@@ -24,6 +24,9 @@ const TRANSFER_STAGES = ['idle', 'awaiting_target', 'fetching', 'installing'] as
 /** Seconds: sub-millisecond reads up to multi-second commits during a view change. */
 const LATENCY_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** prom-client default gauges whose `_total` suffix promtool's lint refuses (see createMetrics). */
+const DEFAULT_METRICS_MISNAMED = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** The label for requests that matched no route (404s), so scanners cannot grow the series set. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -35,6 +38,13 @@ export interface HttpMetrics {
 export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateStats): HttpMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ replica: String(node.replica) });
+  // prom-client's process metrics (CPU, memory, heap, event-loop lag, GC, open fds, handles), on
+  // this registry: the global one would be shared by every app of the process.
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters (promtool's lint refuses them); each is the sum of the by-type
+  // gauge of the same name without `_total`, which stays.
+  for (const name of DEFAULT_METRICS_MISNAMED) registry.removeSingleMetric(name);
+  node.registerMetrics?.(registry);
 
   const gauge = (name: string, help: string, read: () => number): Gauge =>
     new Gauge({
@@ -76,7 +86,8 @@ export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateSta
     },
   });
   gauge('vsr_state_transfer_bytes_done', 'bytes of the snapshot artifact received', () => node.status().stateTransfer?.bytesDone ?? 0);
-  gauge('vsr_state_transfer_bytes_total', 'bytes of the snapshot artifact in total', () => node.status().stateTransfer?.bytesTotal ?? 0);
+  // Not `_bytes_total`: a gauge, and `_total` names counters.
+  gauge('vsr_state_transfer_artifact_bytes', 'bytes of the snapshot artifact in total', () => node.status().stateTransfer?.bytesTotal ?? 0);
 
   new Gauge({
     name: 'vsr_replica_lag_ops',
@@ -99,33 +110,40 @@ export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateSta
     },
   });
 
-  // The replica port's refusals. prom-client counters cannot be set from a collect callback, so
-  // these are gauges holding counters' values (monotonic for the life of the process); the
-  // `_total` suffix says what they count. Reasons are the bus's fixed vocabularies (bounded).
-  new Gauge({
+  // The replica port's refusals: counters owned by the bus, copied into the series at scrape
+  // time (reset, then inc by the bus's value). Reasons are the bus's fixed vocabularies (bounded).
+  new Counter({
     name: 'vsr_replica_auth_failures_total',
     help: 'failed replica handshakes (wrong or missing secret, wrong replica index, timeouts, ...) by reason',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.set({ reason }, count);
+      for (const [reason, count] of Object.entries(node.replicaTransport().authFailures)) this.inc({ reason }, count);
     },
   });
-  new Gauge({
+  new Counter({
     name: 'vsr_replica_frames_rejected_total',
     help: 'frames refused on the replica port (bad size, seal, checksum, impersonation, ...) by reason',
     labelNames: ['reason'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.set({ reason }, count);
+      for (const [reason, count] of Object.entries(node.replicaTransport().rejectedFrames)) this.inc({ reason }, count);
     },
   });
 
   gauge('http_password_verifications_running', 'Argon2id verifications running (bounded, password-gate.ts)', () => passwordGate().running);
   gauge('http_password_verifications_queued', 'Argon2id verifications waiting for a slot', () => passwordGate().queued);
-  gauge('http_password_verifications_refused_total', 'password verifications refused with 429: the gate was full', () => passwordGate().refused);
+  new Counter({
+    name: 'http_password_verifications_refused_total',
+    help: 'password verifications refused with 429: the gate was full',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(passwordGate().refused);
+    },
+  });
 
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();

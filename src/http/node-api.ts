@@ -8,6 +8,7 @@
  * committed result. HTTP sessions are VSR client sessions: the node registers one lazily per
  * session key on the first write and keeps at most clients_table_max / 2 of them.
  */
+import type { Registry } from 'prom-client';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 
 /** The credential a request authenticated with: a JWT id, or the hash of a personal access token. */
@@ -119,6 +120,11 @@ export interface NodeApi {
   nodes(): readonly ClusterNode[];
   clients(): readonly ClientSessionInfo[];
   replicaTransport(): ReplicaTransportCounters;
+  /**
+   * Adds the node's own metrics (latency histograms, eviction and drop counters) to the app's
+   * per-node registry. Optional: in-process test nodes have none.
+   */
+  registerMetrics?(registry: Registry): void;
   /**
    * Commits `body` as `operation` for `session` acting as `userId` (stamped by the primary).
    * Resolves only after the committed op was applied to `state` here, so the HTTP layer can read

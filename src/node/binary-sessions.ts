@@ -94,6 +94,8 @@ export interface BinaryHost {
   log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
   /** Tests shorten the grace before a closed connection's session is logged out. */
   readonly disconnectLogoutGraceMs?: number;
+  /** Metrics: a request is submitted now; the returned function is called once when it ended. */
+  startRequest?(): (outcome: SubmitOutcome['kind']) => void;
   /**
    * Verifies a password under the node's password gate, the one HTTP logins share: a flood of
    * logins on either edge is refused ('busy') before it reaches Argon2id.
@@ -339,7 +341,12 @@ export class BinarySessions {
     }
     const existing = this.pending.get(input.client);
     if (existing !== undefined) this.settle(input.client, existing, { kind: 'not_accepted' });
-    return new Promise<SubmitOutcome>((resolve) => {
+    const ended = this.host.startRequest?.();
+    return new Promise<SubmitOutcome>((resolveSubmit) => {
+      const resolve = (outcome: SubmitOutcome): void => {
+        ended?.(outcome.kind);
+        resolveSubmit(outcome);
+      };
       const timer = setTimeout(() => {
         const current = this.pending.get(input.client);
         if (current?.timer === timer) {

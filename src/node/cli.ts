@@ -52,6 +52,7 @@ const start = program.command('start').description('run one replica in the foreg
 start.option('--config <file>', 'TOML configuration file');
 for (const [flag, , description] of START_FLAGS) start.option(flag, description);
 start.option('--rejoin', 'this replica lost its disk: rejoin with an empty data directory by state transfer');
+start.option('--metrics-public', 'serve GET /metrics without a bearer token (default: any valid token is required, as in Iggy)');
 start.option('--insecure', 'run without a cluster secret: a throwaway single replica only (keys random per process start)');
 start.action(async (options: Record<string, string | undefined>) => {
   const { start: run } = await import('./main.js');
@@ -62,6 +63,7 @@ start.action(async (options: Record<string, string | undefined>) => {
   }
   if (options['rejoin'] !== undefined) flags.rejoin = true;
   if (options['insecure'] !== undefined) flags.insecure = true;
+  if (options['metricsPublic'] !== undefined) flags.metrics_public = true;
   process.exitCode = await run({ ...(options['config'] === undefined ? {} : { configFile: options['config'] }), flags });
 });
 

@@ -27,6 +27,8 @@ export interface SessionHost {
   canAccept(): boolean;
   /** Iggy's u32 client id for a new session (shared with the binary connections' ids). */
   allocateClientId?(): number;
+  /** Metrics: a request is submitted now; the returned function is called once when it ended. */
+  startRequest?(): (outcome: 'reply' | 'eviction' | 'timeout' | 'not_accepted') => void;
 }
 
 interface Session {
@@ -43,6 +45,21 @@ interface Session {
   tail: Promise<unknown>;
 }
 
+/** How a call ended, for the request-duration metric: a deny is a reply too. */
+function requestOutcome(value: { body: Uint8Array } | { outcome: WriteOutcome }): 'reply' | 'eviction' | 'timeout' | 'not_accepted' {
+  if ('body' in value) return 'reply';
+  switch (value.outcome.kind) {
+    case 'evicted':
+      return 'eviction';
+    case 'unavailable':
+      return 'not_accepted';
+    case 'unknown':
+      return value.outcome.reason.startsWith('request denied') ? 'reply' : 'timeout';
+    default:
+      return 'reply';
+  }
+}
+
 interface Pending {
   readonly resolve: (reply: { frame: Uint8Array } | { evicted: true }) => void;
   readonly timer: NodeJS.Timeout;
@@ -56,6 +73,8 @@ export class ClientSessions {
   private readonly pending = new Map<string, Pending>();
   private readonly writeTimeoutMs: number;
   private idNext = 0;
+  /** Sessions dropped: `capacity` (the oldest, for a new one), `evicted` (the primary evicted it). */
+  readonly evictions = { capacity: 0, evicted: 0 };
 
   constructor(host: SessionHost, sessionsMax: number, writeTimeoutMs = WRITE_TIMEOUT_MS) {
     assert(sessionsMax >= 1, 'at least one HTTP session');
@@ -123,7 +142,10 @@ export class ClientSessions {
         }
       }
       const session = this.byClient.get(client);
-      if (session !== undefined) this.drop(session);
+      if (session !== undefined) {
+        this.evictions.evicted += 1;
+        this.drop(session);
+      }
       return;
     }
     if (header.command !== Command.reply) return;
@@ -150,7 +172,10 @@ export class ClientSessions {
     if (this.sessions.size >= this.sessionsMax) {
       let oldest: Session | null = null;
       for (const session of this.sessions.values()) if (oldest === null || session.lastUsedMs < oldest.lastUsedMs) oldest = session;
-      if (oldest !== null) this.drop(oldest);
+      if (oldest !== null) {
+        this.evictions.capacity += 1;
+        this.drop(oldest);
+      }
     }
     const clientId = BigInt(`0x${randomBytes(16).toString('hex')}`) || 1n;
     const id = this.host.allocateClientId?.() ?? (this.idNext = (this.idNext % 0xffff_ffff) + 1);
@@ -223,7 +248,12 @@ export class ClientSessions {
     const requestHeader: RequestHeader = decoded.header;
     const requestBody = decoded.body;
     const id = `${session.clientId}:${request}`;
-    return new Promise((resolve) => {
+    const ended = this.host.startRequest?.();
+    return new Promise<{ body: Uint8Array } | { outcome: WriteOutcome }>((resolveCall) => {
+      const resolve = (value: { body: Uint8Array } | { outcome: WriteOutcome }): void => {
+        ended?.(requestOutcome(value));
+        resolveCall(value);
+      };
       const timer = setTimeout(() => {
         this.pending.delete(id);
         resolve({ outcome: { kind: 'unknown', reason: `no committed reply within ${this.writeTimeoutMs} ms` } });

@@ -70,6 +70,8 @@ export interface NodeConfig {
   readonly tcpTlsKey: string | null;
   /** Origins browsers may call the HTTP API from (src/http/cors.ts): `['*']` any, `[]` CORS off. */
   readonly corsOrigins: readonly string[];
+  /** GET /metrics answers without a bearer (default false: it needs one, as Iggy's does). */
+  readonly metricsPublic: boolean;
 }
 
 /** Key name (as in the TOML file) -> environment variable. */
@@ -100,6 +102,7 @@ export const CONFIG_KEYS = {
   tcp_tls_cert: 'VRMETA_TCP_TLS_CERT',
   tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
   cors_origins: 'VRMETA_CORS_ORIGINS',
+  metrics_public: 'VRMETA_METRICS_PUBLIC',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -131,6 +134,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   tcp_tls_key: null,
   // Iggy's `[http.cors] allowed_origins` default: any origin (the web UI runs elsewhere).
   cors_origins: ['*'],
+  metrics_public: false,
 };
 
 export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
@@ -358,6 +362,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tcpTlsCert,
     tcpTlsKey,
     corsOrigins,
+    metricsPublic: boolean('metrics_public', raw.metrics_public),
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({

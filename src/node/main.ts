@@ -107,6 +107,7 @@ export async function start(options: StartOptions): Promise<number> {
     logger: logger.child({ component: 'http' }),
     passwordGate,
     cors: { allowedOrigins: config.corsOrigins },
+    metricsPublic: config.metricsPublic,
     // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
     ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
+import type { Registry } from 'prom-client';
 import type {
   ClientSessionInfo,
   ClusterNode,
@@ -34,12 +35,13 @@ import { processSystemInfo } from '../http/system-info.js';
 import { CLIENT_NO_USER_ID, ClusterNodeRole, ClusterNodeStatus, clientTransportName, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
 import { Command } from '../constants.js';
 import type { DecodedFrame } from '../vsr/frame.js';
-import { BinarySessions } from './binary-sessions.js';
+import { BinarySessions, type SessionCore } from './binary-sessions.js';
 import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
 import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
 import { DivergenceFailure, Replica } from '../vsr/replica.js';
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
+import { NodeMetrics } from './node-metrics.js';
 import { rootPasswordHash, verifyPassword } from './secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { replicaMeshTls } from './tls.js';
@@ -105,6 +107,8 @@ export class ReplicaNode implements NodeApi {
   readonly binary: BinarySessions;
   /** Bounds Argon2id verifications of both edges (HTTP's app takes this same gate). */
   readonly passwordGate: PasswordGate;
+  /** Latency histograms and counters of this node (registered on its app's /metrics registry). */
+  readonly metrics: NodeMetrics;
   private clientListener: ClientListener | null = null;
   private clientListenerAddress: AddressInfo | null = null;
   /** What this replica advertises (advertise()); null until its listeners are bound. */
@@ -151,14 +155,24 @@ export class ReplicaNode implements NodeApi {
       logger: coreLogger,
     });
     this.storage = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
+    this.metrics = new NodeMetrics(() => this.core, {
+      framesDropped: () => this.framesDropped(),
+      httpSessionEvictions: () => this.sessions.evictions,
+      tcpEvictions: () => this.binary.counters.evictionsSent,
+    });
+    this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
     this.state = new MetadataStateMachine({ rootUsername: DEFAULT_ROOT_USERNAME, rootPasswordHash: rootHash });
     this.sessions = new ClientSessions(
       {
         cluster,
         kernels: this.kernels,
-        submit: (header, body) => this.core.onRequest(header, body),
+        submit: (header, body) => {
+          this.core.onRequest(header, body);
+          this.observeCore();
+        },
         canAccept: () => this.core.canAcceptRequests(),
         allocateClientId: () => this.allocateClientId(),
+        startRequest: () => this.metrics.startRequest('http'),
       },
       Math.max(1, Math.floor(config.clientsTableMax / 2)),
     );
@@ -179,7 +193,13 @@ export class ReplicaNode implements NodeApi {
       rejoin: config.rejoin,
       env: {
         kernels: this.kernels,
-        storage: this.storage,
+        // Checkpoint duration and size are measured from the requests that make a checkpoint.
+        storage: {
+          submit: (id, request) => {
+            this.metrics.storageSubmitted(id, request);
+            this.storage.submit(id, request);
+          },
+        },
         // Nonces and the boot incarnation: 128 bits of real entropy, never the clock.
         prng: Prng.fromSeedBytes(randomBytes(PRNG_SEED_BYTES)),
         clock: { realtimeUs: () => Date.now() * 1000 },
@@ -190,15 +210,20 @@ export class ReplicaNode implements NodeApi {
         },
       },
     });
-    this.storage.onDone = (id, result) => this.guard(() => this.core.onStorageDone(id, result));
+    this.storage.onDone = (id, result) =>
+      this.guard(() => {
+        this.metrics.storageDone(id, result);
+        this.core.onStorageDone(id, result);
+      });
     this.binary = new BinarySessions({
       cluster,
       replica: config.replicaId,
       clusterName: config.clusterName,
       kernels: this.kernels,
       state: this.state,
-      core: this.core,
+      core: this.sessionCore(),
       serverVersion: SERVER_VERSION_DEFAULT,
+      startRequest: () => this.metrics.startRequest('tcp'),
       sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
       clusterNodes: () => this.binaryClusterNodes(),
       stats: () => this.binaryStats(),
@@ -214,6 +239,50 @@ export class ReplicaNode implements NodeApi {
       },
       ...(options.binaryDisconnectGraceMs === undefined ? {} : { disconnectLogoutGraceMs: options.binaryDisconnectGraceMs }),
     });
+  }
+
+  /** The core as the binary sessions see it: a local submission is observed like every core call. */
+  private sessionCore(): SessionCore {
+    const core = this.core;
+    return {
+      get view() {
+        return core.view;
+      },
+      get status() {
+        return core.status;
+      },
+      get commitMax() {
+        return core.commitMax;
+      },
+      get clientTable() {
+        return core.clientTable;
+      },
+      isPrimary: () => core.isPrimary(),
+      primaryIndex: () => core.primaryIndex(),
+      canAcceptRequests: () => core.canAcceptRequests(),
+      hasAdmissionRoom: () => core.hasAdmissionRoom(),
+      onRequest: (header, body) => {
+        core.onRequest(header, body);
+        this.observeCore();
+      },
+    };
+  }
+
+  /** Metrics that follow the core's state: view changes, prepare -> commit, transfers. */
+  private observeCore(): void {
+    if (!this.closed) this.metrics.observeCore(this.core);
+  }
+
+  /** Outbound replica frames the bus dropped, by reason (vsr_replica_frames_dropped_total). */
+  private framesDropped(): Record<string, number> {
+    const stats = this.bus.stats();
+    let queueFull = 0;
+    let queueBytes = 0;
+    for (const peer of stats.peers) {
+      queueFull += peer.droppedQueueFull;
+      queueBytes += peer.droppedQueueBytes;
+    }
+    return { queue_full: queueFull, queue_bytes: queueBytes, self: stats.droppedSelf, closed: stats.droppedClosed };
   }
 
   /**
@@ -408,6 +477,7 @@ export class ReplicaNode implements NodeApi {
     if (this.closed) return;
     try {
       fn();
+      this.observeCore();
     } catch (error) {
       this.closed = true;
       if (this.ticker !== null) clearInterval(this.ticker);
@@ -564,6 +634,10 @@ export class ReplicaNode implements NodeApi {
     // Connections closed at accept because too many handshakes were in progress.
     if (stats.inbound.refusedHandshakesMax > 0) authFailures['handshakes_max'] = stats.inbound.refusedHandshakesMax;
     return { authFailures, rejectedFrames };
+  }
+
+  registerMetrics(registry: Registry): void {
+    this.metrics.register(registry);
   }
 
   async write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {

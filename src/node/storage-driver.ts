@@ -17,6 +17,7 @@
  * request could be parsed and no prepare sent. A crash while it is in flight is a crash between
  * write and fsync, which recovery handles; nothing of the run was acknowledged.
  */
+import { performance } from 'node:perf_hooks';
 import { readPrepareFields } from '../storage/prepare-frame.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
 import { DiskError } from '../storage/disk.js';
@@ -47,6 +48,8 @@ export class StorageDriver implements Storage {
   /** Where completions go (the replica's onStorageDone); set once the replica exists. */
   onDone: ((id: number, result: StorageResult) => void) | null = null;
   readonly counters: StorageDriverCounters = { requests: 0, walAppends: 0, walSyncs: 0, failures: 0 };
+  /** Metrics: the duration of each successful WAL fsync, in seconds. */
+  onFsync: ((seconds: number) => void) | null = null;
 
   constructor(handles: DurableHandles) {
     this.handles = handles;
@@ -155,7 +158,9 @@ export class StorageDriver implements Storage {
 
   private syncRun(ids: readonly number[]): Completion[] {
     try {
+      const startedMs = performance.now();
       this.handles.wal.sync();
+      this.onFsync?.((performance.now() - startedMs) / 1000);
       this.counters.walSyncs += 1;
       return ids.map((id) => ({ id, result: { ok: true } }));
     } catch (error) {
@@ -166,12 +171,16 @@ export class StorageDriver implements Storage {
   private syncRunAsync(ids: readonly number[]): void {
     const token = ++this.syncTokens;
     this.syncing = { token, ids };
+    const startedMs = performance.now();
     this.handles.wal.syncAsync((error) => {
       // Stale: flush() completed the run synchronously (shutdown).
       if (this.syncing?.token !== token) return;
       this.syncing = null;
       if (this.closed) return;
-      if (error === null) this.counters.walSyncs += 1;
+      if (error === null) {
+        this.counters.walSyncs += 1;
+        this.onFsync?.((performance.now() - startedMs) / 1000);
+      }
       this.deliver(error === null ? ids.map((id) => ({ id, result: { ok: true } })) : this.failRun(ids, error));
       if (!this.scheduled) this.drain();
     });

@@ -189,6 +189,8 @@ export interface ReplicaCounters {
   snapshotsDamaged: number;
   /** Damaged snapshot files rewritten from a peer's copy of the same checkpoint. */
   snapshotRepairs: number;
+  /** Sessions evicted from the client table to make room for a Register (node metrics). */
+  clientTableEvictions: number;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -247,6 +249,7 @@ export class Replica {
     offerSourcesBuilt: 0,
     snapshotsDamaged: 0,
     snapshotRepairs: 0,
+    clientTableEvictions: 0,
   };
 
   // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
@@ -1329,6 +1332,7 @@ export class Replica {
         reply = buildReply(this.env.kernels, header, resultBody(0, encodeRegisterPayload(header.userId, header.op)));
         const cached: CachedReply = { request: 0, commit: header.op, bytes: reply };
         const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
+        if (evicted !== null) this.counters.clientTableEvictions += 1;
         if (evicted !== null) this.stateMachine.onClientRemoved(evicted, header.timestamp);
         break;
       }

@@ -23,6 +23,16 @@ function refusal(...layers: Parameters<typeof resolveConfig>): string {
   return 'accepted';
 }
 
+describe('config: metrics_public', () => {
+  it('defaults to false (GET /metrics needs a bearer); a flag, the environment or the file turns it on', () => {
+    expect(config().metricsPublic).toBe(false);
+    expect(config({ metrics_public: true }).metricsPublic).toBe(true);
+    expect(config(readConfigEnv({ VRMETA_METRICS_PUBLIC: 'true' })).metricsPublic).toBe(true);
+    expect(config({ metrics_public: true }, readConfigEnv({ VRMETA_METRICS_PUBLIC: '0' })).metricsPublic).toBe(false);
+    expect(refusal({ metrics_public: 'yes' })).toBe('metrics_public');
+  });
+});
+
 describe('config: the Iggy binary client port', () => {
   it('defaults to 127.0.0.1:8090, no peers, 10,000 connections, no TLS', () => {
     expect(config()).toMatchObject({ tcp: '127.0.0.1:8090', tcpPeers: null, tcpConnectionsMax: 10_000, tcpTlsCert: null, tcpTlsKey: null });

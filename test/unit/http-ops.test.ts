@@ -93,7 +93,7 @@ describe('/metrics', () => {
       'vsr_is_primary{replica="1"} 1',
       'vsr_state_transfer_stage{stage="fetching",replica="1"} 1',
       'vsr_state_transfer_bytes_done{replica="1"} 512',
-      'vsr_state_transfer_bytes_total{replica="1"} 4096',
+      'vsr_state_transfer_artifact_bytes{replica="1"} 4096',
       'vsr_replica_lag_ops{peer="0",replica="1"} 4',
       'vsr_replica_auth_failures_total{reason="mac_mismatch",replica="1"} 3',
       'vsr_replica_auth_failures_total{reason="mode_mismatch",replica="1"} 1',
@@ -104,6 +104,29 @@ describe('/metrics', () => {
       expect(text, line).toContain(line);
     }
     expect(text).toContain('http_request_duration_seconds_count{replica="1",method="POST",route="/streams",status_code="200"} 1');
+  });
+
+  it('with metricsPublic it answers without a token; other node-local reads still need one', async () => {
+    const open = buildApp({ node: await createTestNode({ replica: 4 }), jwtSecret: JWT_SECRET, metricsPublic: true });
+    await open.ready();
+    const reply = await open.inject({ method: 'GET', url: '/metrics' });
+    expect(reply.statusCode).toBe(200);
+    expect(reply.body).toContain('vsr_view{replica="4"} ');
+    expect((await open.inject({ method: 'GET', url: '/stats' })).statusCode).toBe(401);
+    expect((await open.inject({ method: 'GET', url: '/cluster/status' })).statusCode).toBe(401);
+    await open.close();
+  });
+
+  it("carries prom-client's process metrics on the app's registry, not the global one", async () => {
+    const { register } = await import('prom-client');
+    const text = (await h.request('GET', '/metrics', { token })).text;
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_active_handles']) {
+      expect(text, name).toMatch(new RegExp(`^${name}\\{[^}]*replica="1"[^}]*\\} `, 'm'));
+    }
+    expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
+    expect(register.getSingleMetric('process_cpu_user_seconds_total')).toBeUndefined();
+    // Gauges named `_total` are refused by promtool: counters only end in `_total`.
+    for (const match of text.matchAll(/^# TYPE (\w+_total) (\w+)$/gm)) expect(match[2], match[1]).toBe('counter');
   });
 
   it('each app has its own registry', async () => {

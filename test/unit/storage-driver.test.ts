@@ -96,6 +96,36 @@ describe('storage driver: group commit with the fsync off the event loop', () =>
     expect(reopened.wal.get(2)?.op).toBe(2);
   });
 
+  it('reports the duration of each successful WAL fsync, async and at shutdown, and none for a failed one', async () => {
+    const { driver, held, completed } = setup();
+    const fsyncs: number[] = [];
+    driver.onFsync = (seconds) => fsyncs.push(seconds);
+    const prepares = chain(1, 4);
+    driver.submit(1, { kind: 'wal_append', op: prepares[0]!.op, frame: prepares[0]!.frame });
+    await turn();
+    held[0]!.release();
+    await until(() => completed.length === 1);
+    expect(fsyncs).toHaveLength(1);
+    driver.submit(2, { kind: 'wal_append', op: prepares[1]!.op, frame: prepares[1]!.frame });
+    await turn();
+    held[1]!.release(new FsyncError('/x/journal.wal', new Error('EIO')));
+    await until(() => completed.length === 2);
+    expect(fsyncs).toHaveLength(1);
+    expect(fsyncs.every((seconds) => Number.isFinite(seconds) && seconds >= 0)).toBe(true);
+  });
+
+  it('a synchronous fsync (shutdown) is timed too', async () => {
+    const { driver, held } = setup();
+    const fsyncs: number[] = [];
+    driver.onFsync = (seconds) => fsyncs.push(seconds);
+    const prepares = chain(1, 1);
+    driver.submit(1, { kind: 'wal_append', op: prepares[0]!.op, frame: prepares[0]!.frame });
+    await turn();
+    expect(held).toHaveLength(1);
+    driver.close();
+    expect(fsyncs).toHaveLength(1);
+  });
+
   it('a failed fsync fails the whole run with its cause and poisons the WAL', async () => {
     const { driver, held, completed } = setup();
     const prepares = chain(1, 3);

@@ -1,6 +1,6 @@
 /**
  * Node-local reads (never forwarded, as Iggy's "local" route group): stats, cluster metadata and
- * status, clients, metrics. Served by whichever replica is asked, from its own state.
+ * status, clients, and metrics (`metricsRoutes`). Served by whichever replica is asked, from its own state.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -92,8 +92,13 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
       return renderClientDetails(client);
     },
   );
+};
 
-  // Iggy requires a bearer for the scrape (any user); Prometheus sends it via `authorization`.
+/**
+ * GET /metrics, registered by app.ts in the authenticated scope (the default, as Iggy: any valid
+ * bearer, Prometheus sends it via `authorization`) or, with `metrics_public`, in the public one.
+ */
+export const metricsRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
   app.get('/metrics', { schema: { response: responses({ 200: Type.String() }) } }, async (_request, reply) => {
     const text = await ctx.metrics.registry.metrics();
     return reply.type(ctx.metrics.registry.contentType).send(text);
