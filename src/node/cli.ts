@@ -77,7 +77,8 @@ program
   .option('--tcp-port <port>', 'first binary client (Iggy TCP) port', positiveInteger, 8090)
   .addOption(new Option('--kernels <mode>', 'auto | wasm | ts').default('auto'))
   .option('--log-level <level>', 'replica log level', 'info')
-  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; tcpPort: number; kernels: string; logLevel: string }) => {
+  .addOption(new Option('--log-format <format>', 'auto (readable on a terminal, JSON otherwise) | pretty | json').choices(['auto', 'pretty', 'json']).default('auto'))
+  .action(async (options: { replicas: number; dataDir: string; httpPort: number; replicaPort: number; tcpPort: number; kernels: string; logLevel: string; logFormat: string }) => {
     const { dev } = await import('./dev.js');
     process.exitCode = await dev(options);
   });

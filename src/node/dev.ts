@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ensureDevClusterSecret } from './cluster-secret.js';
+import { chooseLogFormat, lineFormatter } from './log-format.js';
 
 export interface DevOptions {
   readonly replicas: number;
@@ -26,6 +27,8 @@ export interface DevOptions {
   readonly tcpPort?: number;
   readonly kernels: string;
   readonly logLevel: string;
+  /** auto (pretty on a terminal, JSON otherwise) | pretty | json. */
+  readonly logFormat?: string;
 }
 
 async function portFree(port: number): Promise<boolean> {
@@ -67,10 +70,16 @@ export async function dev(options: DevOptions): Promise<number> {
   }
   const cli = fileURLToPath(new URL('./cli.js', import.meta.url));
   const replicas = replicaPorts.map((port) => `127.0.0.1:${port}`).join(',');
-  const httpPeers = httpPorts.map((port) => `127.0.0.1:${port}`).join(',');
-  const tcpPeers = tcpPorts.map((port) => `127.0.0.1:${port}`).join(',');
   const children: ChildProcess[] = [];
   const tty = process.stdout.isTTY === true;
+  let format: (line: string) => string;
+  try {
+    const chosen = chooseLogFormat(options.logFormat ?? 'auto', tty);
+    format = lineFormatter(chosen, { colorize: tty && (process.env['NO_COLOR'] ?? '') === '' });
+  } catch (error) {
+    process.stderr.write(`vrmeta dev: ${(error as Error).message}\n`);
+    return 2;
+  }
   let stopping = false;
   const stopAll = (signal: NodeJS.Signals): void => {
     if (stopping) return;
@@ -90,12 +99,8 @@ export async function dev(options: DevOptions): Promise<number> {
           replicas,
           '--http',
           `127.0.0.1:${httpPort}`,
-          '--http-peers',
-          httpPeers,
           '--tcp',
           `127.0.0.1:${tcpPorts[index]!}`,
-          '--tcp-peers',
-          tcpPeers,
           '--data-dir',
           join(options.dataDir, `replica-${index}`),
           '--kernels',
@@ -109,7 +114,7 @@ export async function dev(options: DevOptions): Promise<number> {
       children.push(child);
       const prefix = tty ? `${COLORS[index % COLORS.length]}[replica ${index}]\x1b[0m ` : `[replica ${index}] `;
       for (const stream of [child.stdout!, child.stderr!]) {
-        createInterface({ input: stream }).on('line', (line) => process.stdout.write(`${prefix}${line}\n`));
+        createInterface({ input: stream }).on('line', (line) => process.stdout.write(`${prefix}${format(line)}\n`));
       }
       return new Promise<number>((resolve) => {
         child.once('exit', (code, signal) => {
