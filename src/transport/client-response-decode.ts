@@ -67,7 +67,8 @@ function topicHeader(reader: BodyReader): TopicView {
   const name = reader.name('name');
   optionsBlock(reader);
   optionsBlock(reader);
-  return { id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes, replicationFactor: 1, partitionsCount, sizeBytes, messagesCount };
+  // The blocks' provenance is not read back: this client reports no explicit options.
+  return { id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes, replicationFactor: 1, partitionsCount, sizeBytes, messagesCount, options: [] };
 }
 
 export function decodeStreamDetails(body: Uint8Array): StreamDetailsView {
