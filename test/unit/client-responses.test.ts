@@ -46,6 +46,7 @@ const topic = {
   partitionsCount: 2,
   sizeBytes: 10,
   messagesCount: 11,
+  options: [],
 };
 /** The derived options block vrmeta reports for `topic` (keys in order). */
 const derived = b(option('compression_algorithm', 2, Buffer.from('gzip')), option('max_topic_size', 12, u64(U64_MAX)), option('message_expiry', 12, u64(U64_MAX)));
