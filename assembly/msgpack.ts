@@ -30,15 +30,15 @@
 // @ts-ignore: decorator
 @inline const D_TABLES: usize = 32;
 // @ts-ignore: decorator
-@inline const D_HEAP_SIZE: usize = 128; // u32 bytes
+@inline const D_HEAP_SIZE: usize = 136; // u32 bytes (after 13 table pairs)
 // @ts-ignore: decorator
-@inline const D_HEAP_PTR: usize = 132; // u32; record (offset, length) pairs are relative to it
+@inline const D_HEAP_PTR: usize = 140; // u32; record (offset, length) pairs are relative to it
 // @ts-ignore: decorator
-@inline const D_FAILURE_CODE: usize = 136; // u32, written here
+@inline const D_FAILURE_CODE: usize = 144; // u32, written here
 // @ts-ignore: decorator
-@inline const D_FAILURE_TABLE: usize = 140; // u32, written here
+@inline const D_FAILURE_TABLE: usize = 148; // u32, written here
 // @ts-ignore: decorator
-@inline const D_FAILURE_INDEX: usize = 144; // u32, written here
+@inline const D_FAILURE_INDEX: usize = 152; // u32, written here
 
 // Table kinds (index into the descriptor's pairs; also reported with a failure).
 // @ts-ignore: decorator
@@ -66,7 +66,9 @@
 // @ts-ignore: decorator
 @inline const T_REVOKED: u32 = 11;
 // @ts-ignore: decorator
-@inline const T_SNAPSHOT: u32 = 12; // the top-level fields
+@inline const T_TOPIC_OPTIONS: u32 = 12;
+// @ts-ignore: decorator
+@inline const T_SNAPSHOT: u32 = 13; // the top-level fields
 
 // Failure codes.
 // @ts-ignore: decorator
@@ -96,9 +98,14 @@
 // @ts-ignore: decorator
 @inline const STREAM_SIZE: usize = 32;
 // topic: f64 id, f64 createdAtUs, u64 messageExpiryUs, u64 maxTopicSizeBytes, f64 compression,
-// f64 replicationFactor, u32 name (offset, len), u32 partition count, u32 consumer-group count
+// f64 replicationFactor, u32 name (offset, len), u32 partition count, u32 consumer-group count,
+// u32 option count (snapshot version 3), u32 padding
 // @ts-ignore: decorator
-@inline const TOPIC_SIZE: usize = 64;
+@inline const TOPIC_SIZE: usize = 72;
+// topic option (snapshot version 3): u32 key (offset, len), u32 value (offset, len), u32 hasValue,
+// u32 padding. Key order is checked by the JS side (UTF-16 order, as token names).
+// @ts-ignore: decorator
+@inline const TOPIC_OPTION_SIZE: usize = 24;
 // partition: f64 id, f64 createdAtUs
 // @ts-ignore: decorator
 @inline const PARTITION_SIZE: usize = 16;
@@ -136,7 +143,9 @@
 // @ts-ignore: decorator
 @inline const STREAM_MAX: u64 = 1 + 5 + 5 + 9 + 5;
 // @ts-ignore: decorator
-@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5;
+@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5 + 5;
+// @ts-ignore: decorator
+@inline const TOPIC_OPTION_MAX: u64 = 1 + 5 + 5; // [key, value | nil]
 // @ts-ignore: decorator
 @inline const PARTITION_MAX: u64 = 1 + 5 + 9;
 // @ts-ignore: decorator
@@ -151,7 +160,7 @@
 @inline const REVOKED_MAX: u64 = 1 + 5 + 5 + 9; // bin header up to 5: the bound holds for any length
 
 // @ts-ignore: decorator
-@inline const SNAPSHOT_FORMAT_VERSION: f64 = 2;
+@inline const SNAPSHOT_FORMAT_VERSION: f64 = 3;
 // @ts-ignore: decorator
 @inline const U8_MAX: f64 = 255;
 // @ts-ignore: decorator
@@ -397,15 +406,27 @@ function layoutSizeMax(tables: usize): u64 {
   record = tablePtr(tables, T_TOPICS);
   let partitionTotal: u64 = 0;
   let groupTotal: u64 = 0;
+  let optionTotal: u64 = 0;
   for (let index: u32 = 0; index < topicCount; index++, record += TOPIC_SIZE) {
     const name = heapRange(record, 48, heapSize);
     broken = broken || name < 0;
     payload += <u64>name;
     partitionTotal += load<u32>(record, 56);
     groupTotal += load<u32>(record, 60);
+    optionTotal += load<u32>(record, 64);
   }
   broken = broken || partitionTotal != tableCount(tables, T_PARTITIONS);
   broken = broken || groupTotal != tableCount(tables, T_GROUPS);
+  broken = broken || optionTotal != tableCount(tables, T_TOPIC_OPTIONS);
+
+  const optionCount = tableCount(tables, T_TOPIC_OPTIONS);
+  record = tablePtr(tables, T_TOPIC_OPTIONS);
+  for (let index: u32 = 0; index < optionCount; index++, record += TOPIC_OPTION_SIZE) {
+    const key = heapRange(record, 0, heapSize);
+    const value = heapRange(record, 8, heapSize);
+    broken = broken || key < 0 || value < 0 || load<u32>(record, 16) > 1;
+    payload += <u64>key + <u64>value;
+  }
 
   const groupCount = tableCount(tables, T_GROUPS);
   record = tablePtr(tables, T_GROUPS);
@@ -452,6 +473,7 @@ function layoutSizeMax(tables: usize): u64 {
     <u64>tableCount(tables, T_PERM_TOPICS) * PERM_TOPIC_MAX +
     <u64>streamCount * STREAM_MAX +
     <u64>topicCount * TOPIC_MAX +
+    <u64>optionCount * TOPIC_OPTION_MAX +
     <u64>tableCount(tables, T_PARTITIONS) * PARTITION_MAX +
     <u64>groupCount * GROUP_MAX +
     <u64>memberCount * MEMBER_MAX +
@@ -487,6 +509,7 @@ let memberRecord: usize = 0;
 let memberIndex: u32 = 0;
 let memberPartitionRecord: usize = 0;
 let memberPartitionIndex: u32 = 0;
+let topicOptionRecord: usize = 0;
 
 // Encodes the tables at `tables` into [out, out + outCapacity). Returns the bytes written, or 0
 // on failure with (code, table, index) in the descriptor. A valid encoding is never empty.
@@ -521,6 +544,7 @@ export function snapshot_encode(tables: usize, out: usize, outCapacity: usize): 
   memberIndex = 0;
   memberPartitionRecord = tablePtr(tables, T_MEMBER_PARTITIONS);
   memberPartitionIndex = 0;
+  topicOptionRecord = tablePtr(tables, T_TOPIC_OPTIONS);
 
   let o = out;
   store<u8>(o, 0x98);
@@ -652,7 +676,7 @@ function encodeStreams(o: usize, record: usize, count: u32): usize {
 }
 
 function encodeTopic(o: usize, record: usize, id: u64): usize {
-  store<u8>(o, 0x99);
+  store<u8>(o, 0x9a);
   o = writeUint(o + 1, id);
   o = writeStr(o, heap + load<u32>(record, 48), load<u32>(record, 52));
   o = writeUint(o, uintOf(load<f64>(record, 8), SAFE_MAX, T_TOPICS, topicIndex));
@@ -694,6 +718,21 @@ function encodeTopic(o: usize, record: usize, id: u64): usize {
     groupRecord += GROUP_SIZE;
     groupIndex++;
     o = encodeMembers(o, memberCount);
+  }
+
+  const optionCount = load<u32>(record, 64);
+  o = writeArrayHeader(o, optionCount);
+  for (let index: u32 = 0; index < optionCount; index++) {
+    const option = topicOptionRecord;
+    store<u8>(o, 0x92);
+    o = writeStr(o + 1, heap + load<u32>(option), load<u32>(option, 4));
+    if (load<u32>(option, 16) == 0) {
+      store<u8>(o, 0xc0);
+      o += 1;
+    } else {
+      o = writeStr(o, heap + load<u32>(option, 8), load<u32>(option, 12));
+    }
+    topicOptionRecord += TOPIC_OPTION_SIZE;
   }
   return o;
 }

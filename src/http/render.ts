@@ -15,6 +15,7 @@ import type {
   UserDetailsView,
   UserView,
 } from '../metadata/queries.js';
+import { resolveTopicOptions } from '../metadata/options.js';
 import { CompressionAlgorithm, UserStatus } from '../metadata/snapshot-model.js';
 import type { ClientSessionInfo, ClusterNode, ClusterStatus } from './node-api.js';
 import { permissionsToJson } from './permissions-json.js';
@@ -35,8 +36,15 @@ import type {
   UserInfoJson,
 } from './schemas.js';
 
-/** vrmeta implements no resource option, so every resource reports an empty option map. */
+/** Streams and users have no catalog keys (metadata/options.ts): their option map is empty. */
 const NO_OPTIONS = Object.freeze({});
+
+/** Every topic catalog key with its effective value and provenance, keys ascending (Iggy's BTreeMap). */
+export function renderTopicOptions(view: TopicView): Record<string, { value: string; explicit: boolean }> {
+  const out: Record<string, { value: string; explicit: boolean }> = {};
+  for (const option of resolveTopicOptions(view, view.options)) out[option.key] = { value: option.value, explicit: option.explicit };
+  return out;
+}
 
 const DECIMAL_UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'PB', 'EB'] as const;
 const BINARY_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'] as const;
@@ -117,7 +125,7 @@ export function renderTopic(view: TopicView): TopicJson {
     max_topic_size: view.maxTopicSizeBytes,
     messages_count: view.messagesCount,
     partitions_count: view.partitionsCount,
-    options: NO_OPTIONS,
+    options: renderTopicOptions(view),
   };
 }
 

@@ -11,7 +11,8 @@ import { createdIdOf } from '../metadata/create-replies.js';
 import { parseIdentifier, type Identifier } from '../metadata/operations.js';
 import { NAME_SIZE_MAX, utf8Size } from '../metadata/validation.js';
 import { assert } from '../stdx/assert.js';
-import { httpError, iggyError, invalidRequest, unprocessableBody } from './errors.js';
+import { refuseAnyOption, type OptionRefusal } from '../metadata/options.js';
+import { HttpError, httpError, iggyError, unprocessableBody } from './errors.js';
 import { toU64 } from './json.js';
 
 /**
@@ -35,10 +36,15 @@ export function u64Field(value: number | bigint, field: string): bigint {
   return u64;
 }
 
-/** vrmeta implements no resource option: a non-empty map is refused rather than ignored. */
+/** An option refusal as Iggy answers it: `{id: 4041|4042, reason: "...: <key>"}`, 400. */
+export function optionRefused(refusal: OptionRefusal): HttpError {
+  return iggyError(refusal.code, refusal.key);
+}
+
+/** Streams and users have no option keys yet: any key is refused by name (4041), never ignored. */
 export function noOptions(options: Readonly<Record<string, string>> | undefined): void {
-  const keys = options === undefined ? [] : Object.keys(options);
-  if (keys.length > 0) throw invalidRequest('options', `unsupported option "${keys[0]}": this server implements no resource options`);
+  const refusal = refuseAnyOption(options);
+  if (refusal !== null) throw optionRefused(refusal);
 }
 
 /** Runs a metadata validator and throws its Iggy code (e.g. 1013 invalid_stream_name). */

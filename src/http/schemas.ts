@@ -51,10 +51,22 @@ function stringEnum<const V extends readonly string[]>(values: V): TUnsafe<V[num
 /** Byte sizes are display strings in Iggy ("0 B"). */
 const ByteSize = Type.String();
 
-/** Iggy resource options: key -> {value, explicit}. vrmeta has none, so always `{}`. */
+/**
+ * Iggy resource options: key -> {value, explicit}, keys ascending (metadata/options.ts). Values
+ * are Iggy's readable strings ("1073741824", "true", "gzip"); streams and users have none.
+ */
 const ResourceOptions = Type.Record(Type.String(), Type.Object({ value: Type.String(), explicit: Type.Boolean() }));
-/** Options a client may send; vrmeta accepts only an empty map (no option is implemented). */
+/** Options a client sends: string key -> string value, checked against the scope's catalog. */
 const OptionsIn = Type.Optional(Type.Record(Type.String(), Type.String()));
+
+/** One catalog entry of `GET /options/{scope}` (Iggy `OptionSpec`; `default_value` is bytes). */
+export const OptionSpec = Type.Object({
+  key: Type.String(),
+  kind: Type.String(),
+  default_value: Type.Array(Type.Integer({ minimum: 0, maximum: 255 })),
+  description: Type.String(),
+});
+export const OptionsScopeParams = Type.Object({ scope: Type.String() });
 
 export const ErrorBody = Type.Object({
   id: U32,
@@ -174,6 +186,7 @@ export const CreateUserBody = Type.Object({
   password: Type.String(),
   status: UserStatusText,
   permissions: Type.Optional(Type.Union([Permissions, Type.Null()])),
+  options: OptionsIn,
 });
 export const UpdateUserBody = Type.Object({
   username: Type.Optional(Type.Union([Type.String(), Type.Null()])),

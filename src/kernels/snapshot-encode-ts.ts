@@ -225,7 +225,7 @@ function encodeStreams(streams: readonly StreamSnapshot[]): void {
 
 function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: number): void {
   ensure(16);
-  buffer[position++] = 0x99;
+  buffer[position++] = 0x9a;
   writeU32(topic.id, 'topic.id');
   writeString(topic.name);
   ensure(64);
@@ -267,6 +267,26 @@ function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: numb
     }
     previousGroupId = group.id;
     encodeConsumerGroup(group);
+  }
+  const options = topic.options;
+  writeArrayHeader(options.length);
+  let previousKey: string | null = null;
+  for (let index = 0; index < options.length; index++) {
+    const option = options[index]!;
+    // Array#sort order (UTF-16 code units), strictly: a topic's option keys are unique.
+    if (previousKey !== null && !(option.key > previousKey)) {
+      fail(`streams[${streamIndex}].topics[${topicIndex}].options[${index}].key is not ascending`);
+    }
+    previousKey = option.key;
+    ensure(1);
+    buffer[position++] = 0x92;
+    writeString(option.key);
+    if (option.value === null) {
+      ensure(1);
+      buffer[position++] = 0xc0;
+    } else {
+      writeString(option.value);
+    }
   }
 }
 

@@ -44,11 +44,11 @@ const Descriptor = {
   writerRelease: 24,
   /** (count u32, pointer u32) per table kind, at tables + 8 * kind. */
   tables: 32,
-  heapSize: 128,
-  heapPtr: 132,
-  failureCode: 136,
-  failureTable: 140,
-  failureIndex: 144,
+  heapSize: 136,
+  heapPtr: 140,
+  failureCode: 144,
+  failureTable: 148,
+  failureIndex: 152,
   size: 192,
 } as const;
 
@@ -66,11 +66,12 @@ const Table = {
   memberPartitions: 9,
   clients: 10,
   revokedTokens: 11,
+  topicOptions: 12,
 } as const;
-const TABLE_KIND_COUNT = 12;
+const TABLE_KIND_COUNT = 13;
 
 /** Record sizes in bytes, indexed by table kind (multiples of 8: f64 fields stay aligned). */
-const RECORD_SIZE = [64, 32, 24, 16, 32, 64, 16, 32, 32, 8, 72, 24] as const;
+const RECORD_SIZE = [64, 32, 24, 16, 32, 72, 16, 32, 32, 8, 72, 24, 24] as const;
 
 /** A JS string takes at most 3 UTF-8 bytes per UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
@@ -245,6 +246,12 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
       const topic = topics[topicIndex]!;
       heapBytesMax += topic.name.length * UTF8_BYTES_PER_UNIT_MAX;
       partitionCount += topic.partitions.length;
+      const options = topic.options;
+      table[Table.topicOptions]! += options.length;
+      for (let optionIndex = 0; optionIndex < options.length; optionIndex++) {
+        const option = options[optionIndex]!;
+        heapBytesMax += (option.key.length + (option.value?.length ?? 0)) * UTF8_BYTES_PER_UNIT_MAX;
+      }
       const groups = topic.consumerGroups;
       if (groups.length === 0) continue;
       table[Table.groups]! += groups.length;
@@ -408,12 +415,12 @@ function marshalStreams(snapshot: MetadataSnapshot): void {
     const topics = stream.topics;
     reserve(Table.topics, topics.length);
     u32[(record >> 2) + 6] = topics.length;
-    for (let topicIndex = 0; topicIndex < topics.length; topicIndex++) marshalTopic(topics[topicIndex]!);
+    for (let topicIndex = 0; topicIndex < topics.length; topicIndex++) marshalTopic(topics[topicIndex]!, index, topicIndex);
   }
   cursor[Table.streams] = record;
 }
 
-function marshalTopic(topic: TopicSnapshot): void {
+function marshalTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: number): void {
   const record = cursor[Table.topics]!;
   cursor[Table.topics] = record + RECORD_SIZE[Table.topics];
   const word = record >> 3;
@@ -440,6 +447,37 @@ function marshalTopic(topic: TopicSnapshot): void {
   u32[field + 15] = groups.length;
   if (groups.length !== 0) reserve(Table.groups, groups.length);
   for (let index = 0; index < groups.length; index++) marshalGroup(groups[index]!);
+  marshalTopicOptions(topic, streamIndex, topicIndex);
+  u32[field + 16] = topic.options.length;
+  u32[field + 17] = 0;
+}
+
+/** Key order is UTF-16 order, which the kernel cannot see in UTF-8 bytes: checked here. */
+function marshalTopicOptions(topic: TopicSnapshot, streamIndex: number, topicIndex: number): void {
+  const options = topic.options;
+  if (options.length === 0) return;
+  reserve(Table.topicOptions, options.length);
+  let record = cursor[Table.topicOptions]!;
+  let previousKey: string | null = null;
+  for (let index = 0; index < options.length; index++, record += RECORD_SIZE[Table.topicOptions]) {
+    const option = options[index]!;
+    if (previousKey !== null && !(option.key > previousKey)) {
+      assert(false, `snapshot model is not canonical: streams[${streamIndex}].topics[${topicIndex}].options[${index}].key is not ascending`);
+    }
+    previousKey = option.key;
+    const field = record >> 2;
+    putString(option.key, field);
+    if (option.value === null) {
+      u32[field + 2] = 0;
+      u32[field + 3] = 0;
+      u32[field + 4] = 0;
+    } else {
+      putString(option.value, field + 2);
+      u32[field + 4] = 1;
+    }
+    u32[field + 5] = 0;
+  }
+  cursor[Table.topicOptions] = record;
 }
 
 function marshalGroup(group: ConsumerGroupSnapshot): void {

@@ -47,6 +47,7 @@ import type {
   UserDetailsView,
   UserView,
 } from './queries.js';
+import { OptionsScope, optionCatalog, resolveTopicOptions } from './options.js';
 import { CompressionAlgorithm, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
 
 /** Option value kinds (Iggy `HeaderKind`): the ones vrmeta writes. */
@@ -102,17 +103,42 @@ export const COMPRESSION_NAMES: Readonly<Record<CompressionAlgorithm, string>> =
   [CompressionAlgorithm.gzip]: 'gzip',
 };
 
+function optionBool(key: string, value: boolean): OptionEntry {
+  return { key, kind: OptionKind.bool, value: Uint8Array.of(value ? 1 : 0) };
+}
+
+function optionU32(key: string, value: number): OptionEntry {
+  const bytes = new Uint8Array(4);
+  new DataView(bytes.buffer).setUint32(0, value, true);
+  return { key, kind: OptionKind.uint32, value: bytes };
+}
+
+/** One resolved option in its catalog kind (options.ts `OptionSpec.kind`), as Iggy stores it. */
+function typedOption(key: string, value: string): OptionEntry {
+  const spec = optionCatalog(OptionsScope.topic).find((candidate) => candidate.key === key);
+  switch (spec?.kind) {
+    case OptionKind.uint64:
+      return optionU64(key, BigInt(value));
+    case OptionKind.uint32:
+      return optionU32(key, Number(value));
+    case OptionKind.bool:
+      return optionBool(key, value === 'true');
+    default:
+      return optionString(key, value);
+  }
+}
+
 /**
- * vrmeta stores a topic's settings resolved (the primary fills server defaults before proposing),
- * not which of them the client named, so every setting is reported as derived and the explicit
- * block is empty: a client that round-trips a topic's explicit options pins nothing by accident.
+ * A topic's options as Iggy's TopicResponse carries them: the keys the client set (explicit
+ * block) and the rest at their effective values (derived block), each in its catalog kind.
  */
-export function topicDerivedOptions(topic: TopicView): OptionEntry[] {
-  return [
-    optionString('compression_algorithm', COMPRESSION_NAMES[topic.compressionAlgorithm]),
-    optionU64('max_topic_size', topic.maxTopicSizeBytes),
-    optionU64('message_expiry', topic.messageExpiryUs),
-  ];
+export function topicOptionBlocks(topic: TopicView): { explicit: OptionEntry[]; derived: OptionEntry[] } {
+  const explicit: OptionEntry[] = [];
+  const derived: OptionEntry[] = [];
+  for (const option of resolveTopicOptions(topic, topic.options)) {
+    (option.explicit ? explicit : derived).push(typedOption(option.key, option.value));
+  }
+  return { explicit, derived };
 }
 
 function writeStream(writer: BodyWriter, stream: StreamView): void {
@@ -135,8 +161,9 @@ function writeTopicHeader(writer: BodyWriter, topic: TopicView): void {
   writer.u64(u64(topic.sizeBytes));
   writer.u64(u64(topic.messagesCount));
   writer.name(topic.name);
-  optionsPrefixed(writer, []);
-  optionsPrefixed(writer, topicDerivedOptions(topic));
+  const blocks = topicOptionBlocks(topic);
+  optionsPrefixed(writer, blocks.explicit);
+  optionsPrefixed(writer, blocks.derived);
 }
 
 /** GetStream and CreateStream: the stream and its topic headers. */

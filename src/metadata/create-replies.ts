@@ -44,6 +44,7 @@ export function createdTopicReply(topic: TopicState): ApplyResult {
       partitionsCount: topic.partitions.length,
       sizeBytes: 0,
       messagesCount: 0,
+      options: topic.options,
       partitions: topic.partitions.map((partition) => ({
         id: partition.id,
         createdAtUs: partition.createdAtUs,

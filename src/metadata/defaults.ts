@@ -70,10 +70,13 @@ export function validateMessageExpiry(expiryUs: bigint): ErrorCode {
   return expiryUs > 0n && expiryUs <= U64_MAX ? ErrorCode.ok : ErrorCode.invalidCommand;
 }
 
-/** Iggy `validate_topic_size_floor`: a cap is unlimited or at least one segment. */
-export function validateMaxTopicSize(sizeBytes: bigint): ErrorCode {
+/**
+ * Iggy `validate_topic_size_floor`: a cap is unlimited or at least one segment of the topic's
+ * segment size (its `segment_size` option, 1 GiB by default).
+ */
+export function validateMaxTopicSize(sizeBytes: bigint, segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES): ErrorCode {
   if (sizeBytes === 0n || sizeBytes > U64_MAX) return ErrorCode.invalidCommand;
-  if (sizeBytes !== U64_MAX && sizeBytes < SEGMENT_SIZE_BYTES) return ErrorCode.invalidTopicSize;
+  if (sizeBytes !== U64_MAX && sizeBytes < segmentSizeBytes) return ErrorCode.invalidTopicSize;
   return ErrorCode.ok;
 }
 
@@ -82,10 +85,10 @@ export function validateReplicationFactor(factor: number): ErrorCode {
 }
 
 /** The committed-body rule for resolved settings, in a fixed order so every caller agrees. */
-export function validateTopicSettings(settings: TopicSettings): ErrorCode {
+export function validateTopicSettings(settings: TopicSettings, segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES): ErrorCode {
   let code: ErrorCode = validateCompression(settings.compressionAlgorithm);
   if (code === ErrorCode.ok) code = validateMessageExpiry(settings.messageExpiryUs);
-  if (code === ErrorCode.ok) code = validateMaxTopicSize(settings.maxTopicSizeBytes);
+  if (code === ErrorCode.ok) code = validateMaxTopicSize(settings.maxTopicSizeBytes, segmentSizeBytes);
   if (code === ErrorCode.ok) code = validateReplicationFactor(settings.replicationFactor);
   return code;
 }

@@ -184,7 +184,7 @@ export const ERROR_REASONS: Readonly<Record<ErrorCode, string>> = {
   5005: 'Invalid consumer group name',
   5006: 'Consumer group member was not found',
   4041: 'Unsupported option key',
-  4042: 'Invalid option value',
+  4042: 'Invalid option value for key',
   90_001: 'Consumer groups limit reached for this topic',
   90_002: 'Consumer group members limit reached',
   90_003: 'Revoked access tokens limit reached; the token stays valid until it expires',

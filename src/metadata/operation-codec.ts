@@ -19,7 +19,9 @@
  *   129 UpdateStream         stream_id, name
  *   130 DeleteStream         stream_id          131 PurgeStream  stream_id
  *   132 CreateTopic          stream_id, partitions_count u32, compression u8, message_expiry_us u64,
- *                            max_topic_size_bytes u64, replication_factor u8, name
+ *                            max_topic_size_bytes u64, replication_factor u8, name, options
+ *                            (u8 count <= TOPIC_OPTIONS_MAX, count x (key name, u8 has_value,
+ *                            [value name]), keys strictly ascending)
  *   133 UpdateTopic          stream_id, topic_id, present u8 (bit0 compression, bit1 expiry,
  *                            bit2 max size, bit3 replication; absent fields are zero), compression u8,
  *                            message_expiry_us u64, max_topic_size_bytes u64, replication_factor u8, name
@@ -42,6 +44,7 @@ import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { BodyReader, BodyWriter } from './body-io.js';
 import { Operation, type Identifier, type MetadataRequest } from './operations.js';
+import { TOPIC_OPTIONS_MAX, type TopicOptionEntry } from './options.js';
 import { ACCESS_TOKEN_ID_SIZE, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
 import { PAT_TOKEN_HASH_SIZE, PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from './validation.js';
 
@@ -61,6 +64,35 @@ function allBits(bits: Readonly<Record<string, number>>): number {
 const UPDATE_TOPIC_PRESENT_BITS = 0b1111;
 const UPDATE_USER_PRESENT_BITS = 0b11;
 const DELETE_PAT_FLAG_BITS = 0b11;
+
+/** Structure only (count bound, key order, flag values); apply checks them against the catalog. */
+function readTopicOptions(r: BodyReader): readonly TopicOptionEntry[] {
+  const count = r.u8('options');
+  r.check(count <= TOPIC_OPTIONS_MAX, `options: ${count} entries exceeds ${TOPIC_OPTIONS_MAX}`);
+  const entries: TopicOptionEntry[] = [];
+  for (let index = 0; index < count && r.ok; index++) {
+    const key = r.name('options.key');
+    const hasValue = r.u8('options.has_value');
+    r.check(hasValue <= 1, `options.has_value: ${hasValue}`);
+    const value = hasValue === 1 ? r.name('options.value') : null;
+    const previous = entries[entries.length - 1];
+    r.check(previous === undefined || key > previous.key, 'options: keys are not strictly ascending');
+    entries.push({ key, value });
+  }
+  return entries;
+}
+
+function writeTopicOptions(w: BodyWriter, entries: readonly TopicOptionEntry[]): void {
+  assert(entries.length <= TOPIC_OPTIONS_MAX, 'topic options within TOPIC_OPTIONS_MAX');
+  w.u8(entries.length);
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index]!;
+    assert(index === 0 || entry.key > entries[index - 1]!.key, 'topic option keys strictly ascending');
+    w.name(entry.key);
+    w.u8(entry.value === null ? 0 : 1);
+    if (entry.value !== null) w.name(entry.value);
+  }
+}
 
 export function decodeRequest(operation: number, body: Uint8Array): DecodeResult {
   if (body.byteLength > OPERATION_BODY_SIZE_MAX) return { ok: false, reason: 'body exceeds the frame body size' };
@@ -91,6 +123,7 @@ function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
         maxTopicSizeBytes: r.u64('max_topic_size_bytes'),
         replicationFactor: r.u8('replication_factor'),
         name: r.name('name'),
+        options: readTopicOptions(r),
       };
     case Operation.updateTopic: {
       const streamId = r.identifier('stream_id');
@@ -259,6 +292,7 @@ export function encodeRequest(request: MetadataRequest): Uint8Array {
       w.u64(request.maxTopicSizeBytes);
       w.u8(request.replicationFactor);
       w.name(request.name);
+      writeTopicOptions(w, request.options);
       break;
     case Operation.updateTopic: {
       w.identifier(request.streamId);

@@ -7,6 +7,7 @@
  * that received the request (src/node/secrets.ts). The acting user never appears in a body: apply
  * reads it from `ApplyInput.userId`, which the primary stamps from the client table.
  */
+import type { TopicOptionEntry } from './options.js';
 import type { PermissionsSnapshot } from './snapshot-model.js';
 
 export const Operation = {
@@ -123,8 +124,16 @@ export interface CreateTopicRequest {
   readonly maxTopicSizeBytes: bigint;
   readonly replicationFactor: number;
   readonly name: string;
+  /**
+   * The catalog options the client set explicitly, ascending by key (options.ts
+   * `TopicOptionEntry`): runtime knobs with their canonical text, typed settings with null.
+   */
+  readonly options: readonly TopicOptionEntry[];
 }
-/** Absent (null) settings keep their current value; present ones are resolved values. */
+/**
+ * Absent (null) settings keep their current value; present ones are resolved values, and apply
+ * marks their option keys explicit (Iggy: "an updated key is explicit").
+ */
 export interface UpdateTopicRequest {
   readonly operation: typeof Operation.updateTopic;
   readonly streamId: Identifier;

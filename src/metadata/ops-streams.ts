@@ -17,6 +17,7 @@ import {
   validateTopicSettings,
 } from './defaults.js';
 import { ErrorCode } from './errors.js';
+import { MIN_TOPIC_SEGMENT_SIZE, TopicOptionKey, topicSegmentSizeBytes, validateTopicOptionEntries, withExplicitFields } from './options.js';
 import { createdStreamReply, createdTopicReply } from './create-replies.js';
 import { OK, firstError, rejected, type OpContext } from './op-context.js';
 import type {
@@ -134,7 +135,8 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
   const invalid = firstError(
     validateTopicName(request.name),
     validateTopicPartitionsCount(request.partitionsCount),
-    validateTopicSettings(request),
+    validateTopicOptionEntries(request.options, request.partitionsCount),
+    validateTopicSettings(request, topicSegmentSizeBytes(request.options)),
   );
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const stream = resolveStream(ctx.state, request.streamId);
@@ -152,6 +154,7 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
     compressionAlgorithm: request.compressionAlgorithm as CompressionAlgorithm,
     maxTopicSizeBytes: request.maxTopicSizeBytes,
     replicationFactor: request.replicationFactor,
+    options: Object.freeze(request.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value }))),
     partitions: [],
     groups: ctx.state.newGroupSlab(),
     groupIndex: new Map(),
@@ -161,18 +164,33 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
   return createdTopicReply(topic);
 }
 
+/** The option keys an update sets (each becomes explicit). */
+function updatedOptionKeys(request: UpdateTopicRequest): string[] {
+  const keys: string[] = [];
+  if (request.compressionAlgorithm !== null) keys.push(TopicOptionKey.compressionAlgorithm);
+  if (request.messageExpiryUs !== null) keys.push(TopicOptionKey.messageExpiry);
+  if (request.maxTopicSizeBytes !== null) keys.push(TopicOptionKey.maxTopicSize);
+  return keys;
+}
+
 export function updateTopic(ctx: OpContext, request: UpdateTopicRequest): ApplyResult {
   const invalid = firstError(
     validateTopicName(request.name),
     request.compressionAlgorithm === null ? ErrorCode.ok : validateCompression(request.compressionAlgorithm),
     request.messageExpiryUs === null ? ErrorCode.ok : validateMessageExpiry(request.messageExpiryUs),
-    request.maxTopicSizeBytes === null ? ErrorCode.ok : validateMaxTopicSize(request.maxTopicSizeBytes),
+    // Shape only here; the floor is the resolved topic's segment size, below.
+    request.maxTopicSizeBytes === null ? ErrorCode.ok : validateMaxTopicSize(request.maxTopicSizeBytes, MIN_TOPIC_SEGMENT_SIZE),
     request.replicationFactor === null ? ErrorCode.ok : validateReplicationFactor(request.replicationFactor),
   );
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   const { stream, topic } = resolved;
+  // The cap's floor is this topic's own segment size (create-only, so it cannot move under it).
+  if (request.maxTopicSizeBytes !== null) {
+    const floor = validateMaxTopicSize(request.maxTopicSizeBytes, topicSegmentSizeBytes(topic.options));
+    if (floor !== ErrorCode.ok) return rejected(floor);
+  }
   const holder = stream.topicIndex.get(request.name);
   if (holder !== undefined && holder !== topic.id) return rejected(ErrorCode.topicNameAlreadyExists);
   if (!ctx.commit) return OK;
@@ -183,6 +201,7 @@ export function updateTopic(ctx: OpContext, request: UpdateTopicRequest): ApplyR
   if (request.compressionAlgorithm !== null) topic.compressionAlgorithm = request.compressionAlgorithm as CompressionAlgorithm;
   if (request.messageExpiryUs !== null) topic.messageExpiryUs = request.messageExpiryUs;
   if (request.maxTopicSizeBytes !== null) topic.maxTopicSizeBytes = request.maxTopicSizeBytes;
+  topic.options = withExplicitFields(topic.options, updatedOptionKeys(request));
   if (request.replicationFactor !== null) topic.replicationFactor = request.replicationFactor;
   return OK;
 }

@@ -6,6 +6,7 @@
  * Counters come from the stats registry and are read without creating entries (a resource the
  * data plane never touched reads as zeros).
  */
+import type { TopicOptionEntry } from './options.js';
 import { memberOf } from './consumer-groups.js';
 import type { Identifier } from './operations.js';
 import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from './snapshot-model.js';
@@ -44,6 +45,8 @@ export interface TopicView {
   readonly partitionsCount: number;
   readonly sizeBytes: number;
   readonly messagesCount: number;
+  /** Explicit catalog options, ascending by key (options.ts `resolveTopicOptions` renders all). */
+  readonly options: readonly TopicOptionEntry[];
 }
 export interface TopicDetailsView extends TopicView {
   readonly partitions: readonly PartitionView[];
@@ -146,6 +149,7 @@ export class MetadataQueries {
       partitionsCount: topic.partitions.length,
       sizeBytes: counters.sizeBytes,
       messagesCount: counters.messagesCount,
+      options: topic.options,
     };
   }
 

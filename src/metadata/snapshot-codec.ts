@@ -32,10 +32,13 @@ import {
   type StreamPermissionsSnapshot,
   type StreamSnapshot,
   type TopicPermissionsSnapshot,
+  type TopicOptionSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
   type UserStatus,
 } from './snapshot-model.js';
+import { ErrorCode } from './errors.js';
+import { TOPIC_OPTIONS_MAX, validateTopicOptionEntries } from './options.js';
 
 /** Why a snapshot was refused. Stable strings: they appear in logs and `vrmeta inspect`. */
 export const SnapshotDecodeReason = {
@@ -125,8 +128,7 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
       `version ${version}, this build reads versions ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`,
     );
   }
-  // Version 1 ends at writerRelease; version 2 appends the revoked tokens.
-  const fieldsExpected = version === 1 ? 7 : 8;
+  const fieldsExpected = 8;
   if (fieldCount !== fieldsExpected) reader.fail('malformed', 'snapshot', `expected ${fieldsExpected} fields, found ${fieldCount}`);
   const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
   const sequenceNumber = reader.uint('sequenceNumber', Number.MAX_SAFE_INTEGER);
@@ -134,7 +136,7 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
   const streams = decodeStreams(reader);
   const clientTable = decodeClientTable(reader);
   const writerRelease = reader.uint('writerRelease', U32_MAX);
-  const revokedTokens = version === 1 ? [] : decodeRevokedTokens(reader);
+  const revokedTokens = decodeRevokedTokens(reader);
   if (reader.position !== bytes.byteLength) {
     reader.fail('trailing_bytes', 'snapshot', `${bytes.byteLength - reader.position} bytes after the snapshot`);
   }
@@ -285,7 +287,7 @@ function decodeStreams(reader: Reader): StreamSnapshot[] {
 }
 
 function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
-  reader.record(9);
+  reader.record(10);
   const id = reader.uint('id', U32_MAX);
   if (id <= previousTopicId) reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousTopicId}`);
   const name = reader.string('name');
@@ -328,6 +330,7 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     consumerGroups.push({ id: groupId, name: groupName, generation, members: decodeMembers(reader) });
   }
   reader.leave(depth);
+  const options = decodeTopicOptions(reader, partitions.length);
   return {
     id,
     name,
@@ -338,7 +341,32 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     replicationFactor,
     partitions,
     consumerGroups,
+    options,
   };
+}
+
+/** Topic field 9: explicit options, keys ascending; the entries must satisfy the catalog rules. */
+function decodeTopicOptions(reader: Reader, partitionsCount: number): TopicOptionSnapshot[] {
+  const count = reader.arrayHeader('options');
+  if (count > TOPIC_OPTIONS_MAX) reader.fail('out_of_range', 'options', `${count} entries exceeds ${TOPIC_OPTIONS_MAX}`);
+  const options: TopicOptionSnapshot[] = [];
+  const depth = reader.enter('options');
+  let previousKey: string | null = null;
+  for (let index = 0; index < count; index++) {
+    reader.at(depth, index);
+    reader.record(2);
+    const key = reader.string('key');
+    if (previousKey !== null && !(key > previousKey)) reader.fail('not_canonical_order', 'key', `"${key}" does not follow "${previousKey}"`);
+    previousKey = key;
+    const value = reader.nil() ? null : reader.string('value');
+    // Frozen as the state machine keeps them, so a restore adopts them without a copy.
+    options.push(Object.freeze({ key, value }));
+  }
+  reader.leave(depth);
+  if (validateTopicOptionEntries(options, partitionsCount) !== ErrorCode.ok) {
+    reader.fail('out_of_range', 'options', 'an entry is not a catalog option in its canonical form');
+  }
+  return options;
 }
 
 function decodeMembers(reader: Reader): ConsumerGroupMemberSnapshot[] {

@@ -22,16 +22,15 @@
 
 /**
  * Bumped whenever the encoding changes; writers write only this one. Version 2 added the
- * revoked access tokens (field 7).
+ * revoked access tokens (field 7); version 3 the topic options (topic field 9).
  */
-export const SNAPSHOT_FORMAT_VERSION = 2;
+export const SNAPSHOT_FORMAT_VERSION = 3;
 /**
- * Versions readers accept: checkpoints written by any release stay readable. A version-1
- * snapshot has 7 fields and no revoked tokens (read as an empty list); its bytes are never
- * re-encoded (its checkpoint id is the checksum of the bytes on disk), so reading it back
- * changes nothing, and the next checkpoint is written as version 2. Anything else is refused.
+ * Versions readers accept. Only the current one: there is no migration, so a data directory
+ * written before the topic options is refused at boot with the version it holds (the operator
+ * wipes it and the replica rejoins by state transfer).
  */
-export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [1, 2];
+export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [3];
 
 export function isReadableSnapshotVersion(version: number | null): boolean {
   return version !== null && SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version);
@@ -176,7 +175,7 @@ export type CompressionAlgorithm = (typeof CompressionAlgorithm)[keyof typeof Co
 
 /**
  * Encoded as [id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes,
- * replicationFactor, partitions, consumerGroups].
+ * replicationFactor, partitions, consumerGroups, options].
  */
 export interface TopicSnapshot {
   readonly id: number;
@@ -193,6 +192,20 @@ export interface TopicSnapshot {
   readonly partitions: readonly PartitionSnapshot[];
   /** Ordered by `id` ascending. */
   readonly consumerGroups: readonly ConsumerGroupSnapshot[];
+  /**
+   * Field 9 (version 3): the catalog options the client set explicitly (metadata/options.ts),
+   * ordered by `key` ascending (UTF-16 order; catalog keys are ASCII), keys unique.
+   */
+  readonly options: readonly TopicOptionSnapshot[];
+}
+
+/**
+ * Encoded as [key, value]: `value` is the canonical text of a runtime knob (segment_size bytes as
+ * decimal, flags as true/false), nil for a key whose value is one of the topic's typed fields.
+ */
+export interface TopicOptionSnapshot {
+  readonly key: string;
+  readonly value: string | null;
 }
 
 /** Encoded as [id, createdAtUs]. */

@@ -82,6 +82,8 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
         // Partition records are immutable; copying the array keeps later adds and deletes out.
         partitions: topic.partitions.slice(),
         consumerGroups,
+        // Frozen and replaced wholesale on change, so sharing it is safe.
+        options: topic.options,
       });
     }
     streams.push({ id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics });
@@ -217,5 +219,8 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     ),
     groups: IdSlab.from(limits.consumerGroupsPerTopicMax, groups),
     groupIndex,
+    options: Object.isFrozen(topic.options)
+      ? topic.options
+      : Object.freeze(topic.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value }))),
   };
 }

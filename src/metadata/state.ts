@@ -9,6 +9,7 @@
 import { assert } from '../stdx/assert.js';
 import { IdSlab } from './id-slab.js';
 import type { Identifier } from './operations.js';
+import type { TopicOptionEntry } from './options.js';
 import type { CompressionAlgorithm, PartitionSnapshot, PermissionsSnapshot, UserStatus } from './snapshot-model.js';
 import type { MetadataLimits } from './validation.js';
 
@@ -39,6 +40,8 @@ export interface TopicState {
   compressionAlgorithm: CompressionAlgorithm;
   maxTopicSizeBytes: bigint;
   replicationFactor: number;
+  /** Explicit catalog options, ascending by key, frozen (options.ts): replaced, never edited. */
+  options: readonly TopicOptionEntry[];
   /** Dense ids 0..n-1, ascending: partitions are added at the top and deleted from the top. */
   readonly partitions: PartitionState[];
   readonly groups: IdSlab<GroupState>;

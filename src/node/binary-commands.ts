@@ -33,6 +33,7 @@ import {
 } from '../metadata/binary-responses.js';
 import { TOPIC_DEFAULTS, resolveTopicSettings, validateCompression, validateMaxTopicSize, validateMessageExpiry, validateTopicSettings } from '../metadata/defaults.js';
 import { ErrorCode } from '../metadata/errors.js';
+import { TopicOptionKey, type TopicOptionEntry } from '../metadata/options.js';
 import { encodeRequest } from '../metadata/operation-codec.js';
 import { Operation, idOf, type Identifier, type MetadataRequest } from '../metadata/operations.js';
 import {
@@ -139,6 +140,15 @@ function topicOptions(options: readonly OptionEntry[]): TopicOptions | number {
   return { compressionAlgorithm, messageExpiryUs, maxTopicSizeBytes };
 }
 
+/** The typed settings a binary create set become explicit options (their values are the fields). */
+function createdFieldOptions(options: TopicOptions): TopicOptionEntry[] {
+  const entries: TopicOptionEntry[] = [];
+  if (options.compressionAlgorithm !== null) entries.push({ key: TopicOptionKey.compressionAlgorithm, value: null });
+  if (options.maxTopicSizeBytes !== null && options.maxTopicSizeBytes !== 0n) entries.push({ key: TopicOptionKey.maxTopicSize, value: null });
+  if (options.messageExpiryUs !== null && options.messageExpiryUs !== 0n) entries.push({ key: TopicOptionKey.messageExpiry, value: null });
+  return entries;
+}
+
 function permissionsOf(input: PermissionsInput | null): PermissionsSnapshot | null | number {
   if (input === null) return null;
   const canonical = canonicalPermissions(input);
@@ -178,7 +188,7 @@ export async function translateWrite(operation: number, body: Uint8Array, ctx: W
       const settings = resolveTopicSettings(options, TOPIC_DEFAULTS);
       const code = validateTopicName(name) || validateTopicPartitionsCount(partitionsCount) || validateTopicSettings(settings);
       if (code !== ErrorCode.ok) return refused(code);
-      return encoded({ operation, streamId, partitionsCount, ...settings, name });
+      return encoded({ operation, streamId, partitionsCount, ...settings, name, options: createdFieldOptions(options) });
     }
     case Operation.updateTopic: {
       const request = bodies.decodeUpdateTopic(body);

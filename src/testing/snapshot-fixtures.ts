@@ -212,8 +212,17 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
     replicationFactor: 1 + prng.int(3),
     partitions,
     consumerGroups,
+    // Chosen by id, not drawn, so adding topic options left every other field's draws as they were.
+    options: id % 4 === 1 ? TOPIC_OPTIONS_SAMPLE : [],
   };
 }
+
+/** Explicit options of every fourth topic: a typed-field key (nil value) and two runtime knobs. */
+const TOPIC_OPTIONS_SAMPLE = Object.freeze([
+  Object.freeze({ key: 'compression_algorithm', value: null }),
+  Object.freeze({ key: 'enforce_fsync', value: 'true' }),
+  Object.freeze({ key: 'segment_size', value: '134217728' }),
+]);
 
 function clientEntry(prng: Prng, slot: number, userCount: number): ClientEntrySnapshot {
   const epoch = 1 + prng.int(2_000_000);

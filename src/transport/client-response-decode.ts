@@ -4,6 +4,7 @@
  * over the binary protocol returns the same JSON shapes as one over HTTP. Untrusted bytes: a
  * body that does not decode is an error with a reason, never a thrown RangeError.
  */
+import { OptionKind, TOPIC_FIELD_OPTION_KEYS, type TopicOptionEntry } from '../metadata/options.js';
 import { BodyReader } from '../metadata/body-io.js';
 import type {
   ConsumerGroupDetailsView,
@@ -65,9 +66,38 @@ function topicHeader(reader: BodyReader): TopicView {
   const sizeBytes = num(reader.u64('size_bytes'));
   const messagesCount = num(reader.u64('messages_count'));
   const name = reader.name('name');
+  const size = reader.u32('options size');
+  const options = explicitOptions(reader.bytes(size, 'options'));
   optionsBlock(reader);
-  optionsBlock(reader);
-  return { id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes, replicationFactor: 1, partitionsCount, sizeBytes, messagesCount };
+  return { id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes, replicationFactor: 1, partitionsCount, sizeBytes, messagesCount, options };
+}
+
+/**
+ * The explicit block's entries (TLV: kind u8, len u32, key; kind u8, len u32, value) as the stored
+ * form: typed-field keys without text, the runtime knobs as canonical text.
+ */
+function explicitOptions(block: Uint8Array): TopicOptionEntry[] {
+  const reader = new BodyReader(block);
+  const entries: TopicOptionEntry[] = [];
+  while (reader.ok && reader.remaining > 0) {
+    reader.u8('option key kind');
+    const key = new TextDecoder().decode(reader.bytes(reader.u32('option key size'), 'option key'));
+    const kind = reader.u8('option value kind');
+    const value = reader.bytes(reader.u32('option value size'), 'option value');
+    if (!reader.ok) break;
+    if (TOPIC_FIELD_OPTION_KEYS.includes(key)) {
+      entries.push({ key, value: null });
+      continue;
+    }
+    const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+    let text: string;
+    if (kind === OptionKind.uint64 && value.byteLength === 8) text = view.getBigUint64(0, true).toString();
+    else if (kind === OptionKind.uint32 && value.byteLength === 4) text = String(view.getUint32(0, true));
+    else if (kind === OptionKind.bool && value.byteLength === 1) text = String(value[0] !== 0);
+    else text = new TextDecoder().decode(value);
+    entries.push({ key, value: text });
+  }
+  return entries;
 }
 
 export function decodeStreamDetails(body: Uint8Array): StreamDetailsView {

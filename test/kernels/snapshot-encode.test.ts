@@ -11,12 +11,12 @@ import { describe, expect, it } from 'vitest';
 import { U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/metadata/snapshot-model.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
-import { GOLDEN_HEX_V1, goldenSnapshot, goldenSnapshotV1 } from './snapshot-golden.js';
+import { goldenSnapshot } from './snapshot-golden.js';
 import { freshSnapshotEncoder, hex, positional, snapshotEncoders } from './snapshot-encoders.js';
 
 /** Persisted in every checkpoint: changing these bytes needs a SNAPSHOT_FORMAT_VERSION bump. */
 const GOLDEN_HEX =
-  '9802cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
+  '9803cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
   '6424763d3139246d3d31393435362c743d322c703d31246332467364484e6862' +
   '48527a59577830246147467a6147686863326701cf00060dd71021200192cd03' +
   'ff9193013f9192020f9293a26369c420000102030405060708090a0b0c0d0e0f' +
@@ -24,20 +24,23 @@ const GOLDEN_HEX =
   '6e61c420abacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6' +
   'c7c8c9cac09707a76ac3bc7267656ed92e246172676f6e32696424763d313924' +
   '6d3d31393435362c743d322c703d312463475677634756792463324673644102' +
-  'ccc8c090929401a96f72646572732d6575cf00060dd710212064919901ad6f72' +
+  'ccc8c090929401a96f72646572732d6575cf00060dd710212064919a01ad6f72' +
   '6465722e63726561746564cf00060dd7102120c8cfffffffffffffffff01cf00' +
   '0000028000000003929201cf00060dd7102120c99202cf00060dd7102120ca91' +
   '9401a762696c6c696e6703919301c4100123456789abcdeffedcba9876543210' +
-  '92010294cd012ca9e38387e383bce382bfcf00060dd71021212c90929700c410' +
-  'fedcba98765432100123456789abcdef1107ce00010000c41000000000000000' +
-  '000000000000000000c40800010203040506079705c410000000000000000000' +
-  '00000000000001cf00000001000000000000c410ffffffffffffffffffffffff' +
-  'ffffffffc400ce000102009393c410000102030405060708090a0b0c0d0e0f00' +
-  'cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e1f070193c4' +
-  '10ffffffffffffffffffffffffffffffffceffffffffcf001fffffffffffff';
+  '9201029392b5636f6d7072657373696f6e5f616c676f726974686dc092ad656e' +
+  '666f7263655f6673796e63a47472756592ac7365676d656e745f73697a65a931' +
+  '333432313737323894cd012ca9e38387e383bce382bfcf00060dd71021212c90' +
+  '929700c410fedcba98765432100123456789abcdef1107ce00010000c4100000' +
+  '0000000000000000000000000000c40800010203040506079705c41000000000' +
+  '000000000000000000000001cf00000001000000000000c410ffffffffffffff' +
+  'ffffffffffffffffffc400ce000102009393c410000102030405060708090a0b' +
+  '0c0d0e0f00cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e' +
+  '1f070193c410ffffffffffffffffffffffffffffffffceffffffffcf001fffff' +
+  'ffffffff';
 
 const EMPTY: MetadataSnapshot = {
-  version: 2,
+  version: 3,
   createdAtUs: 0,
   sequenceNumber: 0,
   users: [],
@@ -68,6 +71,7 @@ function topic(overrides: Partial<TopicSnapshot> = {}): TopicSnapshot {
     replicationFactor: 1,
     partitions: [],
     consumerGroups: [],
+    options: [],
     ...overrides,
   };
 }
@@ -87,7 +91,7 @@ function withReply(reply: Uint8Array): MetadataSnapshot {
   };
 }
 
-/** Bytes of the stream name field inside `withStreamName`: after 98 02 00 00 90 91 94 01. */
+/** Bytes of the stream name field inside `withStreamName`: after 98 03 00 00 90 91 94 01. */
 const STREAM_NAME_OFFSET = 8;
 
 describe('snapshot encode: format reference', () => {
@@ -100,10 +104,15 @@ describe('snapshot encode: format reference', () => {
     expect(unpack(new Uint8Array(Buffer.from(GOLDEN_HEX, 'hex')))).toEqual(positional(goldenSnapshot()));
   });
 
-  it('version 2 is version 1 with a longer top-level array and the revoked tokens appended', () => {
-    expect(referenceEncode(goldenSnapshotV1())).toBe(GOLDEN_HEX_V1);
-    const tail = hex(msgpackEncode(positional(goldenSnapshot()).at(-1), { useBigInt64: true }));
-    expect(GOLDEN_HEX).toBe(`9802${GOLDEN_HEX_V1.slice(4)}${tail}`);
+  it('version 3 writes a topic as 10 fields, its explicit options last as [key, value | nil]', () => {
+    const options = [
+      { key: 'compression_algorithm', value: null },
+      { key: 'segment_size', value: '134217728' },
+    ];
+    const bytes = hex(msgpackEncode(positional(withTopic({ options })), { useBigInt64: true }));
+    // [1, "t", 0, 0, 1, 0, 1, [], [], [["compression_algorithm", nil], ["segment_size", "134217728"]]]
+    const tail = '9292b5' + hex(Buffer.from('compression_algorithm')) + 'c092ac' + hex(Buffer.from('segment_size')) + 'a9' + hex(Buffer.from('134217728'));
+    expect(bytes).toBe('98030000909194' + '01a173' + '00' + '919a' + '01a174' + '00000100' + '01' + '9090' + tail + '9000' + '90');
   });
 });
 
@@ -112,8 +121,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     expect(hex(encode(goldenSnapshot()))).toBe(GOLDEN_HEX);
   });
 
-  it('encodes an empty snapshot as 98 02 00 00 90 90 90 00 90', () => {
-    expect(hex(encode(EMPTY))).toBe('980200009090900090');
+  it('encodes an empty snapshot as 98 03 00 00 90 90 90 00 90', () => {
+    expect(hex(encode(EMPTY))).toBe('980300009090900090');
   });
 
   it('matches the generic encoder and msgpackr on the small reference snapshot', () => {
@@ -136,7 +145,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [Number.MAX_SAFE_INTEGER, 'cf001fffffffffffff'],
   ])('writes the u64 number %d in its smallest form %s', (value, expected) => {
     const bytes = encode({ ...EMPTY, createdAtUs: value });
-    expect(hex(bytes)).toBe(`9802${expected}009090900090`);
+    expect(hex(bytes)).toBe(`9803${expected}009090900090`);
     expect(unpack(bytes)[1]).toEqual(value < 2 ** 32 ? value : BigInt(value));
   });
 
@@ -152,8 +161,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [U64_MAX, 'cfffffffffffffffff'],
   ])('writes the u64 bigint %s in its smallest form %s, never a float', (value, expected) => {
     const bytes = encode(withTopic({ messageExpiryUs: value, maxTopicSizeBytes: value }));
-    // topic: 99 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 90 90
-    expect(hex(bytes)).toContain(`9901a17400${expected}01${expected}019090`);
+    // topic: 9a 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 90 90 90
+    expect(hex(bytes)).toContain(`9a01a17400${expected}01${expected}01909090`);
     const decoded = unpack(bytes) as unknown[][][][][];
     expect(decoded[4]![0]![3]![0]![3]).toEqual(value < 2n ** 32n ? Number(value) : value);
   });
@@ -231,8 +240,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
       tokens: [{ name: 'a', tokenHash: new Uint8Array([1]), expiryAtUs: null }],
     };
     const absent = encode({ ...EMPTY, users: [user] });
-    // 98 02 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
-    expect(hex(absent)).toBe('98020000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
+    // 98 03 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
+    expect(hex(absent)).toBe('98030000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
     const present = encode({
       ...EMPTY,
       users: [
@@ -243,7 +252,21 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
         },
       ],
     });
-    expect(hex(present)).toBe('98020000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
+    expect(hex(present)).toBe('98030000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
+  });
+
+  it('writes topic options as [key, value | nil] in key order, like the generic encoder', () => {
+    const options = [
+      { key: 'compression_algorithm', value: null },
+      { key: 'enforce_fsync', value: 'false' },
+      { key: 'max_topic_size', value: null },
+      { key: 'segment_size', value: '1048576' },
+    ];
+    const snapshot = withTopic({ options });
+    expect(hex(encode(snapshot))).toBe(referenceEncode(snapshot));
+    expect(unpack(encode(snapshot))).toEqual(positional(snapshot));
+    expect(() => encode(withTopic({ options: [options[1]!, options[0]!] }))).toThrow(/topics\[0\]\.options\[1\]\.key is not ascending/);
+    expect(() => encode(withTopic({ options: [options[0]!, options[0]!] }))).toThrow(/options\[1\]\.key is not ascending/);
   });
 
   it('orders revoked token ids by their bytes (high byte first) and writes each as [bin16, u32, u64]', () => {
@@ -307,9 +330,9 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
   });
 
   const invalid: Array<[string, () => MetadataSnapshot, RegExp]> = [
-    // Only the current version is written; version 1 is read, never written.
-    ['version 1', () => ({ ...EMPTY, version: 1 }), /version is 1/],
-    ['version 3', () => ({ ...EMPTY, version: 3 }), /version is 3/],
+    // Only the current version is written (and read).
+    ['version 2', () => ({ ...EMPTY, version: 2 }), /version is 2/],
+    ['version 4', () => ({ ...EMPTY, version: 4 }), /version is 4/],
     [
       'revoked token ids out of order',
       () => ({ ...EMPTY, revokedTokens: [revoked(2), revoked(1)] }),

@@ -105,6 +105,8 @@ export function positional(snapshot: MetadataSnapshot): unknown[] {
           int(group.generation),
           group.members.map((member) => [int(member.id), u128Bytes(member.clientId), member.partitions.map(int)]),
         ]),
+        // Version 3: the topic's explicit options.
+        topic.options.map((option) => [option.key, option.value]),
       ]),
     ]),
     snapshot.clientTable.map((client) => [
@@ -117,8 +119,7 @@ export function positional(snapshot: MetadataSnapshot): unknown[] {
       client.reply,
     ]),
     int(snapshot.writerRelease),
-    // Version 2 (the version-1 form ends at writerRelease).
-    ...(snapshot.version === 1 ? [] : [snapshot.revokedTokens.map((token) => [token.jti, int(token.userId), int(token.expiryAtUs)])]),
+    snapshot.revokedTokens.map((token) => [token.jti, int(token.userId), int(token.expiryAtUs)]),
   ];
 }
 

@@ -54,6 +54,10 @@ const request: fc.Arbitrary<MetadataRequest> = fc.oneof(
     maxTopicSizeBytes: u64,
     replicationFactor: u8,
     name,
+    // Structure only (the codec does not know the catalog): ascending distinct keys, nil or text.
+    options: fc
+      .uniqueArray(fc.record({ key: name, value: fc.option(name, { nil: null }) }), { selector: (entry) => entry.key, maxLength: 8 })
+      .map((entries) => entries.sort((left, right) => (left.key < right.key ? -1 : 1))),
   }),
   fc.record({
     operation: fc.constant(Operation.updateTopic),

@@ -77,6 +77,18 @@ function mapConstant<T extends object>(value: T): { [K in keyof T]: fc.Arbitrary
   return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, fc.constant(field)])) as { [K in keyof T]: fc.Arbitrary<T[K]> };
 }
 
+/** Every catalog key in a valid canonical form, ascending: any ordered subset is admissible. */
+const VALID_TOPIC_OPTIONS = [
+  { key: 'compression_algorithm', value: null },
+  { key: 'enforce_fsync', value: 'true' },
+  { key: 'max_topic_size', value: null },
+  { key: 'message_expiry', value: null },
+  { key: 'messages_required_to_save', value: '7' },
+  { key: 'preallocate_segments', value: 'false' },
+  { key: 'segment_size', value: '1048576' },
+  { key: 'size_of_messages_required_to_save', value: '4096' },
+];
+
 const request: fc.Arbitrary<MetadataRequest> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ operation: fc.constant(Operation.createStream), name: resourceName }) },
   fc.record({ operation: fc.constant(Operation.updateStream), streamId, name: resourceName }),
@@ -92,6 +104,8 @@ const request: fc.Arbitrary<MetadataRequest> = fc.oneof(
       maxTopicSizeBytes: fc.oneof({ weight: 4, arbitrary: fc.constant(U64_MAX) }, { weight: 1, arbitrary: maxSize }),
       replicationFactor: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: replication }),
       name: resourceName,
+      // Valid explicit options (the edge admits nothing else); a 1 MiB segment lowers the size floor.
+      options: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.subarray(VALID_TOPIC_OPTIONS) }),
     }),
   },
   fc.record({
@@ -244,8 +258,8 @@ const prelude: fc.Arbitrary<Step[]> = fc.tuple(permissions, permissions).map(([a
   [
     { operation: Operation.createStream, name: 'a' },
     { operation: Operation.createStream, name: 'b' },
-    { operation: Operation.createTopic, streamId: idOf(0), partitionsCount: 2, compressionAlgorithm: 1, messageExpiryUs: U64_MAX, maxTopicSizeBytes: U64_MAX, replicationFactor: 1, name: 'a' },
-    { operation: Operation.createTopic, streamId: idOf(1), partitionsCount: 1, compressionAlgorithm: 1, messageExpiryUs: U64_MAX, maxTopicSizeBytes: U64_MAX, replicationFactor: 1, name: 'b' },
+    { operation: Operation.createTopic, streamId: idOf(0), partitionsCount: 2, compressionAlgorithm: 1, messageExpiryUs: U64_MAX, maxTopicSizeBytes: U64_MAX, replicationFactor: 1, name: 'a', options: [] },
+    { operation: Operation.createTopic, streamId: idOf(1), partitionsCount: 1, compressionAlgorithm: 1, messageExpiryUs: U64_MAX, maxTopicSizeBytes: U64_MAX, replicationFactor: 1, name: 'b', options: [] },
     { operation: Operation.createConsumerGroup, streamId: idOf(0), topicId: idOf(0), name: 'a' },
     { operation: Operation.createUser, username: 'alice', passwordHash: fakeHash(1), status: 1, permissions: alice },
     { operation: Operation.createUser, username: 'bob', passwordHash: fakeHash(2), status: 1, permissions: bob },

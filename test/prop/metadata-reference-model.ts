@@ -11,6 +11,7 @@ import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
 const GIB = 1024n * 1024n * 1024n;
+const MIB = 1024n * 1024n;
 
 interface Counters {
   size: number;
@@ -40,6 +41,13 @@ interface MTopic {
   replicationFactor: number;
   partitions: { id: number; createdAtUs: number; counters: Counters }[];
   groups: MGroup[];
+  options: readonly { key: string; value: string | null }[];
+}
+
+/** A topic's segment size: its explicit `segment_size` option, else 1 GiB (the max size floor). */
+function segmentSizeOf(options: readonly { key: string; value: string | null }[]): bigint {
+  const entry = options.find((option) => option.key === 'segment_size');
+  return entry?.value ? BigInt(entry.value) : GIB;
 }
 interface MStream {
   id: number;
@@ -143,11 +151,11 @@ export class ReferenceModel {
     return allowed ? { stream, topic } : 41;
   }
 
-  private settingsCode(compression: number | null, expiry: bigint | null, maxSize: bigint | null, replication: number | null): number {
+  private settingsCode(compression: number | null, expiry: bigint | null, maxSize: bigint | null, replication: number | null, floor = GIB): number {
     if (compression !== null && compression !== 1 && compression !== 2) return 3;
     if (expiry !== null && expiry === 0n) return 3;
     if (maxSize !== null && maxSize === 0n) return 3;
-    if (maxSize !== null && maxSize !== U64_MAX && maxSize < GIB) return 1019;
+    if (maxSize !== null && maxSize !== U64_MAX && maxSize < floor) return 1019;
     if (replication !== null && (replication < 1 || replication > 255)) return 2018;
     return 0;
   }
@@ -208,7 +216,13 @@ export class ReferenceModel {
       case Operation.createTopic: {
         if (!nameOk(request.name)) return [2014, null];
         if (request.partitionsCount > 1000) return [2015, null];
-        const settings = this.settingsCode(request.compressionAlgorithm, request.messageExpiryUs, request.maxTopicSizeBytes, request.replicationFactor);
+        const settings = this.settingsCode(
+          request.compressionAlgorithm,
+          request.messageExpiryUs,
+          request.maxTopicSizeBytes,
+          request.replicationFactor,
+          segmentSizeOf(request.options),
+        );
         if (settings !== 0) return [settings, null];
         const stream = find(this.streams, request.streamId);
         if (!stream) return [1009, null];
@@ -227,21 +241,34 @@ export class ReferenceModel {
           replicationFactor: request.replicationFactor,
           partitions: Array.from({ length: request.partitionsCount }, (_, p) => ({ id: p, createdAtUs: timestampUs, counters: { size: 0, messages: 0, segments: 0, offset: 0 } })),
           groups: [],
+          options: request.options,
         });
         return [0, id];
       }
       case Operation.updateTopic: {
         if (!nameOk(request.name)) return [2014, null];
-        const settings = this.settingsCode(request.compressionAlgorithm, request.messageExpiryUs, request.maxTopicSizeBytes, request.replicationFactor);
+        // The floor is the topic's own segment size, known only once it is resolved (MIN first).
+        const settings = this.settingsCode(request.compressionAlgorithm, request.messageExpiryUs, request.maxTopicSizeBytes, request.replicationFactor, MIB);
         if (settings !== 0) return [settings, null];
         const found = this.topicOf(actor, request.streamId, request.topicId, 'manage');
         if (typeof found === 'number') return [found, null];
+        const maxSize = request.maxTopicSizeBytes;
+        if (maxSize !== null && maxSize !== U64_MAX && maxSize < segmentSizeOf(found.topic.options)) return [1019, null];
         if (found.stream.topics.some((t) => t.name === request.name && t.id !== found.topic.id)) return [2013, null];
         found.topic.name = request.name;
         if (request.compressionAlgorithm !== null) found.topic.compressionAlgorithm = request.compressionAlgorithm;
         if (request.messageExpiryUs !== null) found.topic.messageExpiryUs = request.messageExpiryUs;
         if (request.maxTopicSizeBytes !== null) found.topic.maxTopicSizeBytes = request.maxTopicSizeBytes;
         if (request.replicationFactor !== null) found.topic.replicationFactor = request.replicationFactor;
+        // Every setting an update carries becomes an explicit option (value in the typed field).
+        const set = [
+          request.compressionAlgorithm !== null ? 'compression_algorithm' : null,
+          request.messageExpiryUs !== null ? 'message_expiry' : null,
+          request.maxTopicSizeBytes !== null ? 'max_topic_size' : null,
+        ].filter((key): key is string => key !== null && !found.topic.options.some((option) => option.key === key));
+        if (set.length > 0) {
+          found.topic.options = [...found.topic.options, ...set.map((key) => ({ key, value: null }))].sort((a, b) => (a.key < b.key ? -1 : 1));
+        }
         return [0, null];
       }
       case Operation.deleteTopic:
@@ -456,6 +483,7 @@ export class ReferenceModel {
           generation: g.generation,
           members: g.members.map((m) => ({ id: m.id, clientId: m.clientId, partitions: m.partitions })),
         })),
+        options: t.options.map((option) => ({ key: option.key, value: option.value })),
       })),
     }));
     // The model issues no revocations (its generator draws none).

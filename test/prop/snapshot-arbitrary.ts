@@ -123,6 +123,14 @@ function consumerGroups(max: number): fc.Arbitrary<ConsumerGroupSnapshot[]> {
   );
 }
 
+const TOPIC_OPTION_SAMPLES = [
+  { key: 'compression_algorithm', value: null },
+  { key: 'enforce_fsync', value: 'false' },
+  { key: 'max_topic_size', value: null },
+  { key: 'messages_required_to_save', value: '1' },
+  { key: 'segment_size', value: '1073741824' },
+];
+
 function topics(max: number): fc.Arbitrary<TopicSnapshot[]> {
   return ascendingRecords(max, (id) =>
     fc.record({
@@ -133,6 +141,8 @@ function topics(max: number): fc.Arbitrary<TopicSnapshot[]> {
       compressionAlgorithm: fc.constantFrom(1 as const, 2 as const),
       maxTopicSizeBytes: u64Bigint,
       replicationFactor: u8,
+      // Ordered subsets of canonical entries (the decoder checks them against the catalog).
+      options: fc.subarray(TOPIC_OPTION_SAMPLES),
       partitions: ascendingRecords(max + 2, (partitionId) =>
         fc.record({ id: fc.constant(partitionId), createdAtUs: u64Number }),
       ),

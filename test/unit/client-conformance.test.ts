@@ -159,7 +159,16 @@ describe('client port: streams, topics, partitions, segments, groups', () => {
     const created = committed(await root.write(OP.createTopic, b(stringId('conf-t'), u32(2), name('t1'), options)), OP.createTopic);
     const topic = server.node.state.queries.topic({ kind: 'name', name: 'conf-t' }, { kind: 'name', name: 't1' })!;
     expect({ compression: topic.compressionAlgorithm, expiry: topic.messageExpiryUs }).toEqual({ compression: 2, expiry: 5_000_000n });
-    const derived = b(option('compression_algorithm', 2, Buffer.from('gzip')), option('max_topic_size', 12, u64(0xffff_ffff_ffff_ffffn)), option('message_expiry', 12, u64(5_000_000n)));
+    // The keys the client sent come back explicit, the rest derived, each in its catalog kind.
+    const explicit = b(option('compression_algorithm', 2, Buffer.from('gzip')), option('message_expiry', 12, u64(5_000_000n)));
+    const derived = b(
+      option('enforce_fsync', 3, Buffer.from([0])),
+      option('max_topic_size', 12, u64(0xffff_ffff_ffff_ffffn)),
+      option('messages_required_to_save', 11, Buffer.from([0, 4, 0, 0])),
+      option('preallocate_segments', 3, Buffer.from([0])),
+      option('segment_size', 12, u64(1024n ** 3n)),
+      option('size_of_messages_required_to_save', 12, u64(1024n * 1024n)),
+    );
     const header = b(
       u32(topic.id),
       u64(BigInt(topic.createdAtUs)),
@@ -170,7 +179,8 @@ describe('client port: streams, topics, partitions, segments, groups', () => {
       u64(0n),
       u64(0n),
       name('t1'),
-      u32(0),
+      u32(explicit.length),
+      explicit,
       u32(derived.length),
       derived,
     );

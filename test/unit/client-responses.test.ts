@@ -46,9 +46,19 @@ const topic = {
   partitionsCount: 2,
   sizeBytes: 10,
   messagesCount: 11,
+  options: [],
 };
-/** The derived options block vrmeta reports for `topic` (keys in order). */
-const derived = b(option('compression_algorithm', 2, Buffer.from('gzip')), option('max_topic_size', 12, u64(U64_MAX)), option('message_expiry', 12, u64(U64_MAX)));
+/** The derived options block vrmeta reports for `topic` (no explicit options: every key, in order). */
+const derived = b(
+  option('compression_algorithm', 2, Buffer.from('gzip')),
+  option('enforce_fsync', 3, Buffer.from([0])),
+  option('max_topic_size', 12, u64(U64_MAX)),
+  option('message_expiry', 12, u64(U64_MAX)),
+  option('messages_required_to_save', 11, Buffer.from([0, 4, 0, 0])),
+  option('preallocate_segments', 3, Buffer.from([0])),
+  option('segment_size', 12, u64(1024n ** 3n)),
+  option('size_of_messages_required_to_save', 12, u64(1024n * 1024n)),
+);
 const topicHeader = b(
   u32(3),
   u64(1_700_000_000_000_001n),

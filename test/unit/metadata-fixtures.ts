@@ -106,6 +106,7 @@ export const req = {
     compressionAlgorithm: settings.compressionAlgorithm ?? CompressionAlgorithm.none,
     messageExpiryUs: settings.messageExpiryUs ?? U64_MAX,
     maxTopicSizeBytes: settings.maxTopicSizeBytes ?? U64_MAX,
+    options: [],
     replicationFactor: settings.replicationFactor ?? 1,
     name,
   }),

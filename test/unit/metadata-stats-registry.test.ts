@@ -190,7 +190,7 @@ describe('stats registry: restore (boot or state-transfer install)', () => {
     const topic = { id: 0, createdAtUs: 11 };
     const partition = { id: 0, createdAtUs: 11 };
     const stats = registry.bump(stream, topic, partition, { messagesCount: 5 });
-    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [{ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1, maxTopicSizeBytes: 1n, replicationFactor: 1, partitions: [partition], consumerGroups: [] }] }]);
+    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [{ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1, maxTopicSizeBytes: 1n, replicationFactor: 1, partitions: [partition], consumerGroups: [], options: [] }] }]);
     expect(registry.partition(stream, topic, partition)).toBe(stats);
     registry.retain([{ id: 0, name: 's', createdAtUs: 12, topics: [] }]);
     expect(registry.entryCounts()).toEqual({ streams: 0, topics: 0, partitions: 0 });

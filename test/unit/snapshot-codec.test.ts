@@ -9,7 +9,7 @@ import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../
 import type { MetadataSnapshot } from '../../src/metadata/snapshot-model.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { positional } from '../kernels/snapshot-encoders.js';
-import { GOLDEN_HEX_V1, goldenSnapshot, goldenSnapshotV1 } from '../kernels/snapshot-golden.js';
+import { goldenSnapshot } from '../kernels/snapshot-golden.js';
 
 function refusal(bytes: Uint8Array): { reason: string; path: string } {
   try {
@@ -49,24 +49,22 @@ describe('decodeSnapshot', () => {
     expect(decoded.clientTable[0]!.reply).toEqual(goldenSnapshot().clientTable[0]!.reply);
   });
 
-  it('reads a version-1 snapshot (written before revoked tokens existed) as one without revoked tokens', () => {
-    const bytes = fromHex(GOLDEN_HEX_V1);
-    expect(peekSnapshotVersion(bytes)).toBe(1);
-    expect(decodeSnapshot(bytes)).toEqual(goldenSnapshotV1());
-    expect(decodeSnapshot(fromHex('9701000090909000'))).toMatchObject({ version: 1, revokedTokens: [] });
+  it('refuses snapshots of earlier versions (no migration): version 1 and version 2 files', () => {
+    // An empty version-1 snapshot (7 fields) and an empty version-2 one (8 fields, no topic options).
+    expect(refusal(fromHex('9701000090909000'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('980200009090900090'))).toEqual({ reason: 'unsupported_version', path: 'version' });
   });
 
   it('refuses another version as unsupported_version before reading further', () => {
-    expect(refusal(fromHex('9703'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9704'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9800'))).toEqual({ reason: 'unsupported_version', path: 'version' });
-    expect(refusal(fromHex('9203 c0'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9202 c0'))).toEqual({ reason: 'unsupported_version', path: 'version' });
   });
 
   it('refuses an array with the wrong field count for its version as malformed', () => {
-    expect(refusal(fromHex('9601000090909000'.slice(0, 14)))).toEqual({ reason: 'malformed', path: 'snapshot' });
-    // Version 1 has 7 fields, version 2 has 8: neither may borrow the other's shape.
-    expect(refusal(fromHex('980100009090900090'))).toEqual({ reason: 'malformed', path: 'snapshot' });
-    expect(refusal(fromHex('9702000090909000'))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    expect(refusal(fromHex('9603000090909000'.slice(0, 14)))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    // Version 3 has 8 fields.
+    expect(refusal(fromHex('9703000090909000'))).toEqual({ reason: 'malformed', path: 'snapshot' });
   });
 
   it('refuses revoked tokens out of order, duplicated or of the wrong size', () => {
@@ -86,30 +84,29 @@ describe('decodeSnapshot', () => {
   });
 
   it('refuses trailing bytes', () => {
-    expect(refusal(fromHex('9701000090909000 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
-    expect(refusal(fromHex('980200009090900090 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
+    expect(refusal(fromHex('980300009090900090 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
   });
 
   it('refuses an integer wider than needed as not_canonical_encoding', () => {
-    expect(refusal(fromHex('9701 cd0001 00 909090 00'))).toEqual({ reason: 'not_canonical_encoding', path: 'createdAtUs' });
-    expect(refusal(fromHex('9701 cf00000000ffffffff 00 909090 00'))).toEqual({
+    expect(refusal(fromHex('9803 cd0001 00 909090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'createdAtUs' });
+    expect(refusal(fromHex('9803 cf00000000ffffffff 00 909090 00 90'))).toEqual({
       reason: 'not_canonical_encoding',
       path: 'createdAtUs',
     });
-    expect(refusal(fromHex('9701 00 00 dc0000 9090 00'))).toEqual({ reason: 'not_canonical_encoding', path: 'users' });
+    expect(refusal(fromHex('9803 00 00 dc0000 9090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'users' });
   });
 
   it('refuses a float or a signed integer where an unsigned integer belongs', () => {
-    expect(refusal(fromHex('9701 cb3ff0000000000000 00 909090 00'))).toEqual({ reason: 'malformed', path: 'createdAtUs' });
-    expect(refusal(fromHex('9701 d30000000000000001 00 909090 00'))).toEqual({
+    expect(refusal(fromHex('9803 cb3ff0000000000000 00 909090 00 90'))).toEqual({ reason: 'malformed', path: 'createdAtUs' });
+    expect(refusal(fromHex('9803 d30000000000000001 00 909090 00 90'))).toEqual({
       reason: 'not_canonical_encoding',
       path: 'createdAtUs',
     });
-    expect(refusal(fromHex('9701 ff 00 909090 00'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
+    expect(refusal(fromHex('9803 ff 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
   });
 
   it('refuses a u64 number field above 2^53 - 1 rather than rounding it', () => {
-    expect(refusal(fromHex('9701 cf0020000000000000 00 909090 00'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
+    expect(refusal(fromHex('9803 cf0020000000000000 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
   });
 
   it('names the path of a bad field deep in the tree', () => {
@@ -240,10 +237,30 @@ describe('decodeSnapshot', () => {
     expect(refusal(bytes)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0].partitions[0]' });
   });
 
+  it('decodes topic options and refuses them out of order, outside the catalog or not canonical', () => {
+    expect(decodeSnapshot(snapshotEncodeTs(goldenSnapshot())).streams[0]!.topics[0]!.options).toEqual([
+      { key: 'compression_algorithm', value: null },
+      { key: 'enforce_fsync', value: 'true' },
+      { key: 'segment_size', value: '134217728' },
+    ]);
+    const swapped = encodeEdited(goldenSnapshot(), (fields) => {
+      fields[4][0][3][0][9].reverse();
+    });
+    expect(refusal(swapped)).toEqual({ reason: 'not_canonical_order', path: 'streams[0].topics[0].options[1].key' });
+    const unknown = encodeEdited(goldenSnapshot(), (fields) => {
+      fields[4][0][3][0][9][2] = ['zz_not_an_option', '1'];
+    });
+    expect(refusal(unknown)).toEqual({ reason: 'out_of_range', path: 'streams[0].topics[0].options' });
+    const notCanonical = encodeEdited(goldenSnapshot(), (fields) => {
+      fields[4][0][3][0][9][2] = ['segment_size', '128MiB'];
+    });
+    expect(refusal(notCanonical)).toEqual({ reason: 'out_of_range', path: 'streams[0].topics[0].options' });
+  });
+
   it('refuses invalid UTF-8, an encoded surrogate included', () => {
     // streams: [[1, <str>, 0, []]]
-    expect(refusal(fromHex('9701000090 91 9401 a2c328 00 90 90 00'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
-    expect(refusal(fromHex('9701000090 91 9401 a3eda080 00 90 90 00'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
+    expect(refusal(fromHex('9803000090 91 9401 a2c328 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
+    expect(refusal(fromHex('9803000090 91 9401 a3eda080 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
   });
 
   it('keeps a leading byte-order mark', () => {
@@ -252,8 +269,8 @@ describe('decodeSnapshot', () => {
   });
 
   it('refuses a count larger than the bytes left before allocating', () => {
-    expect(refusal(fromHex('9701000090 ddffffffff'))).toEqual({ reason: 'truncated', path: 'streams' });
-    expect(refusal(fromHex('9701000090 91 9401 dbffffffff'))).toEqual({ reason: 'truncated', path: 'streams[0].name' });
+    expect(refusal(fromHex('9803000090 ddffffffff'))).toEqual({ reason: 'truncated', path: 'streams' });
+    expect(refusal(fromHex('9803000090 91 9401 dbffffffff'))).toEqual({ reason: 'truncated', path: 'streams[0].name' });
   });
 
   it('refuses empty input as truncated', () => {
@@ -263,7 +280,7 @@ describe('decodeSnapshot', () => {
 
 describe('peekSnapshotVersion', () => {
   it('reads the version from the array header and first integer', () => {
-    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(2);
+    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(3);
     expect(peekSnapshotVersion(fromHex('9702'))).toBe(2);
     expect(peekSnapshotVersion(fromHex('dc0010 cc80'))).toBe(128);
     expect(peekSnapshotVersion(fromHex('97 ce00010000'))).toBe(65_536);

@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/metadata/snapshot-model.js';
-import { GOLDEN_HEX_V1, goldenSnapshotV1 } from '../kernels/snapshot-golden.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';
 import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
@@ -82,14 +81,14 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     expect(refusal(file).reason).toBe(RefusalReason.snapshotUndecodable);
   });
 
-  it('reads a version-1 snapshot written before revoked tokens existed, as it is on disk', () => {
+  it('refuses a version-2 snapshot (written before topic options existed) with its version and the remedy', () => {
     const { file } = fresh();
-    const payload = new Uint8Array(Buffer.from(GOLDEN_HEX_V1, 'hex'));
-    const checksum = file.write(payload);
-    const read = file.read();
-    // The checkpoint id stays the checksum of the version-1 bytes: nothing is re-encoded.
-    expect(read).toMatchObject({ version: 1, checksum });
-    expect(decodeSnapshot(read!.payload)).toEqual(goldenSnapshotV1());
+    // An empty version-2 snapshot: 8 fields, the layout before topics carried options.
+    file.write(new Uint8Array(Buffer.from('980200009090900090', 'hex')));
+    const error = refusal(file);
+    expect(error.reason).toBe(RefusalReason.snapshotVersion);
+    expect(error.detail).toBe('format version 2, this build reads 3');
+    expect(error.message).toMatch(/remedy: /);
   });
 
   it('serves payload chunks of the snapshot it knows, and none once a newer one replaced it', () => {

@@ -19,13 +19,15 @@ import {
   type TopicDefaults,
 } from '../../metadata/defaults.js';
 import { encodeRequest } from '../../metadata/operation-codec.js';
+import { MIN_TOPIC_SEGMENT_SIZE, parseTopicCreateOptions, parseTopicUpdateOptions, topicSegmentSizeBytes } from '../../metadata/options.js';
+import { CompressionAlgorithm } from '../../metadata/snapshot-model.js';
 import { idOf, Operation, type Identifier } from '../../metadata/operations.js';
 import { canReadStream, canReadStreams, canReadTopic, canReadTopics } from '../../metadata/permissions.js';
 import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from '../../metadata/validation.js';
 import type { HttpContext } from '../context.js';
 import { notFound, unauthorized, unprocessableBody } from '../errors.js';
 import { compressionCode, renderStream, renderStreamDetails, renderTopic, renderTopicDetails } from '../render.js';
-import { check, createdId, createdView, noOptions, pathIdentifier, u64Field } from '../requests.js';
+import { check, createdId, createdView, noOptions, optionRefused, pathIdentifier, u64Field } from '../requests.js';
 import {
   CreateStreamBody,
   CreateTopicBody,
@@ -60,15 +62,24 @@ function updatedU64(value: number | bigint | null | undefined, field: string, de
   return u64 === 0n ? defaultValue : u64;
 }
 
+/**
+ * An update's settings: the named body fields fold into the same option keys as `options` (Iggy
+ * `TopicUpdateOptions`), a named field winning on collision; only the updatable keys are accepted.
+ */
 function updateSettings(body: UpdateTopicBodyJson, defaults: TopicDefaults) {
+  const fromOptions = parseTopicUpdateOptions(body.options ?? {});
+  if ('code' in fromOptions) throw optionRefused(fromOptions);
   const compressionAlgorithm =
-    body.compression_algorithm === undefined || body.compression_algorithm === null ? null : compressionOf(body.compression_algorithm);
-  const messageExpiryUs = updatedU64(body.message_expiry, 'message_expiry', defaults.messageExpiryUs);
-  const maxTopicSizeBytes = updatedU64(body.max_topic_size, 'max_topic_size', defaults.maxTopicSizeBytes);
+    body.compression_algorithm === undefined || body.compression_algorithm === null
+      ? fromOptions.compressionAlgorithm
+      : compressionOf(body.compression_algorithm);
+  const messageExpiryUs = updatedU64(body.message_expiry ?? fromOptions.messageExpiryUs, 'message_expiry', defaults.messageExpiryUs);
+  const maxTopicSizeBytes = updatedU64(body.max_topic_size ?? fromOptions.maxTopicSizeBytes, 'max_topic_size', defaults.maxTopicSizeBytes);
   const replicationFactor = body.replication_factor ?? null;
   if (compressionAlgorithm !== null) check(validateCompression(compressionAlgorithm));
   if (messageExpiryUs !== null) check(validateMessageExpiry(messageExpiryUs));
-  if (maxTopicSizeBytes !== null) check(validateMaxTopicSize(maxTopicSizeBytes));
+  // The floor against the topic's own segment size is checked at apply, where the topic is known.
+  if (maxTopicSizeBytes !== null) check(validateMaxTopicSize(maxTopicSizeBytes, MIN_TOPIC_SEGMENT_SIZE));
   if (replicationFactor !== null) check(validateReplicationFactor(replicationFactor));
   return { compressionAlgorithm, messageExpiryUs, maxTopicSizeBytes, replicationFactor };
 }
@@ -142,19 +153,29 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     { schema: { params: StreamParams, body: CreateTopicBody, response: responses({ 200: TopicDetails }) } },
     async (request) => {
       const input = request.body;
-      noOptions(input.options);
       check(validateTopicName(input.name));
       check(validateTopicPartitionsCount(input.partitions_count));
+      // Iggy's create: a named field counts as set (explicit) unless it is the default / 0
+      // sentinel; `options` may carry any catalog key, a named field winning on collision.
+      const compression = compressionOf(input.compression_algorithm);
+      const options = parseTopicCreateOptions({
+        raw: input.options ?? {},
+        compressionAlgorithm: compression === CompressionAlgorithm.none ? null : compression,
+        messageExpiryUs: u64Field(input.message_expiry, 'message_expiry'),
+        maxTopicSizeBytes: u64Field(input.max_topic_size, 'max_topic_size'),
+        partitionsCount: input.partitions_count,
+      });
+      if ('code' in options) throw optionRefused(options);
       const settings = resolveTopicSettings(
         {
-          messageExpiryUs: u64Field(input.message_expiry, 'message_expiry'),
-          maxTopicSizeBytes: u64Field(input.max_topic_size, 'max_topic_size'),
-          compressionAlgorithm: compressionOf(input.compression_algorithm),
+          messageExpiryUs: options.messageExpiryUs,
+          maxTopicSizeBytes: options.maxTopicSizeBytes,
+          compressionAlgorithm: options.compressionAlgorithm,
           replicationFactor: input.replication_factor ?? null,
         },
         ctx.topicDefaults,
       );
-      check(validateTopicSettings(settings));
+      check(validateTopicSettings(settings, topicSegmentSizeBytes(options.entries)));
       const streamId = pathIdentifier(request.params.stream_id);
       const body = encodeRequest({
         operation: Operation.createTopic,
@@ -162,6 +183,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
         partitionsCount: input.partitions_count,
         ...settings,
         name: input.name,
+        options: options.entries,
       });
       const id = createdId(await ctx.commit(ctx.identity(request), Operation.createTopic, body));
       return renderTopicDetails(createdView(queries.topic(streamId, idOf(id))));
@@ -188,7 +210,6 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     { schema: { params: TopicParams, body: UpdateTopicBody, response: responses({ 204: Empty }) } },
     async (request, reply) => {
       const input = request.body;
-      noOptions(input.options);
       check(validateTopicName(input.name));
       const body = encodeRequest({
         operation: Operation.updateTopic,

@@ -4,9 +4,11 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ErrorCode } from '../../metadata/errors.js';
+import { OPTION_KIND_NAMES, optionCatalog, optionsScopeOf } from '../../metadata/options.js';
 import { canReadServers } from '../../metadata/permissions.js';
 import type { HttpContext } from '../context.js';
-import { notFound, unauthorized } from '../errors.js';
+import { iggyError, notFound, unauthorized } from '../errors.js';
 import { formatBytes, renderClient, renderClientDetails, renderClusterMetadata, renderClusterStatus } from '../render.js';
 import {
   ClientInfo,
@@ -14,6 +16,8 @@ import {
   ClientParams,
   ClusterMetadata,
   ClusterStatus,
+  OptionSpec,
+  OptionsScopeParams,
   Stats,
   responses,
   type StatsJson,
@@ -28,6 +32,24 @@ function semverOf(version: string): number | null {
 
 export const systemRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
   const { node } = ctx;
+
+  // Iggy `describe_options`: any authenticated caller (the catalog is not resource-scoped); an
+  // unknown scope is InvalidCommand (400).
+  app.get(
+    '/options/:scope',
+    { schema: { params: OptionsScopeParams, response: responses({ 200: Type.Array(OptionSpec) }) } },
+    async (request) => {
+      // In the authenticated scope: a request without a valid token was answered 401 already.
+      const scope = optionsScopeOf(request.params.scope);
+      if (scope === null) throw iggyError(ErrorCode.invalidCommand);
+      return optionCatalog(scope).map((spec) => ({
+        key: spec.key,
+        kind: OPTION_KIND_NAMES[spec.kind],
+        default_value: Array.from(spec.defaultValue),
+        description: spec.description,
+      }));
+    },
+  );
 
   app.get('/stats', { schema: { response: responses({ 200: Stats }) } }, async (request): Promise<StatsJson> => {
     if (!canReadServers(ctx.identity(request).principal)) throw unauthorized();

@@ -85,11 +85,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
 
   app.post('/users', { schema: { body: CreateUserBody, response: responses({ 200: UserInfoDetails }) } }, async (request) => {
     const identity = ctx.identity(request);
-    const { username, password, status } = request.body;
+    const { username, password, status, options } = request.body;
     check(validateUsername(username));
     check(validatePassword(password));
     const permissions = permissionsFromJson(request.body.permissions);
     if (permissions instanceof HttpError) throw permissions;
+    // Users have no option keys: any key is refused by name before the password is hashed.
+    noOptions(options);
     if (!canManageUsers(identity.principal)) throw unauthorized();
     if (node.state.credentials(username) !== null) throw iggyError(ErrorCode.userAlreadyExists);
     const built = await createUserBody({ username, password, status: userStatusCode(status), permissions });
