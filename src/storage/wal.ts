@@ -447,7 +447,9 @@ function openFile(disk: Disk, kernels: Kernels, options: WalOptions, logger: Log
         return kernels.journalScan(buffer.bytes());
       },
       (result) => result.failure === null,
-      scanKey,
+      // Two reads agree only when they read the same bytes: two transient faults can fail the
+      // same entry the same way, and an interior failure refuses boot.
+      (result) => `${scanKey(result)}:${kernels.xxh3_64(buffer.bytes())}`,
     );
     let tornTail: WalOpenReport['tornTail'] = null;
     if (scan.failure !== null) {

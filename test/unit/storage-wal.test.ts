@@ -74,6 +74,24 @@ describe.each(kernelVariants())('WAL ($label kernels)', ({ kernels }) => {
     expect(refusal.message).toMatch(/wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer/);
   });
 
+  it('does not refuse boot when two reads in a row flip different bits of the same entry', () => {
+    const { disk, wal } = fresh();
+    appendAll(wal, chain(1, 4));
+    const offset = wal.get(1)!.offset + HEADER_SIZE;
+    // The first two reads each flip a different body bit of op 1 (both fail it as interior
+    // damage, for the same reason at the same offset); the third reads the file as it is.
+    let reads = 0;
+    const read = disk.read.bind(disk);
+    disk.read = (name, at, target) => {
+      const count = read(name, at, target);
+      if (name === WAL_FILE && reads < 2) target[offset - at + reads] = target[offset - at + reads]! ^ 0x10;
+      if (name === WAL_FILE) reads += 1;
+      return count;
+    };
+    expect(ops(reopen(disk))).toEqual([1, 2, 3, 4]);
+    expect(reads).toBe(3);
+  });
+
   it('does not truncate on a transient read fault', () => {
     const { disk, wal } = fresh();
     appendAll(wal, chain(1, 6));
