@@ -357,6 +357,19 @@ const MUTATIONS = [
     pins: [audit('an empty data directory started without --rejoin', 'claims no knowledge in a view change until it learned whether the cluster had history')],
   },
   {
+    id: 'A9',
+    defect: 'A',
+    reverts: 'a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view',
+    edits: [{ file: REPLICA, search: '    const lagging = !this.journal.hasRoom(header.op) || unvouched;\n', replace: '    const lagging = !this.journal.hasRoom(header.op) || (unvouched && false);\n' }],
+    pins: [
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
+        title: 'regression seed 3551023059979 (all faults)',
+      },
+    ],
+  },
+  {
     id: 'R1',
     defect: 'also',
     reverts: 'replicas that hear every peer recovering elect at once (reference: after their probes)',

@@ -1774,24 +1774,21 @@ export class Replica {
   }
 
   /**
-   * Makes the journal canonical for a new log: `canonical` headers (keyed by op) and `head`.
-   * Walking down from the top, each verified entry vouches for the one below through `parent`.
-   * Every entry that is divergent, above the head, or unverifiable while our log came from another
-   * log view is discarded; verified entries above it are kept (they match the canonical headers,
-   * and may be a committed op's last copy). Then missing canonical headers are parked so their
-   * bodies can be repaired and verified. Unverifiable entries at or below
-   * `keepUnverifiedThrough` are kept instead (a lagging replica that keeps its log view); returns
-   * the lowest kept one, or +Infinity when the journal was verified throughout.
+   * The walk of `reconcileJournal`, without acting on it: which entries a new log (`canonical`
+   * headers, `head`) discards, the lowest unverifiable entry kept at or below
+   * `keepUnverifiedThrough` (+Infinity: none), whether any kept one holds a body, and the parent
+   * the lowest walked op expects of the applied history.
    */
-  private reconcileJournal(
+  private classifyJournal(
     canonical: ReadonlyMap<number, PrepareHeader>,
     head: number,
     sameLogView: boolean,
-    keepUnverifiedThrough = -1,
-  ): number {
+    keepUnverifiedThrough: number,
+  ): { discard: number[]; keptLowest: number; keptBodies: boolean; expected: bigint | null } {
     const discard: number[] = [];
     let expected: bigint | null = null;
     let keptLowest = Number.POSITIVE_INFINITY;
+    let keptBodies = false;
     for (let op = Math.max(this.journal.head, head); op > this.commitMin; op--) {
       const header = canonical.get(op);
       const want = header?.checksum ?? expected;
@@ -1808,6 +1805,7 @@ export class Replica {
       if (want === null && !sameLogView && op <= keepUnverifiedThrough) {
         // Unverifiable, not divergent, and our log view stays: kept (nothing below is verified by it).
         keptLowest = op;
+        keptBodies ||= entry.frame !== null;
         expected = null;
         continue;
       }
@@ -1818,6 +1816,26 @@ export class Replica {
       }
       expected = entry.header.parent;
     }
+    return { discard, keptLowest, keptBodies, expected };
+  }
+
+  /**
+   * Makes the journal canonical for a new log: `canonical` headers (keyed by op) and `head`.
+   * Walking down from the top, each verified entry vouches for the one below through `parent`.
+   * Every entry that is divergent, above the head, or unverifiable while our log came from another
+   * log view is discarded; verified entries above it are kept (they match the canonical headers,
+   * and may be a committed op's last copy). Then missing canonical headers are parked so their
+   * bodies can be repaired and verified. Unverifiable entries at or below
+   * `keepUnverifiedThrough` are kept instead (a lagging replica that keeps its log view); returns
+   * the lowest kept one, or +Infinity when the journal was verified throughout.
+   */
+  private reconcileJournal(
+    canonical: ReadonlyMap<number, PrepareHeader>,
+    head: number,
+    sameLogView: boolean,
+    keepUnverifiedThrough = -1,
+  ): number {
+    const { discard, keptLowest, expected } = this.classifyJournal(canonical, head, sameLogView, keepUnverifiedThrough);
     if (expected !== null && this.commitMinChecksum !== null && expected !== this.commitMinChecksum) {
       this.reportDivergence('canonical log does not chain onto the applied history', this.commitMin);
     }
@@ -1924,8 +1942,15 @@ export class Replica {
     // view without adopting its log view: claiming log view v with a log that stops short of v's
     // commits would let it win a later view change with a truncated log (the VR Revisited flaw).
     // It catches up by committed repair (or state transfer) and asks for a fresh StartView then.
-    const lagging = !this.journal.hasRoom(header.op);
     const commit = Math.min(header.commit, header.op);
+    // Likewise a replica holding bodies at or below the commit point that the StartView cannot
+    // vouch for (below its suffix: the primary's journal starts at its checkpoint) while it
+    // changes log view: such a body may be a committed op's last copy but one, and adopting the
+    // log view would have to drop it (seed 3551023059979: op 44, dropped on adopting view 5, then
+    // lost with the one other copy's disk). It follows as a lagging replica until committed
+    // repair has applied past them, and adopts the log view from a fresh StartView then.
+    const unvouched = !sameLogView && this.classifyJournal(canonical, header.op, false, commit).keptBodies;
+    const lagging = !this.journal.hasRoom(header.op) || unvouched;
     // A lagging replica keeps its log view, so prepares of that log view the StartView cannot
     // vouch for (below its suffix) stay canonical for what it reports, and at or below the commit
     // point they may be a committed op's last copies but one: dropping them let a single lost disk

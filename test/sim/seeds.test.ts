@@ -71,4 +71,12 @@ describe('regression seeds', () => {
     const result = simulateSeed(seed, kernels, LATER_FAULTS_OFF);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
+
+  // Found with every fault the simulator has now (whole-cluster restarts included).
+  it.each([
+    [3_551_023_059_979, 'a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op'],
+  ])('seed %i (all faults): %s', (seed) => {
+    const result = simulateSeed(seed, kernels);
+    expect(result.ok, result.ok ? '' : report(result)).toBe(true);
+  });
 });
