@@ -166,4 +166,21 @@ export function registerBenchCommands(bench: Command): void {
       });
       printReport(report, options.json, formatLoginFloodReport);
     });
+
+  bench
+    .command('restart')
+    .description('whole-cluster restart of vrmeta dev (3 replicas): spawn to every /readyz 200, split into boot and election')
+    .option('--json', 'print the report as JSON')
+    .option('--rounds <n>', 'restarts to time (default 5)', positiveInteger)
+    .option('--streams <n>', 'streams written before the first restart (default 50)', positiveInteger)
+    .action(async (options: { json?: boolean; rounds?: number; streams?: number }) => {
+      const { formatRestartReport, runRestartBench } = await importBench(() => import('./restart.js'), 'restart');
+      (await import('./procs.js')).installSignalCleanup();
+      const report = await runRestartBench({
+        ...(options.rounds === undefined ? {} : { rounds: options.rounds }),
+        ...(options.streams === undefined ? {} : { streams: options.streams }),
+        log: benchLog,
+      });
+      printReport(report, options.json, formatRestartReport);
+    });
 }

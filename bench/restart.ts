@@ -1,0 +1,199 @@
+/**
+ * `vrmeta bench restart`: a whole-cluster restart of `vrmeta dev` (what `npm start` runs), timed.
+ *
+ * Starts a 3-replica dev cluster in a temp directory on free loopback ports, writes `streams`
+ * streams, then `rounds` times: a clean stop of every replica (SIGTERM to the group), a fresh
+ * `vrmeta dev` on the same data, and the time until `/readyz` answers 200 on every replica. Each
+ * round also reports, from the replicas' own log records, when the last replica started listening
+ * and when the election from recovery began, so the time splits into process boot and protocol.
+ * Wall-clock figures on a shared machine: compare them within one run.
+ */
+import {
+  CLI_PATH,
+  HOST,
+  POLL_MS,
+  ROOT_PASSWORD,
+  ROOT_USERNAME,
+  makeTempRoot,
+  removeTempRoot,
+  reservePorts,
+  sleep,
+  spawnChild,
+  stopChild,
+  withTails,
+  type ChildHandle,
+} from './procs.js';
+
+export interface RestartBenchOptions {
+  readonly rounds?: number;
+  readonly streams?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface RestartRound {
+  readonly round: number;
+  /** `vrmeta dev` spawned -> every replica's /readyz 200. */
+  readonly readyMs: number;
+  /** Spawned -> the last replica's HTTP listener up (process boot, module loading, recovery). */
+  readonly lastListeningMs: number | null;
+  /** Spawned -> the first "starting an election from recovery" record. */
+  readonly electionMs: number | null;
+  /** Why the replicas left recovery (one per replica that logged it), and after how many unanswered probe rounds. */
+  readonly reasons: string[];
+  readonly probes: number[];
+}
+
+export interface RestartReport {
+  readonly bench: 'restart';
+  readonly replicas: 3;
+  readonly streams: number;
+  readonly firstStartReadyMs: number;
+  readonly rounds: RestartRound[];
+}
+
+const READY_TIMEOUT_MS = 60_000;
+
+async function allReady(ports: readonly number[]): Promise<boolean> {
+  const answers = await Promise.all(
+    ports.map(async (port) => {
+      try {
+        return (await fetch(`http://${HOST}:${port}/readyz`, { signal: AbortSignal.timeout(1_000) })).status === 200;
+      } catch {
+        return false;
+      }
+    }),
+  );
+  return answers.every(Boolean);
+}
+
+/** Starts `vrmeta dev` and waits for every /readyz; returns the child and the elapsed ms. */
+async function startCluster(dataDir: string, ports: readonly number[], name: string): Promise<{ dev: ChildHandle; readyMs: number }> {
+  const [http, replica, tcp] = [ports[0]!, ports[3]!, ports[6]!];
+  const dev = spawnChild(name, process.execPath, [
+    CLI_PATH,
+    'dev',
+    '--data-dir',
+    dataDir,
+    '--http-port',
+    String(http),
+    '--replica-port',
+    String(replica),
+    '--tcp-port',
+    String(tcp),
+    '--log-format',
+    'json',
+  ], { keep: (line) => /listening on http|starting an election from recovery/.test(line) });
+  const startedAt = Date.now();
+  const httpPorts = [http, http + 1, http + 2];
+  while (!(await allReady(httpPorts))) {
+    if (dev.exit !== null) throw withTails(`vrmeta dev exited before it was ready`, [dev]);
+    if (Date.now() - startedAt > READY_TIMEOUT_MS) throw withTails(`vrmeta dev not ready within ${READY_TIMEOUT_MS} ms`, [dev]);
+    await sleep(POLL_MS / 2);
+  }
+  return { dev, readyMs: Date.now() - startedAt };
+}
+
+/** Consecutive free ports for HTTP (3), replication (3) and TCP (3). */
+async function consecutivePorts(): Promise<number[]> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const [first] = await reservePorts(1);
+    const ports = Array.from({ length: 9 }, (_, index) => first! + index);
+    const free = await reservePortsExactly(ports);
+    if (free) return ports;
+  }
+  throw new Error('bench restart: found no 9 consecutive free loopback ports');
+}
+
+async function reservePortsExactly(ports: readonly number[]): Promise<boolean> {
+  const { createServer } = await import('node:net');
+  const results = await Promise.all(
+    ports.map(
+      (port) =>
+        new Promise<boolean>((resolve) => {
+          const server = createServer();
+          server.once('error', () => resolve(false));
+          server.listen({ host: HOST, port, exclusive: true }, () => server.close(() => resolve(true)));
+        }),
+    ),
+  );
+  return results.every(Boolean);
+}
+
+async function writeStreams(httpPort: number, count: number): Promise<void> {
+  const base = `http://${HOST}:${httpPort}`;
+  const login = await fetch(`${base}/users/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: ROOT_USERNAME, password: ROOT_PASSWORD }),
+  });
+  if (login.status !== 200) throw new Error(`bench restart: login answered ${login.status}`);
+  const token = ((await login.json()) as { access_token: { token: string } }).access_token.token;
+  for (let index = 0; index < count; index++) {
+    const created = await fetch(`${base}/streams`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ name: `restart-${index}` }),
+    });
+    if (created.status !== 200 && created.status !== 201) throw new Error(`bench restart: create stream answered ${created.status}: ${await created.text()}`);
+  }
+}
+
+function roundOf(dev: ChildHandle, round: number, readyMs: number, spawnedAt: number): RestartRound {
+  let lastListening: number | null = null;
+  let election: number | null = null;
+  const reasons: string[] = [];
+  const probes: number[] = [];
+  for (const { atMs, line } of dev.kept) {
+    if (/listening on http/.test(line)) lastListening = Math.max(lastListening ?? 0, atMs - spawnedAt);
+    const reason = /"reason":"([a-z_]+)"[^}]*"msg":"starting an election from recovery"/.exec(line)?.[1];
+    if (reason !== undefined) {
+      election ??= atMs - spawnedAt;
+      reasons.push(reason);
+      probes.push(Number(/"probes":(\d+)/.exec(line)?.[1] ?? Number.NaN));
+    }
+  }
+  return { round, readyMs, lastListeningMs: lastListening, electionMs: election, reasons, probes };
+}
+
+export async function runRestartBench(options: RestartBenchOptions = {}): Promise<RestartReport> {
+  const rounds = options.rounds ?? 5;
+  const streams = options.streams ?? 50;
+  const log = options.log ?? (() => {});
+  const root = makeTempRoot('vrmeta-bench-restart-');
+  const ports = await consecutivePorts();
+  let dev: ChildHandle | null = null;
+  try {
+    const first = await startCluster(root, ports, 'dev-first');
+    dev = first.dev;
+    log(`first start: every /readyz 200 after ${first.readyMs} ms; writing ${streams} streams`);
+    await writeStreams(ports[0]!, streams);
+    const results: RestartRound[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      await stopChild(dev);
+      dev = null;
+      const spawnedAt = Date.now();
+      const started = await startCluster(root, ports, `dev-round-${round}`);
+      dev = started.dev;
+      const result = roundOf(dev, round, started.readyMs, spawnedAt);
+      log(`round ${round}: ready ${result.readyMs} ms (last listener ${result.lastListeningMs} ms, election ${result.electionMs} ms: ${result.reasons.join(',')})`);
+      results.push(result);
+    }
+    return { bench: 'restart', replicas: 3, streams, firstStartReadyMs: first.readyMs, rounds: results };
+  } finally {
+    if (dev !== null) await stopChild(dev);
+    removeTempRoot(root);
+  }
+}
+
+export function formatRestartReport(report: RestartReport): string {
+  const lines = [
+    `whole-cluster restart of vrmeta dev (3 replicas, ${report.streams} streams); first start ready after ${report.firstStartReadyMs} ms`,
+    '',
+    '| round | spawn -> last listener (ms) | spawn -> election (ms) | spawn -> every /readyz 200 (ms) | election reasons (unanswered probe rounds) |',
+    '|---:|---:|---:|---:|---|',
+  ];
+  for (const round of report.rounds) {
+    lines.push(`| ${round.round} | ${round.lastListeningMs ?? '-'} | ${round.electionMs ?? '-'} | ${round.readyMs} | ${round.reasons.map((reason, index) => `${reason} (${round.probes[index]})`).join(', ')} |`);
+  }
+  return lines.join('\n');
+}
