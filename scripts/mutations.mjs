@@ -370,6 +370,25 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A10',
+    defect: 'A',
+    reverts: 'a primary-elect holding committed bodies the merged log cannot vouch for forfeits instead of dropping them',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (this.logView !== outcome.logView && this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies) {\n',
+        replace: '    if (false) {\n',
+      },
+    ],
+    pins: [
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
+        title: 'regression seed 3551023059979 (all faults)',
+      },
+    ],
+  },
+  {
     id: 'R1',
     defect: 'also',
     reverts: 'replicas that hear every peer recovering elect at once (reference: after their probes)',

@@ -1752,6 +1752,20 @@ export class Replica {
       this.startViewChange(this.view + 1, 'forfeit_cannot_hold_log');
       return;
     }
+    if (this.logView !== outcome.logView && this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies) {
+      // We hold bodies at or below the merged commit point that the merged log cannot vouch for
+      // (its headers stop above them: its holders' journals start at a later checkpoint).
+      // Adopting the merged log would drop them, and one may be a committed op's last copy but one
+      // (as seed 3551023059979 showed on the StartView path). Keep them, let a replica of the
+      // merged log view lead, and follow its StartView as a lagging replica.
+      this.env.logger.log('warn', 'primary-elect holds committed bodies the merged log cannot vouch for; forfeiting the view', {
+        view: this.view,
+        commit_max: outcome.commitMax,
+        commit_min: this.commitMin,
+      });
+      this.startViewChange(this.view + 1, 'forfeit_behind_checkpoint');
+      return;
+    }
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
     const logViewChanged = outcome.logView > this.logView;
     if (logViewChanged) {
