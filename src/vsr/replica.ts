@@ -1848,12 +1848,18 @@ export class Replica {
     head: number,
     sameLogView: boolean,
     keepUnverifiedThrough = -1,
+    parkCanonical = true,
   ): number {
     const { discard, keptLowest, expected } = this.classifyJournal(canonical, head, sameLogView, keepUnverifiedThrough);
     if (expected !== null && this.commitMinChecksum !== null && expected !== this.commitMinChecksum) {
       this.reportDivergence('canonical log does not chain onto the applied history', this.commitMin);
     }
     this.discardEntries(discard);
+    // A lagging replica keeps its log view, and its journal holds only entries canonical for
+    // that log view: the new log's headers it lacks are not parked, or its DoViewChange would
+    // claim them for the older log view (seed 3161429547486: two DoViewChanges of log view 6 with
+    // different ops 49-50, one of them view 8's). It catches up by committed repair instead.
+    if (!parkCanonical) return keptLowest;
     for (const [op, header] of canonical) {
       if (op <= this.commitMin || op > head || this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
       this.journal.put({ op, header, checksum: header.checksum, frame: null, durable: false });
@@ -1970,7 +1976,7 @@ export class Replica {
     // point they may be a committed op's last copies but one: dropping them let a single lost disk
     // lose a committed op (seed 2644958924859). They are kept, and applied only once committed
     // repair proves them (see `repairIfBehind`).
-    const keptLowest = this.reconcileJournal(canonical, header.op, sameLogView, lagging ? commit : -1);
+    const keptLowest = this.reconcileJournal(canonical, header.op, sameLogView, lagging ? commit : -1, !lagging || sameLogView);
     if (keptLowest === Number.POSITIVE_INFINITY) {
       this.reconciledView = header.view;
       // The journal agrees with this StartView's log now: its commit number speaks of our journal.
