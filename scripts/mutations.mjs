@@ -321,7 +321,14 @@ const MUTATIONS = [
     defect: 'A',
     reverts: 'a primary-elect persists the parked headers of the log view it adopts from the merge',
     edits: [{ file: REPLICA, search: '    this.noteViewHeaders(logViewChanged);\n    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();\n', replace: '    if (logViewChanged) this.persistView();\n' }],
-    pins: [{ file: 'test/sim/seeds.test.ts', name: 'regression seeds seed 1282654390171: a primary-elect adopted the merged log view without persisting its parked headers', title: 'regression seed 1282654390171' }],
+    pins: [
+      { file: 'test/sim/seeds.test.ts', name: 'regression seeds seed 1282654390171: a primary-elect adopted the merged log view without persisting its parked headers', title: 'regression seed 1282654390171' },
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 4320883123812 (all faults): a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)',
+        title: 'regression seed 4320883123812 (all faults)',
+      },
+    ],
   },
   {
     id: 'A6',
@@ -385,6 +392,19 @@ const MUTATIONS = [
         file: 'test/sim/seeds.test.ts',
         name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
         title: 'regression seed 3551023059979 (all faults)',
+      },
+    ],
+  },
+  {
+    id: 'A11',
+    defect: 'A',
+    reverts: 'a lagging replica parks none of the new log\'s headers (its journal stays canonical for the log view it keeps)',
+    edits: [{ file: REPLICA, search: '    if (!parkCanonical) return keptLowest;\n', replace: '' }],
+    pins: [
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: "regression seeds seed 3161429547486 (all faults): a lagging replica parked a newer log view's headers and claimed them for the log view it kept",
+        title: 'regression seed 3161429547486 (all faults)',
       },
     ],
   },

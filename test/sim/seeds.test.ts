@@ -75,6 +75,8 @@ describe('regression seeds', () => {
   // Found with every fault the simulator has now (whole-cluster restarts included).
   it.each([
     [3_551_023_059_979, 'a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op'],
+    [3_161_429_547_486, 'a lagging replica parked a newer log view\'s headers and claimed them for the log view it kept'],
+    [4_320_883_123_812, 'a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)'],
   ])('seed %i (all faults): %s', (seed) => {
     const result = simulateSeed(seed, kernels);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
