@@ -17,6 +17,7 @@
  * others stay down, no replica may sit with commit_min < commit_max without progress, and no
  * replica may depose a healthy primary once the network healed.
  */
+import type { ReplicaEvent } from '../vsr/events.js';
 import { Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert, AssertionError } from '../stdx/assert.js';
@@ -416,10 +417,14 @@ export class ClusterSim {
         },
         logger: {
           log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
-            this.events.set(event, (this.events.get(event) ?? 0) + 1);
-            if (event === 'view change') this.checkViewChange(index, fields ?? {});
             if (level === 'debug') return;
             this.log(`r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`);
+          },
+        },
+        events: {
+          emit: (event: ReplicaEvent, fields: Readonly<Record<string, unknown>>) => {
+            this.events.set(event, (this.events.get(event) ?? 0) + 1);
+            if (event === 'view_change_started') this.checkViewChange(index, fields);
           },
         },
       },
@@ -594,8 +599,8 @@ export class ClusterSim {
   /** Scenario hook: every reply or eviction a replica sends to any client, before delivery. */
   onClientFrame: ((replica: number, client: bigint, frame: Uint8Array) => void) | null = null;
 
-  /** How often each log event happened, across replicas and restarts (scenario markers). */
-  readonly events = new Map<string, number>();
+  /** How often each typed replica event happened, across replicas and restarts (scenario markers). */
+  readonly events = new Map<ReplicaEvent, number>();
 
   /** Frames a scenario corrupted in flight, rejected as the transport would. */
   framesRejected = 0;

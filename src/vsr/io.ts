@@ -4,6 +4,7 @@
  * of their completion through `Replica.onStorageDone`, so the simulator can choose completion
  * order and latency from its seed and crash a replica between any two steps.
  */
+import type { ReplicaEventSink } from './events.js';
 import type { Kernels } from '../kernels/kernel.js';
 import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
 import type { Prng } from '../stdx/prng.js';
@@ -119,4 +120,6 @@ export interface ReplicaEnv {
   readonly clock: Clock;
   readonly prng: Prng;
   readonly logger: Logger;
+  /** Typed replica events (src/vsr/events.ts), besides their log records. */
+  readonly events?: ReplicaEventSink;
 }

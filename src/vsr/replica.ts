@@ -49,9 +49,11 @@ import {
   type StateChunkHeader,
   type StateTransferTargetHeader,
 } from './header.js';
+import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
 import {
   VIEW_HEADERS_MAX,
   VSR_FLAG_NACK_UNKNOWN,
+  type LogLevel,
   type ReplicaEnv,
   type StorageRequest,
   type StorageResult,
@@ -533,6 +535,12 @@ export class Replica {
     this.persistView();
   }
 
+  /** Logs a typed replica event (its message, with an `event` field) and hands it to the sink. */
+  private emit(level: LogLevel, event: ReplicaEvent, fields: Readonly<Record<string, unknown>> = {}): void {
+    this.env.logger.log(level, REPLICA_EVENTS[event], { event, ...fields });
+    this.env.events?.emit(event, fields);
+  }
+
   // ---------------------------------------------------------------- accessors
 
   /** The head: the highest op whose canonical header this replica knows. commitMin <= op. */
@@ -828,7 +836,7 @@ export class Replica {
       this.viewHeaders.set(header.op, header);
     }
     // Before bootStatus: the log view is still the superblock's, not yet this.logView.
-    this.env.logger.log('info', 'restored the log view headers the WAL lacks', { log_view: state?.logView ?? 0, head: this.op });
+    this.emit('info', 'log_view_headers_restored', { log_view: state?.logView ?? 0, head: this.op });
   }
 
   /** Makes the current (view, log view, checkpoint) durable; coalesces overlapping requests. */
@@ -1304,7 +1312,7 @@ export class Replica {
     // lost disk never held. Counting from here is what lets the survivors of a primary crash elect
     // a new one while this replica rejoins (audit defect D).
     this.nackUnknown = false;
-    this.env.logger.log('info', 'caught up with the cluster after an empty data directory', {
+    this.emit('info', 'caught_up_after_lost_disk', {
       commit_min: this.commitMin,
       head: this.catchUpTarget,
     });
@@ -1443,7 +1451,7 @@ export class Replica {
       if (!result.ok) this.fatal('wal_drain', result);
     });
     this.counters.checkpoints += 1;
-    this.env.logger.log('info', 'checkpoint completed', {
+    this.emit('info', 'checkpoint_completed', {
       checkpoint_op: pending.op,
       checkpoint_id: pending.checksum.toString(16),
     });
@@ -1456,7 +1464,7 @@ export class Replica {
     const ours = this.checkpointIds.get(op);
     if (ours === undefined || ours === id) return;
     this.counters.divergences += 1;
-    this.env.logger.log('error', 'checkpoint divergence: replicas disagree on the state at the same op', {
+    this.emit('error', 'checkpoint_divergence', {
       checkpoint_op: op,
       ours: ours.toString(16),
       theirs: id.toString(16),
@@ -1583,7 +1591,7 @@ export class Replica {
 
   private startViewChange(view: number, reason: ViewChangeReason): void {
     assert(view > this.view, 'view changes move forward');
-    this.env.logger.log('info', 'view change', { from_view: this.view, to_view: view, reason });
+    this.emit('info', 'view_change_started', { from_view: this.view, to_view: view, reason });
     this.counters.viewChanges += 1;
     this.counters.viewChangesByReason[reason] = (this.counters.viewChangesByReason[reason] ?? 0) + 1;
     this.view = view;
@@ -1895,7 +1903,7 @@ export class Replica {
       assert(entry !== undefined, 'the new primary holds every uncommitted body');
       this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set() });
     }
-    this.env.logger.log('info', 'view started', { view: this.view, op: this.op, commit_max: this.commitMax });
+    this.emit('info', 'view_started', { view: this.view, op: this.op, commit_max: this.commitMax });
     this.becomePrimaryOfView();
     this.persistView();
     this.commitJournal();
@@ -2012,7 +2020,7 @@ export class Replica {
     this.repair = null;
     if (wasView !== header.view || wasStatus !== 'normal') {
       this.heartbeatLast = 0;
-      this.env.logger.log('info', 'adopting view from StartView', { from_view: wasView, view: this.view, op: header.op, commit: header.commit });
+      this.emit('info', 'view_adopted', { from_view: wasView, view: this.view, op: header.op, commit: header.commit });
     }
     for (const timeout of this.timeouts()) timeout.stop();
     this.timeoutNormalHeartbeat.start();
@@ -2067,7 +2075,7 @@ export class Replica {
    */
   private electFromRecovery(reason: 'probe_exhausted' | 'peers_recovering'): void {
     assert(this.status === 'recovering', 'only a recovering replica elects from recovery');
-    this.env.logger.log('info', 'starting an election from recovery', {
+    this.emit('info', 'election_from_recovery', {
       view: this.view,
       reason,
       probes: this.probeAttempts,
@@ -2458,7 +2466,7 @@ export class Replica {
       this.offerWaiting.clear();
       if (!result.ok || result.payload === undefined) {
         const cause = result.ok ? 'no payload' : result.error;
-        this.env.logger.log('error', 'state transfer offer refused: snapshot unreadable', { checkpoint_op: op, cause });
+        this.emit('error', 'offer_refused_snapshot_unreadable', { checkpoint_op: op, cause });
         this.offerSourceFailed(op, cause, waiting);
         return;
       }
@@ -2618,7 +2626,7 @@ export class Replica {
     if (this.snapshotRepair.transferring) this.endSnapshotRepair('a state transfer needs the transfer file');
     const session = this.stateTransfer.arm(this.env.prng.u128(), this.ticks);
     this.counters.stateTransfersStarted += 1;
-    this.env.logger.log('info', 'state transfer started', { commit_min: this.commitMin, commit_max: this.commitMax });
+    this.emit('info', 'state_transfer_started', { commit_min: this.commitMin, commit_max: this.commitMax });
     this.broadcastRequestStateTransfer(session);
   }
 
@@ -2723,7 +2731,7 @@ export class Replica {
     if (best.op <= this.commitMin) {
       // Never restore a snapshot over newer local state (seed review, defect 9): our state machine
       // and client table already contain everything this checkpoint does.
-      this.env.logger.log('info', 'state transfer: offered snapshot is behind the local frontier; keeping local state', {
+      this.emit('info', 'state_transfer_behind_frontier', {
         checkpoint_op: best.op,
         commit_min: this.commitMin,
       });
@@ -2739,7 +2747,7 @@ export class Replica {
     session.ahead.clear();
     session.idleTicks = 0;
     session.stalls = 0;
-    this.env.logger.log('info', 'state transfer target accepted', {
+    this.emit('info', 'state_transfer_target_accepted', {
       checkpoint_op: best.op,
       bytes: entry.len,
       servers: best.servers,
@@ -2878,7 +2886,7 @@ export class Replica {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
       if (!result.ok || result.snapshot === undefined) {
         this.stateTransfer.decodeFailures += 1;
-        this.env.logger.log('warn', 'state transfer: install refused', {
+        this.emit('warn', 'state_transfer_install_refused', {
           error: result.ok ? 'no snapshot' : result.error,
           failures: this.stateTransfer.decodeFailures,
         });
@@ -2937,7 +2945,7 @@ export class Replica {
       this.stateTransfer.clear();
       this.stateTransfer.decodeFailures = 0;
       this.counters.stateTransfersInstalled += 1;
-      this.env.logger.log('info', 'state transfer installed', {
+      this.emit('info', 'state_transfer_installed', {
         checkpoint_op: accepted.op,
         bytes: accepted.entry.len,
         ticks: this.ticks - startedAtTick,
@@ -2951,12 +2959,12 @@ export class Replica {
   }
 
   private abandonStateTransfer(reason: string): void {
-    this.env.logger.log('warn', 'state transfer abandoned; falling back to repair', { reason });
+    this.emit('warn', 'state_transfer_abandoned', { reason });
     this.counters.stateTransfersAbandoned += 1;
     this.stateTransfer.clear();
     this.submit({ kind: 'transfer_discard' }, (result) => {
       // A leftover temp file is harmless (the next transfer truncates it), but say so.
-      if (!result.ok) this.env.logger.log('warn', 'state transfer: discarding the partial artifact failed', { error: result.error });
+      if (!result.ok) this.emit('warn', 'state_transfer_discard_failed', { error: result.error });
     });
     // The repair retry re-arms a transfer if the gap is still below every peer's floor.
     this.timeoutRepair.start();

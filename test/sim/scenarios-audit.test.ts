@@ -435,8 +435,7 @@ describe('audit, also: fail-stop on own divergence, no ignored storage failure',
     };
     cluster.restart(backup);
     cluster.replicas[backup]!.storage.failKinds.add('transfer_discard');
-    const event = 'state transfer: discarding the partial artifact failed';
-    expect(cluster.runUntil(() => (cluster.events.get(event) ?? 0) > 0, 20_000), cluster.describe()).toBe(true);
+    expect(cluster.runUntil(() => (cluster.events.get('state_transfer_discard_failed') ?? 0) > 0, 20_000), cluster.describe()).toBe(true);
     cluster.replicas[backup]!.storage.failKinds.clear();
     cluster.network.filter = null;
     cluster.converge();

@@ -39,7 +39,7 @@ function commitMax(cluster: ClusterSim): number {
 }
 
 function installs(cluster: ClusterSim): number {
-  return cluster.events.get('state transfer installed') ?? 0;
+  return cluster.events.get('state_transfer_installed') ?? 0;
 }
 
 /** A backup, crashed until the cluster moved two checkpoints past it. */
@@ -183,7 +183,7 @@ describe('state transfer scenarios', () => {
     cluster.network.filter = null;
     cluster.converge();
     expect(cluster.replica(rotten).counters.offersRefused).toBeGreaterThan(0);
-    expect(cluster.events.get('state transfer offer refused: snapshot unreadable') ?? 0).toBeGreaterThan(0);
+    expect(cluster.events.get('offer_refused_snapshot_unreadable') ?? 0).toBeGreaterThan(0);
     // The receiver's file holds exactly one trailer over the payload the healthy server shipped.
     const file = cluster.replicas[backup]!.store.disk.readAll(SNAPSHOT_FILE);
     const split = kernels.trailerSplit(file);
@@ -667,7 +667,7 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect(moved).toBe(false);
     expect(installedAt).toBe(snapshotOp);
     expect(restores - restoresBefore).toBe(1);
-    expect(cluster.events.get('state transfer: offered snapshot is behind the local frontier; keeping local state') ?? 0).toBe(0);
+    expect(cluster.events.get('state_transfer_behind_frontier') ?? 0).toBe(0);
     cluster.converge();
     expect(receiver.counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
   });
@@ -781,12 +781,12 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     };
     const commitMinBefore = receiver.commitMin;
     expect(
-      cluster.runUntil(() => (cluster.events.get('state transfer: offered snapshot is behind the local frontier; keeping local state') ?? 0) > 0, 10_000),
+      cluster.runUntil(() => (cluster.events.get('state_transfer_behind_frontier') ?? 0) > 0, 10_000),
       cluster.describe(),
     ).toBe(true);
     expect(receiver.commitMin).toBeGreaterThanOrEqual(commitMinBefore);
     expect(receiver.counters.stateTransfersInstalled).toBe(0);
-    expect(cluster.events.get('state transfer: install refused') ?? 0).toBe(0);
+    expect(cluster.events.get('state_transfer_install_refused') ?? 0).toBe(0);
     cluster.network.filter = null;
     cluster.converge();
   });

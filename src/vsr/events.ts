@@ -1,0 +1,30 @@
+/**
+ * Replica events that operators and tests rely on. The replica logs each with its message and an
+ * `event` field naming it, and hands it to the environment's sink typed, so a test asserts on
+ * `state_transfer_installed`, never on the wording of a log line.
+ */
+export const REPLICA_EVENTS = {
+  log_view_headers_restored: 'restored the log view headers the WAL lacks',
+  caught_up_after_lost_disk: 'caught up with the cluster after an empty data directory',
+  checkpoint_completed: 'checkpoint completed',
+  checkpoint_divergence: 'checkpoint divergence: replicas disagree on the state at the same op',
+  view_change_started: 'view change',
+  view_started: 'view started',
+  view_adopted: 'adopting view from StartView',
+  election_from_recovery: 'starting an election from recovery',
+  offer_refused_snapshot_unreadable: 'state transfer offer refused: snapshot unreadable',
+  state_transfer_started: 'state transfer started',
+  state_transfer_target_accepted: 'state transfer target accepted',
+  state_transfer_behind_frontier: 'state transfer: offered snapshot is behind the local frontier; keeping local state',
+  state_transfer_install_refused: 'state transfer: install refused',
+  state_transfer_installed: 'state transfer installed',
+  state_transfer_abandoned: 'state transfer abandoned; falling back to repair',
+  state_transfer_discard_failed: 'state transfer: discarding the partial artifact failed',
+} as const;
+
+export type ReplicaEvent = keyof typeof REPLICA_EVENTS;
+
+/** Where a replica's typed events go besides the log (the simulator counts them). */
+export interface ReplicaEventSink {
+  emit(event: ReplicaEvent, fields: Readonly<Record<string, unknown>>): void;
+}
