@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { idOf } from '../metadata/operations.js';
 import type { Principal } from '../metadata/permissions.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID, hexOf } from '../metadata/state.js';
 import { personalAccessTokenHash } from '../node/secrets.js';
 import { accessTokenMissing, unauthenticated, type HttpError } from './errors.js';

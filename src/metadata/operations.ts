@@ -8,7 +8,7 @@
  * reads it from `ApplyInput.userId`, which the primary stamps from the client table.
  */
 import type { TopicOptionEntry } from './options.js';
-import type { PermissionsSnapshot } from './snapshot-model.js';
+import type { PermissionsSnapshot } from '../format/snapshot-model.js';
 
 export const Operation = {
   reserved: 0,

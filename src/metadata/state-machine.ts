@@ -44,7 +44,7 @@ import {
 import { revokeAccessToken } from './ops-tokens.js';
 import { ALL_GLOBAL_PERMISSIONS, type Principal } from './permissions.js';
 import { MetadataQueries } from './queries.js';
-import { UserStatus } from './snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { MetadataState, ROOT_USER_ID, hexOf, resolveStream, resolveTopic, resolveUser } from './state.js';
 import { snapshotOf, stateFromSnapshot } from './state-snapshot.js';
 import { StatsRegistry, type PartitionStats, type StatsDelta } from './stats-registry.js';

@@ -48,7 +48,7 @@ import {
   type Principal,
   type PermissionsInput,
 } from '../metadata/permissions.js';
-import { CompressionAlgorithm, U64_MAX, type PermissionsSnapshot } from '../metadata/snapshot-model.js';
+import { CompressionAlgorithm, U64_MAX, type PermissionsSnapshot } from '../format/snapshot-model.js';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import {
   validateConsumerGroupName,

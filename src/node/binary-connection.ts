@@ -8,7 +8,7 @@ import { HEADER_SIZE } from '../constants.js';
 import { encodeLoginRegister, encodeRawPersonalAccessToken, type ClientInfoView } from '../metadata/binary-responses.js';
 import { ErrorCode } from '../metadata/errors.js';
 import type { Principal } from '../metadata/permissions.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID } from '../metadata/state.js';
 import { assert } from '../stdx/assert.js';
 import * as bodies from '../transport/client-bodies.js';

@@ -17,8 +17,8 @@ import { ErrorCode } from '../metadata/errors.js';
 import { assert } from '../stdx/assert.js';
 import { encodeRequest } from '../metadata/operation-codec.js';
 import { Operation, type Identifier } from '../metadata/operations.js';
-import type { PermissionsSnapshot } from '../metadata/snapshot-model.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import type { PermissionsSnapshot } from '../format/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { PAT_TOKEN_HASH_SIZE, validatePassword, validatePatName, validateUserStatus, validateUsername } from '../metadata/validation.js';
 
 /** `Algorithm.Argon2id` (a const enum in the package's types, so spelled out here). */

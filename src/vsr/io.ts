@@ -5,7 +5,7 @@
  * order and latency from its seed and crash a replica between any two steps.
  */
 import type { Kernels } from '../kernels/kernel.js';
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import type { Prng } from '../stdx/prng.js';
 
 /** The durable part of a replica's VSR state (the superblock's `VsrState`). */

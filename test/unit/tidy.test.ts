@@ -54,9 +54,9 @@ const FORBIDDEN_GLOBALS = [
 
 /** Layers a module may import from, by top-level folder under src/. */
 const ALLOWED_LAYERS: Record<string, readonly string[]> = {
-  vsr: ['vsr', 'stdx', 'constants.ts', 'kernels/kernel.ts', 'metadata/snapshot-model.ts'],
-  metadata: ['metadata', 'stdx', 'constants.ts', 'kernels/kernel.ts', 'vsr/state-machine.ts'],
-  kernels: ['kernels', 'stdx', 'constants.ts', 'metadata/snapshot-model.ts'],
+  vsr: ['vsr', 'stdx', 'constants.ts', 'kernels/kernel.ts', 'format'],
+  metadata: ['metadata', 'stdx', 'constants.ts', 'format', 'kernels/kernel.ts', 'vsr/state-machine.ts'],
+  kernels: ['kernels', 'stdx', 'constants.ts', 'format'],
 };
 
 describe('tidy', () => {
