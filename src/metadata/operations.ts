@@ -4,7 +4,7 @@
  *
  * What a body may carry is the security boundary of the log: passwords arrive as Argon2id PHC
  * strings and personal access tokens as the SHA-256 of the raw token, both computed on the node
- * that received the request (src/node/secrets.ts). The acting user never appears in a body: apply
+ * that received the request (src/http/secrets.ts). The acting user never appears in a body: apply
  * reads it from `ApplyInput.userId`, which the primary stamps from the client table.
  */
 import type { TopicOptionEntry } from './options.js';

@@ -53,7 +53,7 @@ import { METADATA_LIMITS, validatePasswordHash, validateUsername, type MetadataL
 /** The first-boot state every replica derives identically (DESIGN.md §2.3: root `iggy`). */
 export interface Genesis {
   readonly rootUsername: string;
-  /** Argon2id PHC string, derived deterministically from the cluster id (src/node/secrets.ts). */
+  /** Argon2id PHC string, derived deterministically from the cluster id (src/http/secrets.ts). */
   readonly rootPasswordHash: string;
 }
 

@@ -62,7 +62,7 @@ import {
 import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import * as bodies from '../transport/client-bodies.js';
 import { CommandCode, KNOWN_COMMAND_CODES, REPLICATED_COMMAND_CODES } from '../transport/client-wire.js';
-import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from './secrets.js';
+import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../http/secrets.js';
 
 /** A write's verdict before anything is proposed. */
 export type WriteTranslation =

@@ -33,7 +33,7 @@ import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
 import type { BinarySessions } from './binary-sessions.js';
-import { dummyPasswordHash, personalAccessTokenHash } from './secrets.js';
+import { dummyPasswordHash, personalAccessTokenHash } from '../http/secrets.js';
 
 /** Frames decoded ahead of the one in flight; an SDK sends one at a time, so more is abuse. */
 export const CLIENT_QUEUED_FRAMES_MAX = 256;

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorCode } from '../../metadata/errors.js';
 import { UserStatus } from '../../format/snapshot-model.js';
-import { dummyPasswordHash, personalAccessTokenHash } from '../../node/secrets.js';
+import { dummyPasswordHash, personalAccessTokenHash } from '../secrets.js';
 import { BEARER_SIZE_MAX } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { iggyError, unauthenticated } from '../errors.js';

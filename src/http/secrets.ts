@@ -6,7 +6,8 @@
  * a raw token is generated here, its hash goes into the op body, and the token itself is handed
  * back to the caller once (the HTTP layer splices it into the reply after commit). This module is
  * the only non-deterministic part of the metadata path (random salts and tokens), which is why it
- * lives in src/node and not in the pure src/metadata.
+ * lives with the auth layer (src/http) and not in the pure src/metadata; the binary protocol's
+ * sessions (src/node) use it from here.
  *
  * Argon2id parameters are Iggy's (Rust `argon2` crate defaults, also OWASP's recommendation):
  * m = 19 MiB, t = 2, p = 1, 32-byte output, 16-byte salt.
