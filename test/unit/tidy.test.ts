@@ -1,7 +1,8 @@
 /**
  * Tidy: the module boundaries that keep the core deterministic (STYLE.md "Layout and
  * boundaries"). `src/vsr` and `src/metadata` run under the seeded simulator, so they may not
- * touch the clock, randomness, timers, the process, real IO or async; imports point downward only.
+ * touch the clock, randomness, timers, the process, real IO or async (nor may the snapshot format
+ * under them); imports point downward only, along LAYER_ORDER.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -29,9 +30,8 @@ function code(text: string): string {
 }
 
 function importsOf(text: string): string[] {
-  return [...text.matchAll(/(?:import|export)[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g)].map(
-    (match) => match[1] ?? match[2]!,
-  );
+  const pattern = /(?:import|export)[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)|^import\s+'([^']+)'/gm;
+  return [...text.matchAll(pattern)].map((match) => match[1] ?? match[2] ?? match[3]!);
 }
 
 /** Packages the pure layers may use: deterministic, no IO. */
@@ -52,15 +52,69 @@ const FORBIDDEN_GLOBALS = [
   /\bFinalizationRegistry\b/,
 ];
 
-/** Layers a module may import from, by top-level folder under src/. */
-const ALLOWED_LAYERS: Record<string, readonly string[]> = {
-  vsr: ['vsr', 'stdx', 'constants.ts', 'kernels/kernel.ts', 'format'],
-  metadata: ['metadata', 'stdx', 'constants.ts', 'format', 'kernels/kernel.ts', 'vsr/state-machine.ts'],
-  kernels: ['kernels', 'stdx', 'constants.ts', 'format'],
-};
+/**
+ * The layers of src/, bottom-up: a module may import its own layer and any layer listed before it,
+ * never one after (DESIGN.md §1, "imports point downward only"). A newcomer reading src/ top-down
+ * meets format/kernels, then the protocol core, the state machine, storage, the wire and HTTP,
+ * then the process that wires them. `testing` (the simulator) sits under `node`, which runs it
+ * for `vrmeta simulate`; `index.ts` is the package entry over everything.
+ */
+const LAYER_ORDER = [
+  'stdx',
+  'constants.ts',
+  'format',
+  'kernels',
+  'vsr',
+  'metadata',
+  'storage',
+  'transport',
+  'http',
+  'testing',
+  'node',
+  'index.ts',
+] as const;
+
+/** The layer of a path relative to src/ (its top-level folder, or the file itself), or null. */
+function layerOf(path: string): string | null {
+  const top = path.split('/')[0]!;
+  return (LAYER_ORDER as readonly string[]).includes(top) ? top : null;
+}
+
+/** Every relative import of every module under src/, resolved to a path relative to src/. */
+function relativeImports(): { from: string; target: string }[] {
+  const out: { from: string; target: string }[] = [];
+  for (const file of sources(join(root, 'src'))) {
+    for (const specifier of importsOf(readFileSync(file, 'utf8'))) {
+      if (!specifier.startsWith('.')) continue;
+      const target = relative(join(root, 'src'), join(file, '..', specifier)).replace(/\.js$/, '.ts');
+      out.push({ from: relative(join(root, 'src'), file), target });
+    }
+  }
+  return out;
+}
+
+/** Problems of an import graph against LAYER_ORDER, one line per offending import. */
+function layerProblems(imports: readonly { from: string; target: string }[]): string[] {
+  const problems: string[] = [];
+  for (const { from, target } of imports) {
+    const fromLayer = layerOf(from);
+    const targetLayer = target.startsWith('..') ? null : layerOf(target);
+    if (fromLayer === null || targetLayer === null) {
+      problems.push(`src/${from} imports ${target}, which is in no layer of src/`);
+      continue;
+    }
+    const fromRank = LAYER_ORDER.indexOf(fromLayer as (typeof LAYER_ORDER)[number]);
+    const targetRank = LAYER_ORDER.indexOf(targetLayer as (typeof LAYER_ORDER)[number]);
+    if (targetRank > fromRank) {
+      const allowed = LAYER_ORDER.slice(0, fromRank + 1).join(', ');
+      problems.push(`src/${from} imports ${target}: ${fromLayer} may import only ${allowed}`);
+    }
+  }
+  return problems;
+}
 
 describe('tidy', () => {
-  for (const layer of ['vsr', 'metadata'] as const) {
+  for (const layer of ['format', 'vsr', 'metadata'] as const) {
     it(`src/${layer} is pure: no node:*, clock, randomness, timers, process or async`, () => {
       const problems: string[] = [];
       for (const file of sources(join(root, 'src', layer))) {
@@ -79,20 +133,43 @@ describe('tidy', () => {
     });
   }
 
-  for (const [layer, allowed] of Object.entries(ALLOWED_LAYERS)) {
-    it(`src/${layer} imports only from ${allowed.join(', ')}`, () => {
-      const problems: string[] = [];
-      for (const file of sources(join(root, 'src', layer))) {
-        for (const specifier of importsOf(readFileSync(file, 'utf8'))) {
-          if (!specifier.startsWith('.')) continue;
-          const target = relative(join(root, 'src'), join(file, '..', specifier)).replace(/\.js$/, '.ts');
-          const ok = allowed.some((prefix) => target === prefix || target.startsWith(`${prefix}/`));
-          if (!ok) problems.push(`${relative(root, file)} imports ${target}`);
-        }
+  it('every module under src/ is in a layer', () => {
+    const stray = sources(join(root, 'src'))
+      .map((file) => relative(join(root, 'src'), file))
+      .filter((path) => layerOf(path) === null);
+    expect(stray).toEqual([]);
+  });
+
+  it(`imports point down the layers (${LAYER_ORDER.join(' < ')}), with no exceptions`, () => {
+    expect(layerProblems(relativeImports())).toEqual([]);
+  });
+
+  it('the layer check names an import that points up or out of src/', () => {
+    expect(
+      layerProblems([
+        { from: 'kernels/kernel.ts', target: 'metadata/snapshot-model.ts' },
+        { from: 'http/app.ts', target: 'node/secrets.ts' },
+        { from: 'node/cli.ts', target: '../bench/cli.ts' },
+        { from: 'vsr/io.ts', target: 'format/snapshot-model.ts' },
+        { from: 'storage/wal.ts', target: 'storage/disk.ts' },
+      ]),
+    ).toEqual([
+      'src/kernels/kernel.ts imports metadata/snapshot-model.ts: kernels may import only stdx, constants.ts, format, kernels',
+      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, metadata, storage, transport, http',
+      'src/node/cli.ts imports ../bench/cli.ts, which is in no layer of src/',
+    ]);
+  });
+
+  it('one Operation table: the protocol defines the codes, everyone else imports them', () => {
+    const definitions: string[] = [];
+    for (const file of sources(join(root, 'src'))) {
+      if (/\bexport\s+const\s+Operation\s*=/.test(code(readFileSync(file, 'utf8')))) {
+        definitions.push(relative(root, file));
       }
-      expect(problems).toEqual([]);
-    });
-  }
+    }
+    expect(definitions).toEqual(['src/vsr/header-types.ts']);
+  });
+
   it('the server seeds every PRNG from node:crypto, never from a number (nonces must not be guessable)', () => {
     // A numeric seed carries at most 32 bits (and a clock-derived one far fewer): only the
     // simulator may replay a seed. Real replicas take Prng.fromSeedBytes(randomBytes(16)).
