@@ -23,12 +23,14 @@ export const METADATA_OPERATION_MAX = Operation.revokeAccessToken;
 
 /** The operations this state machine applies (128..=150). */
 export function isStateMachineOperation(operation: number): operation is MetadataOperation {
-  return Number.isInteger(operation) && operation >= METADATA_OPERATION_MIN && operation <= METADATA_OPERATION_MAX;
+  if (!Number.isInteger(operation)) return false;
+  return operation >= METADATA_OPERATION_MIN && operation <= METADATA_OPERATION_MAX;
 }
 
 export type MetadataOperation = Extract<
   Operation,
-  128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139 | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149 | 150
+  | 128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139
+  | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149 | 150
 >;
 
 /** A resource named by its numeric id or by its name (Iggy `Identifier`). */

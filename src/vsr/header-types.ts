@@ -96,7 +96,8 @@ export const ForwardRegisterOutcome = {
   canceled: 5,
   clientIdOwnedByAnotherUser: 6,
 } as const;
-export type ForwardRegisterOutcome = (typeof ForwardRegisterOutcome)[keyof typeof ForwardRegisterOutcome];
+export type ForwardRegisterOutcome =
+  (typeof ForwardRegisterOutcome)[keyof typeof ForwardRegisterOutcome];
 export const FORWARD_REGISTER_OUTCOME_MAX = ForwardRegisterOutcome.clientIdOwnedByAnotherUser;
 
 export const ForwardLogoutOutcome = {
