@@ -13,7 +13,7 @@ export type {
   KernelsName,
   TrailerSplit,
 } from './kernels/kernel.js';
-export type * from './metadata/snapshot-model.js';
+export type * from './format/snapshot-model.js';
 export { VrmetaClient, IggyHttpError, IggyBinaryError, U64_MAX as HTTP_U64_MAX } from './http/client.js';
 export { BinaryClient } from './transport/binary-client.js';
 export type { BinaryClientOptions } from './transport/binary-client.js';

@@ -47,7 +47,7 @@ import { JsonSyntaxError, parseJsonLossless } from './json.js';
 import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
-import { verifyPassword } from '../node/secrets.js';
+import { verifyPassword } from './secrets.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
@@ -86,7 +86,7 @@ export interface BuildAppOptions {
   readonly https?: import('node:tls').TlsOptions;
   /** GET /metrics without a bearer (`metrics_public`); by default it needs one, as Iggy's does. */
   readonly metricsPublic?: boolean;
-  /** Tests: a verification they control (default: Argon2id, src/node/secrets.ts). */
+  /** Tests: a verification they control (default: Argon2id, src/http/secrets.ts). */
   readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
   /** Browser access (cors.ts): Iggy's default, any origin, unless the config lists origins. */
   readonly cors?: CorsOptions;

@@ -13,7 +13,7 @@
  * must match it: otherwise a deleted user's token would act as whoever gets the id next.
  *
  * Secrets never reach a log line or an op body: a JWT is checked and dropped, a PAT is hashed
- * (SHA-256, src/node/secrets.ts) and only the hash is looked up or used as a session key.
+ * (SHA-256, src/http/secrets.ts) and only the hash is looked up or used as a session key.
  *
  * Revocation: `/users/logout` commits RevokeAccessToken with the token's `jti` (a UUID) through
  * VSR, so every replica holds it in its state (and its snapshots) until the token's expiry plus
@@ -24,9 +24,9 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { idOf } from '../metadata/operations.js';
 import type { Principal } from '../metadata/permissions.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID, hexOf } from '../metadata/state.js';
-import { personalAccessTokenHash } from '../node/secrets.js';
+import { personalAccessTokenHash } from './secrets.js';
 import { accessTokenMissing, unauthenticated, type HttpError } from './errors.js';
 import type { NodeApi, SessionKey } from './node-api.js';
 import type { IdentityInfoJson } from './schemas.js';

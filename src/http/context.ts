@@ -59,7 +59,7 @@ export interface HttpContextParts {
   readonly serverVersion: string;
   readonly bodyLimitBytes: number;
   readonly passwordGate: PasswordGate;
-  /** The unbounded verification (src/node/secrets.ts), or a test's. */
+  /** The unbounded verification (src/http/secrets.ts), or a test's. */
   readonly passwordVerifier: (passwordHash: string, password: string) => Promise<boolean>;
 }
 

@@ -17,7 +17,7 @@
  * bodyLimit before this runs), and a `__proto__` key is refused like fastify's own parser does
  * (`onProtoPoisoning: 'error'`), because assigning it would replace the object's prototype.
  */
-import { U64_MAX } from '../metadata/snapshot-model.js';
+import { U64_MAX } from '../format/snapshot-model.js';
 
 /** Nesting bound: every request body of the API is at most 4 levels deep (permissions). */
 export const JSON_DEPTH_MAX = 64;

@@ -4,7 +4,7 @@
  * the JSON is Iggy's (`core/common/src/types/permissions/permissions_global.rs`).
  */
 import { canonicalPermissions } from '../metadata/permissions.js';
-import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../metadata/snapshot-model.js';
+import { GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../format/snapshot-model.js';
 import { PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from '../metadata/validation.js';
 import { invalidRequest, unprocessableBody, type HttpError } from './errors.js';
 import type { PermissionsJson, PermissionsOutJson } from './schemas.js';

@@ -16,7 +16,7 @@ import type {
   UserView,
 } from '../metadata/queries.js';
 import { resolveTopicOptions } from '../metadata/options.js';
-import { CompressionAlgorithm, UserStatus } from '../metadata/snapshot-model.js';
+import { CompressionAlgorithm, UserStatus } from '../format/snapshot-model.js';
 import type { ClientSessionInfo, ClusterNode, ClusterStatus } from './node-api.js';
 import { permissionsToJson } from './permissions-json.js';
 import type {

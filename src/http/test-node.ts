@@ -17,7 +17,7 @@
 import { encodeStreamDetails } from '../metadata/binary-responses.js';
 import { Operation } from '../metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../metadata/state-machine.js';
-import { rootPasswordHash } from '../node/secrets.js';
+import { rootPasswordHash } from './secrets.js';
 import { assert } from '../stdx/assert.js';
 import type {
   ClientSessionInfo,

@@ -8,7 +8,7 @@
  * costs about as much as hashing, so callers on hot paths (file and socket reads) read straight
  * into a `KernelBuffer`. Results never alias WASM memory: returned arrays are owned by the caller.
  */
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 
 export type KernelsName = 'wasm' | 'ts';
 export type KernelsMode = 'auto' | KernelsName;

@@ -2,7 +2,7 @@
  * The TypeScript kernels: the readable reference that the WASM build must match byte for byte,
  * and the fallback when WebAssembly (or its SIMD build) is unavailable.
  */
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { chunkManifestTs } from './chunk-manifest-ts.js';
 import type { KernelBuffer, Kernels } from './kernel.js';
 import { journalScanTs } from './journal-scan-ts.js';

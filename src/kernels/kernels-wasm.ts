@@ -14,7 +14,7 @@
  * Results are copied out before returning: nothing handed to callers aliases WASM memory.
  */
 import { MESSAGE_SIZE_MAX } from '../constants.js';
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { ChunkManifest, JournalScan, Kernels, TrailerSplit } from './kernel.js';
 import { TRAILER_SIZE } from './kernel.js';

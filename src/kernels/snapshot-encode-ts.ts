@@ -28,7 +28,7 @@ import {
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
-} from '../metadata/snapshot-model.js';
+} from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 
 const U32_MAX = 0xffff_ffff;

@@ -25,8 +25,8 @@ import type {
   MetadataSnapshot,
   TopicSnapshot,
   UserSnapshot,
-} from '../metadata/snapshot-model.js';
-import { ACCESS_TOKEN_ID_SIZE, U64_MAX } from '../metadata/snapshot-model.js';
+} from '../format/snapshot-model.js';
+import { ACCESS_TOKEN_ID_SIZE, U64_MAX } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { isWellFormed, snapshotEncodeTs, U128_MAX, writeUtf8 } from './snapshot-encode-ts.js';
 import { ScratchSlot, type WasmInstance } from './wasm-instance.js';

@@ -48,7 +48,7 @@ import type {
   UserView,
 } from './queries.js';
 import { OptionsScope, optionCatalog, resolveTopicOptions } from './options.js';
-import { CompressionAlgorithm, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
+import { CompressionAlgorithm, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../format/snapshot-model.js';
 
 /** Option value kinds (Iggy `HeaderKind`): the ones vrmeta writes. */
 export const OptionKind = { string: 2, bool: 3, uint8: 9, uint32: 11, uint64: 12 } as const;

@@ -10,7 +10,7 @@
  * (never), `DEFAULT_MAX_TOPIC_SIZE` (unlimited) and compression `none`.
  */
 import { ErrorCode } from './errors.js';
-import { CompressionAlgorithm, U64_MAX } from './snapshot-model.js';
+import { CompressionAlgorithm, U64_MAX } from '../format/snapshot-model.js';
 
 /** Iggy `DEFAULT_SEGMENT_SIZE` (1 GiB): a topic cap below one segment cannot be enforced. */
 export const SEGMENT_SIZE_BYTES = 1024n * 1024n * 1024n;

@@ -45,7 +45,7 @@ import { assert } from '../stdx/assert.js';
 import { BodyReader, BodyWriter } from './body-io.js';
 import { Operation, type Identifier, type MetadataRequest } from './operations.js';
 import { TOPIC_OPTIONS_MAX, type TopicOptionEntry } from './options.js';
-import { ACCESS_TOKEN_ID_SIZE, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from './snapshot-model.js';
+import { ACCESS_TOKEN_ID_SIZE, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../format/snapshot-model.js';
 import { PAT_TOKEN_HASH_SIZE, PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from './validation.js';
 
 export type DecodeResult = { readonly ok: true; readonly request: MetadataRequest } | { readonly ok: false; readonly reason: string };

@@ -1,71 +1,36 @@
 /**
- * Operation codes (iggy-metadata-plane.md §1.5) and the decoded form of every metadata operation
- * body. The binary layouts live in operation-codec.ts.
+ * The state machine's operations: which protocol operation codes it applies (128..=150) and the
+ * decoded form of every metadata operation body. The binary layouts live in operation-codec.ts.
  *
  * What a body may carry is the security boundary of the log: passwords arrive as Argon2id PHC
  * strings and personal access tokens as the SHA-256 of the raw token, both computed on the node
- * that received the request (src/node/secrets.ts). The acting user never appears in a body: apply
+ * that received the request (src/http/secrets.ts). The acting user never appears in a body: apply
  * reads it from `ApplyInput.userId`, which the primary stamps from the client table.
  */
+import { Operation } from '../vsr/header-types.js';
 import type { TopicOptionEntry } from './options.js';
-import type { PermissionsSnapshot } from './snapshot-model.js';
+import type { PermissionsSnapshot } from '../format/snapshot-model.js';
 
-export const Operation = {
-  reserved: 0,
-  register: 1,
-  nonReplicated: 2,
-  logout: 3,
-  // Internal operations (64..127) of Iggy's server; vrmeta carries resolved values in the client
-  // operations' bodies instead, so these never reach apply.
-  createTopicWithAssignments: 64,
-  createPartitionsWithAssignments: 65,
-  removeConsumerGroupMember: 66,
-  completeConsumerGroupRevocation: 67,
-  truncatePartition: 68,
-  createStream: 128,
-  updateStream: 129,
-  deleteStream: 130,
-  purgeStream: 131,
-  createTopic: 132,
-  updateTopic: 133,
-  deleteTopic: 134,
-  purgeTopic: 135,
-  createPartitions: 136,
-  deletePartitions: 137,
-  deleteSegments: 138,
-  createConsumerGroup: 139,
-  deleteConsumerGroup: 140,
-  createUser: 141,
-  updateUser: 142,
-  deleteUser: 143,
-  changePassword: 144,
-  updatePermissions: 145,
-  createPersonalAccessToken: 146,
-  deletePersonalAccessToken: 147,
-  joinConsumerGroup: 148,
-  leaveConsumerGroup: 149,
-  /**
-   * vrmeta extension (Iggy's metadata list ends at 149 and its partition operations start at
-   * 160): a logout revokes the access token it was called with, on every replica.
-   */
-  revokeAccessToken: 150,
-  sendMessages: 160,
-  storeConsumerOffset: 161,
-  deleteConsumerOffset: 162,
-} as const;
-export type Operation = (typeof Operation)[keyof typeof Operation];
+/**
+ * The operation codes are the protocol's (src/vsr/header-types.ts `Operation`, the u8 of every
+ * Request, Prepare and Reply header): one table, re-exported here so the state machine's callers
+ * name them from one place. What this module owns is which of them the state machine applies.
+ */
+export { Operation };
 
 export const METADATA_OPERATION_MIN = Operation.createStream;
 export const METADATA_OPERATION_MAX = Operation.revokeAccessToken;
 
 /** The operations this state machine applies (128..=150). */
 export function isStateMachineOperation(operation: number): operation is MetadataOperation {
-  return Number.isInteger(operation) && operation >= METADATA_OPERATION_MIN && operation <= METADATA_OPERATION_MAX;
+  if (!Number.isInteger(operation)) return false;
+  return operation >= METADATA_OPERATION_MIN && operation <= METADATA_OPERATION_MAX;
 }
 
 export type MetadataOperation = Extract<
   Operation,
-  128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139 | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149 | 150
+  | 128 | 129 | 130 | 131 | 132 | 133 | 134 | 135 | 136 | 137 | 138 | 139
+  | 140 | 141 | 142 | 143 | 144 | 145 | 146 | 147 | 148 | 149 | 150
 >;
 
 /** A resource named by its numeric id or by its name (Iggy `Identifier`). */

@@ -35,7 +35,7 @@ import type {
   UpdateTopicRequest,
 } from './operations.js';
 import { canCreateStream, canCreateTopic, canManageStream, canManageTopic, withoutStream, withoutTopic } from './permissions.js';
-import type { CompressionAlgorithm } from './snapshot-model.js';
+import type { CompressionAlgorithm } from '../format/snapshot-model.js';
 import { resolveStream, resolveTopic, type MetadataState, type PartitionState, type StreamState, type TopicState } from './state.js';
 import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from './validation.js';
 

@@ -22,7 +22,7 @@ import type {
   UpdateUserRequest,
 } from './operations.js';
 import { canManageUsers } from './permissions.js';
-import { U64_MAX, type UserStatus } from './snapshot-model.js';
+import { U64_MAX, type UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID, freezePermissions, hexOf, resolveUser } from './state.js';
 import { validatePasswordHash, validatePatName, validateUserStatus, validateUsername } from './validation.js';
 

@@ -14,7 +14,7 @@
  * replica renders the same derived values.
  */
 import { ErrorCode } from './errors.js';
-import { CompressionAlgorithm, U64_MAX } from './snapshot-model.js';
+import { CompressionAlgorithm, U64_MAX } from '../format/snapshot-model.js';
 
 export const OptionsScope = { topic: 1, stream: 2, user: 3 } as const;
 export type OptionsScope = (typeof OptionsScope)[keyof typeof OptionsScope];

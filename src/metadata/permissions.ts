@@ -25,7 +25,7 @@ import {
   TopicPermission as T,
   type PermissionsSnapshot,
   type StreamPermissionsSnapshot,
-} from './snapshot-model.js';
+} from '../format/snapshot-model.js';
 import { ROOT_USER_ID } from './state.js';
 
 /** The actor of a check: a user id and their committed permissions. */

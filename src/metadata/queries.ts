@@ -9,7 +9,7 @@
 import type { TopicOptionEntry } from './options.js';
 import { memberOf } from './consumer-groups.js';
 import type { Identifier } from './operations.js';
-import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from './snapshot-model.js';
+import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
 import {
   resolveGroup,
   resolveStream,

@@ -36,7 +36,7 @@ import {
   type TopicSnapshot,
   type UserSnapshot,
   type UserStatus,
-} from './snapshot-model.js';
+} from '../format/snapshot-model.js';
 import { ErrorCode } from './errors.js';
 import { TOPIC_OPTIONS_MAX, validateTopicOptionEntries } from './options.js';
 

@@ -44,7 +44,7 @@ import {
 import { revokeAccessToken } from './ops-tokens.js';
 import { ALL_GLOBAL_PERMISSIONS, type Principal } from './permissions.js';
 import { MetadataQueries } from './queries.js';
-import { UserStatus } from './snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { MetadataState, ROOT_USER_ID, hexOf, resolveStream, resolveTopic, resolveUser } from './state.js';
 import { snapshotOf, stateFromSnapshot } from './state-snapshot.js';
 import { StatsRegistry, type PartitionStats, type StatsDelta } from './stats-registry.js';
@@ -53,7 +53,7 @@ import { METADATA_LIMITS, validatePasswordHash, validateUsername, type MetadataL
 /** The first-boot state every replica derives identically (DESIGN.md §2.3: root `iggy`). */
 export interface Genesis {
   readonly rootUsername: string;
-  /** Argon2id PHC string, derived deterministically from the cluster id (src/node/secrets.ts). */
+  /** Argon2id PHC string, derived deterministically from the cluster id (src/http/secrets.ts). */
   readonly rootPasswordHash: string;
 }
 

@@ -18,7 +18,7 @@ import type {
   StreamSnapshot,
   TopicSnapshot,
   UserSnapshot,
-} from './snapshot-model.js';
+} from '../format/snapshot-model.js';
 import {
   MetadataState,
   ROOT_USER_ID,

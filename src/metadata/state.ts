@@ -10,7 +10,7 @@ import { assert } from '../stdx/assert.js';
 import { IdSlab } from './id-slab.js';
 import type { Identifier } from './operations.js';
 import type { TopicOptionEntry } from './options.js';
-import type { CompressionAlgorithm, PartitionSnapshot, PermissionsSnapshot, UserStatus } from './snapshot-model.js';
+import type { CompressionAlgorithm, PartitionSnapshot, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
 import type { MetadataLimits } from './validation.js';
 
 export const ROOT_USER_ID = 0;

@@ -22,7 +22,7 @@
  *     purge's op number) and rolls the parents back by exactly what it removed.
  */
 import { assert } from '../stdx/assert.js';
-import type { PartitionSnapshot, StreamSnapshot, TopicSnapshot } from './snapshot-model.js';
+import type { PartitionSnapshot, StreamSnapshot, TopicSnapshot } from '../format/snapshot-model.js';
 
 /** A resource's key: its id and its incarnation. Stream/topic/partition states satisfy this. */
 export interface StatsRef {

@@ -144,7 +144,7 @@ export function validateUsername(username: string): ErrorCode {
   return sizeWithin(username, USERNAME_SIZE_MIN, USERNAME_SIZE_MAX) ? ErrorCode.ok : ErrorCode.invalidUsername;
 }
 
-/** Plaintext rule, applied on the receiving node before hashing (src/node/secrets.ts). */
+/** Plaintext rule, applied on the receiving node before hashing (src/http/secrets.ts). */
 export function validatePassword(password: string): ErrorCode {
   return sizeWithin(password, PASSWORD_SIZE_MIN, PASSWORD_SIZE_MAX) ? ErrorCode.ok : ErrorCode.invalidPassword;
 }

@@ -48,7 +48,7 @@ import {
   type Principal,
   type PermissionsInput,
 } from '../metadata/permissions.js';
-import { CompressionAlgorithm, U64_MAX, type PermissionsSnapshot } from '../metadata/snapshot-model.js';
+import { CompressionAlgorithm, U64_MAX, type PermissionsSnapshot } from '../format/snapshot-model.js';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import {
   validateConsumerGroupName,
@@ -62,7 +62,7 @@ import {
 import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import * as bodies from '../transport/client-bodies.js';
 import { CommandCode, KNOWN_COMMAND_CODES, REPLICATED_COMMAND_CODES } from '../transport/client-wire.js';
-import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from './secrets.js';
+import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../http/secrets.js';
 
 /** A write's verdict before anything is proposed. */
 export type WriteTranslation =

@@ -8,7 +8,7 @@ import { HEADER_SIZE } from '../constants.js';
 import { encodeLoginRegister, encodeRawPersonalAccessToken, type ClientInfoView } from '../metadata/binary-responses.js';
 import { ErrorCode } from '../metadata/errors.js';
 import type { Principal } from '../metadata/permissions.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID } from '../metadata/state.js';
 import { assert } from '../stdx/assert.js';
 import * as bodies from '../transport/client-bodies.js';
@@ -33,7 +33,7 @@ import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
 import type { BinarySessions } from './binary-sessions.js';
-import { dummyPasswordHash, personalAccessTokenHash } from './secrets.js';
+import { dummyPasswordHash, personalAccessTokenHash } from '../http/secrets.js';
 
 /** Frames decoded ahead of the one in flight; an SDK sends one at a time, so more is abuse. */
 export const CLIENT_QUEUED_FRAMES_MAX = 256;

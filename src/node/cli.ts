@@ -125,9 +125,14 @@ program
 const bench = program.command('bench').description('benchmarks (ratios measured in one run)');
 // The benches are their own entry (bench/cli.ts): an installation without them still runs every
 // other command, and `vrmeta bench` says what is missing instead of failing to resolve a module.
+// src/ never imports bench/ (not even its types): the entry's shape is stated here and bench/cli.ts
+// checks itself against it.
 const BENCH_ENTRY = new URL('../../bench/cli.js', import.meta.url);
+export interface BenchEntry {
+  registerBenchCommands(bench: Command): void;
+}
 if (existsSync(fileURLToPath(BENCH_ENTRY))) {
-  const { registerBenchCommands } = (await import(BENCH_ENTRY.href)) as typeof import('../../bench/cli.js');
+  const { registerBenchCommands } = (await import(BENCH_ENTRY.href)) as BenchEntry;
   registerBenchCommands(bench);
 } else {
   bench

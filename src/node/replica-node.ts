@@ -42,7 +42,7 @@ import { DivergenceFailure, Replica } from '../vsr/replica.js';
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
-import { rootPasswordHash, verifyPassword } from './secrets.js';
+import { rootPasswordHash, verifyPassword } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { replicaMeshTls } from './tls.js';
 

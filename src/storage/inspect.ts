@@ -8,7 +8,7 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
-import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion } from '../metadata/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion } from '../format/snapshot-model.js';
 import { HEADER_SIZE } from '../constants.js';
 import type { Disk } from './disk.js';
 import { FsDisk, resolveDataPath } from './fs-disk.js';

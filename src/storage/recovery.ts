@@ -23,7 +23,7 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { decodeSnapshot, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { Logger } from '../vsr/io.js';
 import type { ReplicaBootState } from '../vsr/replica.js';

@@ -29,7 +29,7 @@ import {
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
-} from '../metadata/snapshot-model.js';
+} from '../format/snapshot-model.js';
 import { compareBytes } from '../metadata/snapshot-codec.js';
 import { Prng } from '../stdx/prng.js';
 

@@ -10,7 +10,7 @@
  * Ids reuse the lowest free value, like the reference's slab. Its snapshot uses the real model
  * (streams without topics), so checkpoints exercise the real canonical encoder.
  */
-import type { StreamSnapshot } from '../metadata/snapshot-model.js';
+import type { StreamSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { ApplyInput, ApplyResult, StateMachine, StateMachineSnapshot } from '../vsr/state-machine.js';
 

@@ -18,7 +18,7 @@ import type {
   UserDetailsView,
   UserView,
 } from '../metadata/queries.js';
-import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../metadata/snapshot-model.js';
+import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
 import type { ClientInfoView, ClusterNodeView } from '../metadata/binary-responses.js';
 import { canonicalPermissions } from '../metadata/permissions.js';
 import { readPermissions } from './client-bodies.js';

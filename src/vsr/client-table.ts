@@ -17,7 +17,7 @@
  * never falls back to a compile-time default.
  */
 import { assert } from '../stdx/assert.js';
-import type { ClientEntrySnapshot } from '../metadata/snapshot-model.js';
+import type { ClientEntrySnapshot } from '../format/snapshot-model.js';
 
 /** Most recent committed replies kept per client (newest last). Older retries get AlreadyApplied. */
 export const REPLY_RING_CAPACITY = 5;

@@ -14,12 +14,19 @@ import { Command } from '../constants.js';
 
 export { Command };
 
-/** `Operation` (u8) of Request, Prepare and Reply (§1.5). */
+/**
+ * `Operation` (u8) of Request, Prepare and Reply (§1.5): the one table of operation codes. The
+ * protocol interprets 0..=3 itself; 64..=68 are Iggy's internal operations (never client-allowed);
+ * 128..=150 are the state machine's (src/metadata/operations.ts says which it applies and decodes
+ * their bodies); 160..=162 are Iggy's partition operations.
+ */
 export const Operation = {
   reserved: 0,
   register: 1,
   nonReplicated: 2,
   logout: 3,
+  // Internal operations (64..127) of Iggy's server; vrmeta carries resolved values in the client
+  // operations' bodies instead, so these never reach apply.
   createTopicWithAssignments: 64,
   createPartitionsWithAssignments: 65,
   removeConsumerGroupMember: 66,
@@ -47,7 +54,10 @@ export const Operation = {
   deletePersonalAccessToken: 147,
   joinConsumerGroup: 148,
   leaveConsumerGroup: 149,
-  /** vrmeta extension: a logout's token revocation (src/metadata/operations.ts). */
+  /**
+   * vrmeta extension (Iggy's metadata list ends at 149 and its partition operations start at
+   * 160): a logout revokes the access token it was called with, on every replica.
+   */
   revokeAccessToken: 150,
   sendMessages: 160,
   storeConsumerOffset: 161,
@@ -86,7 +96,8 @@ export const ForwardRegisterOutcome = {
   canceled: 5,
   clientIdOwnedByAnotherUser: 6,
 } as const;
-export type ForwardRegisterOutcome = (typeof ForwardRegisterOutcome)[keyof typeof ForwardRegisterOutcome];
+export type ForwardRegisterOutcome =
+  (typeof ForwardRegisterOutcome)[keyof typeof ForwardRegisterOutcome];
 export const FORWARD_REGISTER_OUTCOME_MAX = ForwardRegisterOutcome.clientIdOwnedByAnotherUser;
 
 export const ForwardLogoutOutcome = {

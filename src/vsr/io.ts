@@ -6,7 +6,7 @@
  */
 import type { ReplicaEventSink } from './events.js';
 import type { Kernels } from '../kernels/kernel.js';
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import type { Prng } from '../stdx/prng.js';
 
 /** The durable part of a replica's VSR state (the superblock's `VsrState`). */

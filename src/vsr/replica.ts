@@ -20,8 +20,8 @@
  * DoViewChange, StartView) is sent only while the superblock durably holds the current view and
  * log view. This is the fence against a restarted replica contradicting a promise it forgot.
  */
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
-import { SNAPSHOT_FORMAT_VERSION } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
 import { Command, HEADER_SIZE } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { ClientTable, type CachedReply } from './client-table.js';

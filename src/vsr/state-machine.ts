@@ -6,7 +6,7 @@
  * `apply` calls (same op, operation, timestamp, user id and body), every replica returns the same
  * results and ends in a state whose snapshot encodes to the same bytes.
  */
-import type { MetadataSnapshot } from '../metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../format/snapshot-model.js';
 
 /** The replicated part of a snapshot that the state machine owns (the client table is the
  * replica's). */

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadKernels } from '../../src/kernels/index.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
-import type { ClientEntrySnapshot } from '../../src/metadata/snapshot-model.js';
+import type { ClientEntrySnapshot } from '../../src/format/snapshot-model.js';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BinaryClient } from '../../src/transport/binary-client.js';

@@ -8,7 +8,7 @@
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import { unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/format/snapshot-model.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { goldenSnapshot } from './snapshot-golden.js';

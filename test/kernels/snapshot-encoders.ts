@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { snapshotEncodeWasm } from '../../src/kernels/snapshot-encode-wasm.js';
 import { WasmInstance, type WasmFlavor } from '../../src/kernels/wasm-instance.js';
-import type { MetadataSnapshot } from '../../src/metadata/snapshot-model.js';
+import type { MetadataSnapshot } from '../../src/format/snapshot-model.js';
 
 export interface SnapshotEncoder {
   readonly label: 'ts' | 'wasm-simd' | 'wasm-scalar';

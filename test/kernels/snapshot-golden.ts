@@ -4,7 +4,7 @@
  * snapshot-encode.test.ts; they never change without a SNAPSHOT_FORMAT_VERSION bump (and older
  * versions are refused, not migrated).
  */
-import { U64_MAX, type MetadataSnapshot } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
 
 const U128_MAX = (1n << 128n) - 1n;
 

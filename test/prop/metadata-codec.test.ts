@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeRequest, encodeRequest } from '../../src/metadata/operation-codec.js';
 import { Operation, idOf, nameOf, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
-import { U64_MAX, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { utf8Size } from '../../src/metadata/validation.js';
 
 const u8 = fc.integer({ min: 0, max: 0xff });

@@ -12,7 +12,7 @@ import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
-import { U64_MAX, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 import { fakeHash, fullSnapshot, GENESIS, tokenHash } from '../unit/metadata-fixtures.js';

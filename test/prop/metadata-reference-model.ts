@@ -5,7 +5,7 @@
  * src/metadata beyond the request types and constants.
  */
 import { Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
-import type { PermissionsSnapshot, StreamSnapshot, UserSnapshot } from '../../src/metadata/snapshot-model.js';
+import type { PermissionsSnapshot, StreamSnapshot, UserSnapshot } from '../../src/format/snapshot-model.js';
 import type { MetadataLimits } from '../../src/metadata/validation.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 

@@ -17,7 +17,7 @@ import {
   type StreamSnapshot,
   type TopicSnapshot,
   type UserSnapshot,
-} from '../../src/metadata/snapshot-model.js';
+} from '../../src/format/snapshot-model.js';
 
 const U32_MAX = 0xffff_ffff;
 const U128_MAX = (1n << 128n) - 1n;

@@ -23,7 +23,7 @@ import {
   encodeUserDetails,
   encodeUsers,
 } from '../../src/metadata/binary-responses.js';
-import { GlobalPermission, StreamPermission, TopicPermission, U64_MAX } from '../../src/metadata/snapshot-model.js';
+import { GlobalPermission, StreamPermission, TopicPermission, U64_MAX } from '../../src/format/snapshot-model.js';
 import { name, option, u32, u64 } from '../support/iggy-frames.js';
 
 const b = (...parts: (Buffer | number[])[]): Buffer => Buffer.concat(parts.map((part) => (Array.isArray(part) ? Buffer.from(part) : part)));

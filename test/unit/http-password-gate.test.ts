@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/http/errors.js';
 import { ARGON2_VERIFY_CONCURRENCY_MAX, ARGON2_VERIFY_QUEUE_MAX, ARGON2_VERIFY_STARTS_PER_SECOND_MAX, PasswordGate, type GateClock } from '../../src/http/password-gate.js';
-import { verifyPassword } from '../../src/node/secrets.js';
+import { verifyPassword } from '../../src/http/secrets.js';
 import { expectErrorShape, harness, type Harness, type Reply } from './http-fixtures.js';
 
 /** A verification the test holds open: each call waits until `release()`. */

@@ -8,7 +8,7 @@ import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../../src/metadata/state-machine.js';
-import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
+import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import type { MetadataLimits } from '../../src/metadata/validation.js';
 import type { ApplyResult, StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 

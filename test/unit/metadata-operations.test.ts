@@ -13,7 +13,7 @@ import {
   parseIdentifier,
   type MetadataRequest,
 } from '../../src/metadata/operations.js';
-import { U64_MAX } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX } from '../../src/format/snapshot-model.js';
 import { fakeHash, req } from './metadata-fixtures.js';
 
 function reason(operation: number, bytes: readonly number[] | Uint8Array): string | null {

@@ -17,7 +17,7 @@ import {
   validateTopicOptionEntries,
   withExplicitFields,
 } from '../../src/metadata/options.js';
-import { U64_MAX } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX } from '../../src/format/snapshot-model.js';
 
 const NONE = { compressionAlgorithm: null, messageExpiryUs: null, maxTopicSizeBytes: null, partitionsCount: 1 };
 

@@ -21,7 +21,7 @@ import {
   canonicalPermissions,
   type Principal,
 } from '../../src/metadata/permissions.js';
-import { GlobalPermission as G, StreamPermission as S, TopicPermission as T, type PermissionsSnapshot } from '../../src/metadata/snapshot-model.js';
+import { GlobalPermission as G, StreamPermission as S, TopicPermission as T, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { Driver, ROOT, fakeHash, req } from './metadata-fixtures.js';
 
 type Grant = { readonly label: string; readonly permissions: PermissionsSnapshot | null };

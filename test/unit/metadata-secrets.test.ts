@@ -19,7 +19,7 @@ import {
   rootPasswordHash,
   rootPasswordSalt,
   verifyPassword,
-} from '../../src/node/secrets.js';
+} from '../../src/http/secrets.js';
 import { fullSnapshot } from './metadata-fixtures.js';
 
 const utf8 = new TextEncoder();

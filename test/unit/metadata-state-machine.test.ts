@@ -11,7 +11,7 @@ import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, ROOT_CREATED_AT_US } from '../../src/metadata/state-machine.js';
-import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/metadata/snapshot-model.js';
+import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/format/snapshot-model.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 import { Driver, ROOT, ROOT_HASH, fakeHash, fullSnapshot, newMachine, req, tokenHash } from './metadata-fixtures.js';
 

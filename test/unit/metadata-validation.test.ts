@@ -7,7 +7,7 @@ import { SEGMENT_SIZE_BYTES, TOPIC_DEFAULTS, resolveTopicSettings } from '../../
 import { ERROR_NAMES, ErrorCode, errorName } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { Operation } from '../../src/metadata/operations.js';
-import { U64_MAX } from '../../src/metadata/snapshot-model.js';
+import { U64_MAX } from '../../src/format/snapshot-model.js';
 import {
   METADATA_LIMITS,
   PATS_PER_USER_MAX,

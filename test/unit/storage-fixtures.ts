@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKernels } from '../../src/kernels/index.js';
 import type { Kernels } from '../../src/kernels/kernel.js';
-import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../../src/metadata/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
 import { buildPrepare, identityOf } from '../../src/testing/wal-image.js';
 import type { Logger, LogLevel, VsrState } from '../../src/vsr/io.js';
 

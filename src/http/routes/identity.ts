@@ -5,8 +5,8 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorCode } from '../../metadata/errors.js';
-import { UserStatus } from '../../metadata/snapshot-model.js';
-import { dummyPasswordHash, personalAccessTokenHash } from '../../node/secrets.js';
+import { UserStatus } from '../../format/snapshot-model.js';
+import { dummyPasswordHash, personalAccessTokenHash } from '../secrets.js';
 import { BEARER_SIZE_MAX } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { iggyError, unauthenticated } from '../errors.js';

@@ -20,7 +20,7 @@ import {
 } from '../../metadata/defaults.js';
 import { encodeRequest } from '../../metadata/operation-codec.js';
 import { MIN_TOPIC_SEGMENT_SIZE, parseTopicCreateOptions, parseTopicUpdateOptions, topicSegmentSizeBytes } from '../../metadata/options.js';
-import { CompressionAlgorithm } from '../../metadata/snapshot-model.js';
+import { CompressionAlgorithm } from '../../format/snapshot-model.js';
 import { idOf, Operation, type Identifier } from '../../metadata/operations.js';
 import { canReadStream, canReadStreams, canReadTopic, canReadTopics } from '../../metadata/permissions.js';
 import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from '../../metadata/validation.js';

@@ -4,7 +4,7 @@
  *
  * Secrets: a password is validated and hashed (Argon2id) on the replica that runs the handler and
  * only the hash enters the op body; a personal access token is minted here, only its SHA-256 is
- * replicated, and the raw token is returned once, after the commit (src/node/secrets.ts).
+ * replicated, and the raw token is returned once, after the commit (src/http/secrets.ts).
  *
  * Checks run in apply's order (shape, then permission, then state) so the caller sees the code
  * apply would commit, and the expensive Argon2id hash runs only for a caller allowed to write.
@@ -16,7 +16,7 @@ import { encodeRequest } from '../../metadata/operation-codec.js';
 import { idOf, Operation } from '../../metadata/operations.js';
 import { canManageUsers, canReadUsers } from '../../metadata/permissions.js';
 import { validatePassword, validatePatName, validateUsername } from '../../metadata/validation.js';
-import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../../node/secrets.js';
+import { changePasswordBody, createPersonalAccessTokenBody, createUserBody } from '../secrets.js';
 import { revocationExpiryUs } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { HttpError, iggyError, notFound, unauthorized } from '../errors.js';

@@ -1,8 +1,9 @@
 /**
  * The metadata snapshot model: what a checkpoint persists and what state transfer ships.
  *
- * This module is a leaf (types and constants only) so the kernels layer can name the model it
- * encodes without depending on the state machine.
+ * This module is a leaf of src/format/ (types and constants only, no imports) so the kernels,
+ * the protocol core and storage can name the model they encode, carry and store without
+ * depending on the state machine above them.
  *
  * Canonical form. Every collection is an array ordered by its key (ids ascending, names for PATs,
  * slot index for the client table), so one state has exactly one encoding. The encoder

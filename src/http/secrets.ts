@@ -6,7 +6,8 @@
  * a raw token is generated here, its hash goes into the op body, and the token itself is handed
  * back to the caller once (the HTTP layer splices it into the reply after commit). This module is
  * the only non-deterministic part of the metadata path (random salts and tokens), which is why it
- * lives in src/node and not in the pure src/metadata.
+ * lives with the auth layer (src/http) and not in the pure src/metadata; the binary protocol's
+ * sessions (src/node) use it from here.
  *
  * Argon2id parameters are Iggy's (Rust `argon2` crate defaults, also OWASP's recommendation):
  * m = 19 MiB, t = 2, p = 1, 32-byte output, 16-byte salt.
@@ -17,8 +18,8 @@ import { ErrorCode } from '../metadata/errors.js';
 import { assert } from '../stdx/assert.js';
 import { encodeRequest } from '../metadata/operation-codec.js';
 import { Operation, type Identifier } from '../metadata/operations.js';
-import type { PermissionsSnapshot } from '../metadata/snapshot-model.js';
-import { UserStatus } from '../metadata/snapshot-model.js';
+import type { PermissionsSnapshot } from '../format/snapshot-model.js';
+import { UserStatus } from '../format/snapshot-model.js';
 import { PAT_TOKEN_HASH_SIZE, validatePassword, validatePatName, validateUserStatus, validateUsername } from '../metadata/validation.js';
 
 /** `Algorithm.Argon2id` (a const enum in the package's types, so spelled out here). */
