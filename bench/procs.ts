@@ -273,6 +273,18 @@ export function cleanEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.P
   return Object.assign(env, extra);
 }
 
+/** A flag whose value must not reach a log file (a test scans the logs for the cluster secret). */
+const SECRET_FLAG = /^--[a-z-]*(secret|password|token)$/;
+
+/** `args` as the log header shows them: the value of a secret-bearing flag replaced. */
+export function redactedArgs(args: readonly string[]): string[] {
+  return args.map((arg, index) => {
+    const equals = arg.indexOf('=');
+    if (arg.startsWith('--') && equals > 0 && SECRET_FLAG.test(arg.slice(0, equals))) return `${arg.slice(0, equals)}=<redacted>`;
+    return index > 0 && SECRET_FLAG.test(args[index - 1]!) ? '<redacted>' : arg;
+  });
+}
+
 /** Spawns `command` as the leader of a new process group, tracked until it exits. */
 export function spawnChild(name: string, command: string, args: readonly string[], options: SpawnOptions = {}): ChildHandle {
   const tailLinesMax = options.tailLinesMax ?? LOG_TAIL_LINES_MAX;
@@ -292,7 +304,7 @@ export function spawnChild(name: string, command: string, args: readonly string[
     LOG_STREAMS.add(log);
     // The log is best effort (its directory may be removed under a killed child): never a crash.
     log.on('error', () => LOG_STREAMS.delete(log));
-    log.write(`----- ${name} pid ${child.pid} at ${new Date().toISOString()}: ${command} ${args.join(' ')}\n`);
+    log.write(`----- ${name} pid ${child.pid} at ${new Date().toISOString()}: ${command} ${redactedArgs(args).join(' ')}\n`);
   }
   const tail: string[] = [];
   const kept: { atMs: number; line: string }[] = [];

@@ -108,6 +108,18 @@ describe('bench/procs: children', () => {
     removeTempRoot(root);
   });
 
+  it('writes the command line to the log file without the values of secret-bearing flags', async () => {
+    const root = makeTempRoot('procs-test-');
+    const logFile = join(root, 'child.log');
+    const args = ['-e', '', '--cluster-secret', 'hunter2-secret-value', '--root-password=hunter2-password', '--cluster-secret-file', '/x/cluster.secret'];
+    const child = spawnChild('quiet', process.execPath, args, { logFile });
+    await child.exited;
+    const header = await waitFor('the log header', () => readFileSync(logFile, 'utf8').split('\n')[0] || null, 10_000);
+    expect(header).toContain('--cluster-secret <redacted> --root-password=<redacted> --cluster-secret-file /x/cluster.secret');
+    expect(header.includes('hunter2')).toBe(false);
+    removeTempRoot(root);
+  });
+
   it('refuses a tail bound that is not a positive integer within the limit', () => {
     expect(() => spawnChild('bad', process.execPath, ['-e', ''], { tailLinesMax: 0 })).toThrow(/tailLinesMax must be an integer in 1\.\.1000000, got 0/);
     expect(() => spawnChild('bad', process.execPath, ['-e', ''], { tailLinesMax: 2_000_000 })).toThrow(/tailLinesMax/);
