@@ -216,15 +216,20 @@ export async function reservePorts(count: number, isFree: (port: number) => Prom
  * listen(0) whose successors are free too, each checked by binding it, none of them in `avoid`.
  */
 export async function consecutiveFreePorts(count: number, avoid: readonly number[] = []): Promise<number> {
+  let last = 'never tried';
   for (let attemptIndex = 0; attemptIndex < 50; attemptIndex++) {
     const [base] = await reservePorts(1);
     if (base === undefined || base + count > 65535) continue;
     const range = Array.from({ length: count }, (_, index) => base + index);
-    if (range.some((port) => avoid.includes(port))) continue;
+    if (range.some((port) => avoid.includes(port))) {
+      last = `${base}..${base + count - 1} overlaps the ports to avoid`;
+      continue;
+    }
     const free = await Promise.all(range.map((port) => portFree(port)));
     if (free.every(Boolean)) return base;
+    last = `ports ${range.filter((_, index) => !free[index]).join(',')} were taken`;
   }
-  throw new Error(`bench/procs: found no ${count} consecutive free ports on ${HOST}`);
+  throw new Error(`bench/procs: found no ${count} consecutive free ports on ${HOST} in 50 attempts (last: ${last})`);
 }
 
 // ------------------------------------------------------------------------------ children
@@ -277,7 +282,7 @@ export function cleanEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.P
 const SECRET_FLAG = /^--[a-z-]*(secret|password|token)$/;
 
 /** `args` as the log header shows them: the value of a secret-bearing flag replaced. */
-export function redactedArgs(args: readonly string[]): string[] {
+function redactedArgs(args: readonly string[]): string[] {
   return args.map((arg, index) => {
     const equals = arg.indexOf('=');
     if (arg.startsWith('--') && equals > 0 && SECRET_FLAG.test(arg.slice(0, equals))) return `${arg.slice(0, equals)}=<redacted>`;
