@@ -563,7 +563,7 @@ function benchNodeArgs(): string[] {
 }
 
 /** What the vrmeta and the etcd cluster of local child processes share. */
-abstract class LocalCluster<Node extends { readonly dataDir: string; child: ChildHandle | null }> {
+abstract class LocalCluster<Node extends { readonly index: number; readonly dataDir: string; child: ChildHandle | null }> {
   readonly root: string;
   protected readonly nodes: Node[];
   protected readonly agent = keepAliveAgent(8);
@@ -604,6 +604,17 @@ abstract class LocalCluster<Node extends { readonly dataDir: string; child: Chil
     const child = this.node(index).child;
     if (child !== null && child.exit === null) throw new Error(`wipe(${index}) needs the ${this.kind} stopped first`);
     rmSync(this.node(index).dataDir, { recursive: true, force: true });
+  }
+
+  /** Spawns every node, then waits until each is up; a boot that fails stops what it started. */
+  protected async boot(spawnNode: (index: number) => unknown, waitUp: (index: number) => Promise<void>): Promise<void> {
+    try {
+      for (const node of this.nodes) spawnNode(node.index);
+      await Promise.all(this.nodes.map((node) => waitUp(node.index)));
+    } catch (error) {
+      await this.stopAll();
+      throw error;
+    }
   }
 
   /** Stops every node and removes the data root. */
@@ -654,13 +665,7 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       child: null,
     }));
     const cluster = new VrmetaCluster(root, resolved, replicas);
-    try {
-      for (const replica of replicas) cluster.spawn(replica.index);
-      await Promise.all(replicas.map((replica) => cluster.waitReady(replica.index, resolved.formTimeoutMs)));
-    } catch (error) {
-      await cluster.stopAll();
-      throw error;
-    }
+    await cluster.boot((index) => cluster.spawn(index), (index) => cluster.waitReady(index, resolved.formTimeoutMs));
     return cluster;
   }
 
@@ -912,13 +917,7 @@ export class EtcdCluster extends LocalCluster<EtcdMember> {
       child: null,
     }));
     const cluster = new EtcdCluster(root, binary, members);
-    try {
-      for (const member of members) cluster.spawn(member.index, 'new', cluster.initialCluster());
-      await Promise.all(members.map((member) => cluster.waitHealthy(member.index, timeoutMs)));
-    } catch (error) {
-      await cluster.stopAll();
-      throw error;
-    }
+    await cluster.boot((index) => cluster.spawn(index, 'new', cluster.initialCluster()), (index) => cluster.waitHealthy(index, timeoutMs));
     return cluster;
   }
 

@@ -5,7 +5,7 @@
  * left. Children are small `node -e` scripts on no port at all.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import {
   spawnChild,
   stopChild,
   waitFor,
+  VrmetaCluster,
 } from '../../bench/procs.js';
 
 /** Grandchildren a failed test may leave: killed in afterEach. */
@@ -151,6 +152,17 @@ describe('bench/procs: ports', () => {
     for (let index = 0; index < 3; index++) expect(await bindable(base + index)).toBe(true);
     const other = await consecutiveFreePorts(3, [base, base + 1, base + 2]);
     expect([other, other + 1, other + 2].some((port) => port >= base && port <= base + 2)).toBe(false);
+  });
+});
+
+describe('bench/procs: clusters', () => {
+  it('a cluster whose replica dies while booting is stopped and its data root removed', async () => {
+    const scripts = makeTempRoot('procs-test-');
+    const cliPath = join(scripts, 'dies.js');
+    writeFileSync(cliPath, 'process.exit(3);\n');
+    await expect(VrmetaCluster.start({ kernels: 'ts', replicaCount: 2, cliPath, formTimeoutMs: 20_000, nodeArgs: [] })).rejects.toThrow(/while waiting for vrmeta replica \d \/readyz: vrmeta replica \d exited/);
+    expect(leftovers()).toEqual({ children: 0, tempRoots: [scripts] });
+    removeTempRoot(scripts);
   });
 });
 
