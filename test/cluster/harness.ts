@@ -25,6 +25,7 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { CLI_PATH, REPO_ROOT, cleanEnv, makeTempRoot, removeTempRoot, reservePorts, sleep, spawnChild, stopChild, type ChildHandle } from '../../bench/procs.js';
+import { afterAll, beforeAll } from 'vitest';
 import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/http/client.js';
 import { ensureDevClusterSecret } from '../../src/node/cluster-secret.js';
 
@@ -624,6 +625,21 @@ export class Cluster {
     }
     return paths.length;
   }
+}
+
+/**
+ * One cluster for the tests of the enclosing file or describe block: started in beforeAll (within
+ * `startTimeoutMs`) and handed to `use`, stopped in afterAll, on failure too.
+ */
+export function clusterForAll(options: ClusterOptions, use: (cluster: Cluster) => void, startTimeoutMs = 60_000): void {
+  let cluster: Cluster | undefined;
+  beforeAll(async () => {
+    cluster = await Cluster.start(options);
+    use(cluster);
+  }, startTimeoutMs);
+  afterAll(async () => {
+    await cluster?.stopAll();
+  });
 }
 
 // ------------------------------------------------------------------------------ outcomes

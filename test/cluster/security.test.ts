@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_CLUSTER_SECRET_FILE, tokenKeyOf } from '../../src/node/cluster-secret.js';
 import { clusterIdOf } from '../../src/node/replica-node.js';
 import { consecutiveFreePorts, reservePorts } from '../../bench/procs.js';
-import { Cluster, sleep } from './harness.js';
+import { Cluster, clusterForAll, sleep } from './harness.js';
 import {
   attackReplicaPort,
   getText,
@@ -163,15 +163,8 @@ describe('vrmeta start with a cluster secret', () => {
   const SECRET = 'security-test-cluster-secret-5f1d8e2a9c0b47';
   const CLUSTER_NAME = 'vrmeta-security-test';
   let cluster: Cluster;
-
-  beforeAll(async () => {
-    // A checkpoint every 16 - 2 * 2 = 12 ops, so the snapshot file is written too.
-    cluster = await Cluster.start({ clusterSecret: SECRET, clusterName: CLUSTER_NAME, journalSlots: 16, prepareQueueDepth: 2 });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stopAll();
-  });
+  // A checkpoint every 16 - 2 * 2 = 12 ops, so the snapshot file is written too.
+  clusterForAll({ clusterSecret: SECRET, clusterName: CLUSTER_NAME, journalSlots: 16, prepareQueueDepth: 2 }, (started) => (cluster = started), 90_000);
 
   it('a root token forged from public facts gets 401 on every replica; the real derived key gets 200', async () => {
     await cluster.explain(async () => {

@@ -10,21 +10,14 @@
  * shows it normal, not transferring, at the cluster's checkpoint and commit, and every replica
  * then serves byte-identical reads, including of writes made after the install.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, type LogRecord } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { Cluster, clusterForAll, type LogRecord } from './harness.js';
 import { writeStreams } from './workload.js';
 
 const CHECKPOINT_INTERVAL = 128 - 2 * 8;
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ journalSlots: 128, prepareQueueDepth: 8 });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ journalSlots: 128, prepareQueueDepth: 8 }, (started) => (cluster = started));
 
 /**
  * Frames a replica's peers queued for it while it was down and replay when it reconnects: the
