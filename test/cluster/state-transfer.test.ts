@@ -90,6 +90,21 @@ async function expectCatchUpByTransfer(index: number): Promise<LogRecord> {
   return installed;
 }
 
+/**
+ * Starts the stopped `backup` and expects it back by state transfer with identical reads; then it
+ * is an ordinary member: new writes (`afterPrefix`) reach it, reads stay identical, and the user
+ * `username` written before is there.
+ */
+async function expectRejoinByTransfer(backup: number, afterPrefix: string, username: string): Promise<void> {
+  cluster.start(backup);
+  await expectCatchUpByTransfer(backup);
+  await cluster.assertIdenticalReads(cluster.indices());
+  await writeStreams(cluster, afterPrefix, 10);
+  await cluster.waitForConverged(cluster.indices(), 20_000);
+  await cluster.assertIdenticalReads(cluster.indices());
+  expect((await cluster.client(backup).getUser(username)).username).toBe(username);
+}
+
 describe.sequential('state transfer: a backup whose gap lies below every peer checkpoint', () => {
   it('restarted with its data directory: catches up by state transfer and serves identical reads', async () => {
     await cluster.explain(async () => {
@@ -106,15 +121,7 @@ describe.sequential('state transfer: a backup whose gap lies below every peer ch
       await cluster.stop(backup);
       await writePastEveryFloor('gap', stoppedAt, PEER_QUEUE_FRAMES + 32);
       await root.createUser({ username: 'while-down', password: 'while-down-password' });
-      cluster.start(backup);
-      await expectCatchUpByTransfer(backup);
-      await cluster.assertIdenticalReads(cluster.indices());
-
-      // Afterwards it is an ordinary member: new writes reach it and reads stay identical.
-      await writeStreams(cluster, 'after', 10);
-      await cluster.waitForConverged(cluster.indices(), 20_000);
-      await cluster.assertIdenticalReads(cluster.indices());
-      expect((await cluster.client(backup).getUser('while-down')).username).toBe('while-down');
+      await expectRejoinByTransfer(backup, 'after', 'while-down');
     });
   }, 120_000);
 
@@ -127,14 +134,7 @@ describe.sequential('state transfer: a backup whose gap lies below every peer ch
       // A few writes while it is gone; the wiped replica is below the floor whatever the count.
       await writeStreams(cluster, 'wiped', 20);
       await cluster.client(primary).createUser({ username: 'while-wiped', password: 'while-wiped-password' });
-      cluster.start(backup);
-      await expectCatchUpByTransfer(backup);
-      await cluster.assertIdenticalReads(cluster.indices());
-
-      await writeStreams(cluster, 'after-wipe', 10);
-      await cluster.waitForConverged(cluster.indices(), 20_000);
-      await cluster.assertIdenticalReads(cluster.indices());
-      expect((await cluster.client(backup).getUser('before-stop')).username).toBe('before-stop');
+      await expectRejoinByTransfer(backup, 'after-wipe', 'before-stop');
     });
   }, 120_000);
 });
