@@ -29,6 +29,13 @@ async function importBench<T>(load: () => Promise<T>, name: string): Promise<T> 
   }
 }
 
+/** `values` without its undefined entries: optional flags a command line left out stay absent. */
+function definedOnly<T extends Record<string, unknown>>(values: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(values)) if (value !== undefined) out[key] = value;
+  return out as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
 /** Printed as one line with exit status 2 by the main CLI. */
 export class BenchUnavailable extends Error {
   override readonly name = 'BenchUnavailable';
@@ -47,7 +54,7 @@ export function registerBenchCommands(bench: Command): void {
       const { formatKernelReport, runKernelBench } = await importBench(() => import('./kernels.js'), 'kernels');
       const report = await runKernelBench({
         smoke: options.smoke === true,
-        ...(options.timeMs === undefined ? {} : { timeMs: options.timeMs }),
+        ...definedOnly({ timeMs: options.timeMs }),
         log: options.json === true ? () => {} : (line) => process.stderr.write(`${line}\n`),
       });
       if (options.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -105,6 +112,16 @@ export function registerBenchCommands(bench: Command): void {
     process.stdout.write(json === true ? `${JSON.stringify(report, null, 2)}\n` : `${format(report)}\n`);
   }
 
+  /**
+   * Loads bench `name`, arms procs' signal cleanup (a SIGINT takes every child and data directory
+   * with the CLI), runs it and prints its report.
+   */
+  async function runChildBench<M, R>(name: string, load: () => Promise<M>, json: boolean | undefined, run: (bench: M) => Promise<R>, format: (bench: M) => (report: R) => string): Promise<void> {
+    const bench = await importBench(load, name);
+    (await import('./procs.js')).installSignalCleanup();
+    printReport(await run(bench), json, format(bench));
+  }
+
   interface EtcdBenchFlags {
     readonly json?: boolean;
     readonly smoke?: boolean;
@@ -117,32 +134,24 @@ export function registerBenchCommands(bench: Command): void {
     .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
     .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
     .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
-      const { formatClusterReport, runClusterBench } = await importBench(() => import('./cluster.js'), 'cluster');
-      (await import('./procs.js')).installSignalCleanup();
-      const report = await runClusterBench({
+      await runChildBench('cluster', () => import('./cluster.js'), options.json, (bench) => bench.runClusterBench({
         smoke: options.smoke === true,
         kernels: options.kernels,
-        ...(options.duration === undefined ? {} : { durationS: options.duration }),
-        ...(options.clients === undefined ? {} : { levels: options.clients }),
-        ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
+        ...definedOnly({ durationS: options.duration, levels: options.clients, journalSlots: options.journalSlots }),
         protocols: options.protocol,
         log: benchLog,
-      });
-      printReport(report, options.json, formatClusterReport);
+      }), (bench) => bench.formatClusterReport);
     });
 
   etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
     .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
     .action(async (options: EtcdBenchFlags & { sizes?: number[] }) => {
-      const { formatTransferReport, runTransferBench } = await importBench(() => import('./transfer.js'), 'transfer');
-      (await import('./procs.js')).installSignalCleanup();
-      const report = await runTransferBench({
+      await runChildBench('transfer', () => import('./transfer.js'), options.json, (bench) => bench.runTransferBench({
         smoke: options.smoke === true,
         kernels: options.kernels,
-        ...(options.sizes === undefined ? {} : { sizesMiB: options.sizes }),
+        ...definedOnly({ sizesMiB: options.sizes }),
         log: benchLog,
-      });
-      printReport(report, options.json, formatTransferReport);
+      }), (bench) => bench.formatTransferReport);
     });
 
   bench
@@ -155,17 +164,12 @@ export function registerBenchCommands(bench: Command): void {
     .option('--writers <n>', 'closed-loop writers (default 4)', positiveInteger)
     .addOption(new Option('--kernels <mode>', 'wasm | ts').choices(['wasm', 'ts']).default('wasm'))
     .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; rate?: number; writers?: number; kernels: 'wasm' | 'ts' }) => {
-      const { formatLoginFloodReport, runLoginFloodBench } = await importBench(() => import('./login-flood.js'), 'login-flood');
-      (await import('./procs.js')).installSignalCleanup();
-      const report = await runLoginFloodBench({
+      await runChildBench('login-flood', () => import('./login-flood.js'), options.json, (bench) => bench.runLoginFloodBench({
         smoke: options.smoke === true,
         kernels: options.kernels,
-        ...(options.duration === undefined ? {} : { durationS: options.duration }),
-        ...(options.rate === undefined ? {} : { rate: options.rate }),
-        ...(options.writers === undefined ? {} : { writers: options.writers }),
+        ...definedOnly({ durationS: options.duration, rate: options.rate, writers: options.writers }),
         log: benchLog,
-      });
-      printReport(report, options.json, formatLoginFloodReport);
+      }), (bench) => bench.formatLoginFloodReport);
     });
 
   bench
@@ -175,14 +179,10 @@ export function registerBenchCommands(bench: Command): void {
     .option('--rounds <n>', 'restarts to time (default 5)', positiveInteger)
     .option('--streams <n>', 'streams written before the first restart (default 50)', positiveInteger)
     .action(async (options: { json?: boolean; rounds?: number; streams?: number }) => {
-      const { formatRestartReport, runRestartBench } = await importBench(() => import('./restart.js'), 'restart');
-      (await import('./procs.js')).installSignalCleanup();
-      const report = await runRestartBench({
-        ...(options.rounds === undefined ? {} : { rounds: options.rounds }),
-        ...(options.streams === undefined ? {} : { streams: options.streams }),
+      await runChildBench('restart', () => import('./restart.js'), options.json, (bench) => bench.runRestartBench({
+        ...definedOnly({ rounds: options.rounds, streams: options.streams }),
         log: benchLog,
-      });
-      printReport(report, options.json, formatRestartReport);
+      }), (bench) => bench.formatRestartReport);
     });
 }
 

@@ -1,6 +1,7 @@
 /**
- * Process management for the cluster benchmarks: vrmeta replicas and etcd members as child
- * processes on 127.0.0.1, their ports, data directories and teardown.
+ * Process management for the benchmarks and the cluster tests (the one module both use:
+ * test/cluster/harness.ts and security-support.ts spawn and reserve ports through it), plus the
+ * benchmarks' vrmeta and etcd clusters of child processes on 127.0.0.1.
  *
  * What it guarantees, because a leaked server poisons every later run on a shared machine:
  *   - every child is spawned as the leader of its own process group and tracked in one
@@ -12,7 +13,10 @@
  *     held until the whole batch is reserved (so one batch never repeats a port), then checked
  *     free once more right before use;
  *   - every data directory lives under one `mkdtemp` root in os.tmpdir() per cluster, removed at
- *     teardown (kept when VRMETA_BENCH_KEEP=1, for post-mortems; the children's logs are there).
+ *     teardown and at exit (kept when its keep variable is 1, VRMETA_BENCH_KEEP for the benches,
+ *     VRMETA_CLUSTER_KEEP for the cluster tests, for post-mortems; the children's logs are there);
+ *   - what a child prints is kept in memory only as a bounded tail (the full log is on disk);
+ *   - `leftovers()` counts the live children and temp roots, so a test can assert none is left.
  *
  * vrmeta children run the built server (dist/src/node/cli.js), whoever imports this module (the
  * CLI from dist/, or vitest from the TypeScript sources).
@@ -53,6 +57,8 @@ export const POLL_MS = 20;
 const STOP_GRACE_MS = 10_000;
 /** Log lines of one child kept in memory for error messages (the full log is on disk). */
 const LOG_TAIL_LINES_MAX = 200;
+/** The most a caller may ask to keep in memory per child (`tailLinesMax`). */
+const LOG_TAIL_LINES_LIMIT = 1_000_000;
 /** Lines a `keep` filter selected, per child (bounded: the benches keep a few markers). */
 const KEPT_LINES_MAX = 10_000;
 
@@ -63,12 +69,17 @@ export function sleep(ms: number): Promise<void> {
 // ------------------------------------------------------------------------------ teardown registry
 
 const LIVE_CHILDREN = new Set<ChildHandle>();
-const TEMP_ROOTS = new Set<string>();
+/** Temp root -> the environment variable that keeps it when set to 1. */
+const TEMP_ROOTS = new Map<string, string>();
 const LOG_STREAMS = new Set<WriteStream>();
 let exitHookInstalled = false;
 
-function keepRoots(): boolean {
-  return process.env['VRMETA_BENCH_KEEP'] === '1';
+const BENCH_KEEP_VARIABLE = 'VRMETA_BENCH_KEEP';
+
+/** Removes `root` unless its keep variable is 1 (then says where it is). */
+function removeRootNow(root: string, keepVariable: string): void {
+  if (process.env[keepVariable] === '1') process.stderr.write(`[procs] kept ${root} (${keepVariable}=1)\n`);
+  else rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 }
 
 function killGroupNow(child: ChildHandle, signal: NodeJS.Signals): void {
@@ -87,10 +98,7 @@ function killGroupNow(child: ChildHandle, signal: NodeJS.Signals): void {
 
 /** Retries cover a child killed a moment ago that is still writing into its directory. */
 function removeTempRootsNow(): void {
-  for (const root of TEMP_ROOTS) {
-    if (keepRoots()) process.stderr.write(`[bench] kept ${root}\n`);
-    else rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
-  }
+  for (const [root, keepVariable] of TEMP_ROOTS) removeRootNow(root, keepVariable);
   TEMP_ROOTS.clear();
 }
 
@@ -141,23 +149,27 @@ export async function cleanupAll(): Promise<void> {
   removeTempRootsNow();
 }
 
-/** A fresh directory under os.tmpdir(), removed by `cleanupAll` / `removeTempRoot` / at exit. */
-export function makeTempRoot(prefix: string): string {
+/**
+ * A fresh directory under os.tmpdir(), removed by `cleanupAll` / `removeTempRoot` / at exit, or
+ * kept when the environment variable `keepVariable` is 1.
+ */
+export function makeTempRoot(prefix: string, keepVariable = BENCH_KEEP_VARIABLE): string {
   installExitHook();
   const root = mkdtempSync(join(tmpdir(), prefix));
-  TEMP_ROOTS.add(root);
+  TEMP_ROOTS.set(root, keepVariable);
   return root;
 }
 
 export function removeTempRoot(root: string): void {
-  if (!TEMP_ROOTS.delete(root)) return;
-  if (keepRoots()) process.stderr.write(`[bench] kept ${root}\n`);
-  else rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+  const keepVariable = TEMP_ROOTS.get(root);
+  if (keepVariable === undefined) return;
+  TEMP_ROOTS.delete(root);
+  removeRootNow(root, keepVariable);
 }
 
 /** Live children and temp roots (tests assert nothing is left behind). */
 export function leftovers(): { children: number; tempRoots: string[] } {
-  return { children: LIVE_CHILDREN.size, tempRoots: [...TEMP_ROOTS] };
+  return { children: LIVE_CHILDREN.size, tempRoots: [...TEMP_ROOTS.keys()] };
 }
 
 // ------------------------------------------------------------------------------ ports
@@ -170,8 +182,12 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** `count` distinct free ports on 127.0.0.1 (listen(0), all held until the batch is complete). */
-export async function reservePorts(count: number): Promise<number[]> {
+/**
+ * `count` distinct free ports on 127.0.0.1 (listen(0), all held until the batch is complete),
+ * each checked free once more after the batch is released; a batch with a port taken in between
+ * is redrawn. `isFree` is that check (a test replaces it to take a port in between).
+ */
+export async function reservePorts(count: number, isFree: (port: number) => Promise<boolean> = portFree): Promise<number[]> {
   for (let round = 0; round < 5; round++) {
     const servers: Server[] = [];
     let ports: number[];
@@ -189,10 +205,31 @@ export async function reservePorts(count: number): Promise<number[]> {
       await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
     }
     // Closed again: a port someone grabbed in between fails this check and the batch is redrawn.
-    const free = await Promise.all(ports.map((port) => portFree(port)));
+    const free = await Promise.all(ports.map((port) => isFree(port)));
     if (free.every(Boolean)) return ports;
   }
   throw new Error(`bench/procs: could not reserve ${count} free ports on ${HOST}`);
+}
+
+/**
+ * The first of `count` consecutive free ports (`vrmeta dev` takes consecutive ports): a base from
+ * listen(0) whose successors are free too, each checked by binding it, none of them in `avoid`.
+ */
+export async function consecutiveFreePorts(count: number, avoid: readonly number[] = []): Promise<number> {
+  let last = 'never tried';
+  for (let attemptIndex = 0; attemptIndex < 50; attemptIndex++) {
+    const [base] = await reservePorts(1);
+    if (base === undefined || base + count > 65535) continue;
+    const range = Array.from({ length: count }, (_, index) => base + index);
+    if (range.some((port) => avoid.includes(port))) {
+      last = `${base}..${base + count - 1} overlaps the ports to avoid`;
+      continue;
+    }
+    const free = await Promise.all(range.map((port) => portFree(port)));
+    if (free.every(Boolean)) return base;
+    last = `ports ${range.filter((_, index) => !free[index]).join(',')} were taken`;
+  }
+  throw new Error(`bench/procs: found no ${count} consecutive free ports on ${HOST} in 50 attempts (last: ${last})`);
 }
 
 // ------------------------------------------------------------------------------ children
@@ -223,10 +260,42 @@ export interface SpawnOptions {
   readonly logFile?: string;
   /** Lines for which this returns true are also kept in `kept` (markers the benches time). */
   readonly keep?: (line: string) => boolean;
+  /** Lines of the tail kept in memory (default LOG_TAIL_LINES_MAX; the oldest go first). */
+  readonly tailLinesMax?: number;
+  /** Lines for which this returns true go to the log file only, not into the tail (access logs). */
+  readonly tailSkip?: (line: string) => boolean;
+  /** Put before every stderr line in the tail and the log (default `[stderr] `). */
+  readonly stderrPrefix?: string;
+}
+
+/**
+ * This process's environment without any VRMETA_* variable, plus `extra`: a caller's variable
+ * (VRMETA_KERNELS in CI, VRMETA_ROOT_PASSWORD) must not change what a vrmeta child runs.
+ */
+export function cleanEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) env[key] = value;
+  return Object.assign(env, extra);
+}
+
+/** A flag whose value must not reach a log file (a test scans the logs for the cluster secret). */
+const SECRET_FLAG = /^--[a-z-]*(secret|password|token)$/;
+
+/** `args` as the log header shows them: the value of a secret-bearing flag replaced. */
+function redactedArgs(args: readonly string[]): string[] {
+  return args.map((arg, index) => {
+    const equals = arg.indexOf('=');
+    if (arg.startsWith('--') && equals > 0 && SECRET_FLAG.test(arg.slice(0, equals))) return `${arg.slice(0, equals)}=<redacted>`;
+    return index > 0 && SECRET_FLAG.test(args[index - 1]!) ? '<redacted>' : arg;
+  });
 }
 
 /** Spawns `command` as the leader of a new process group, tracked until it exits. */
 export function spawnChild(name: string, command: string, args: readonly string[], options: SpawnOptions = {}): ChildHandle {
+  const tailLinesMax = options.tailLinesMax ?? LOG_TAIL_LINES_MAX;
+  if (!Number.isInteger(tailLinesMax) || tailLinesMax < 1 || tailLinesMax > LOG_TAIL_LINES_LIMIT) {
+    throw new Error(`bench/procs: tailLinesMax must be an integer in 1..${LOG_TAIL_LINES_LIMIT}, got ${tailLinesMax}`);
+  }
   installExitHook();
   const child = spawn(command, args, {
     cwd: options.cwd ?? REPO_ROOT,
@@ -238,7 +307,9 @@ export function spawnChild(name: string, command: string, args: readonly string[
   const log = options.logFile === undefined ? null : createWriteStream(options.logFile, { flags: 'a' });
   if (log !== null) {
     LOG_STREAMS.add(log);
-    log.write(`----- ${name} pid ${child.pid} at ${new Date().toISOString()}: ${command} ${args.join(' ')}\n`);
+    // The log is best effort (its directory may be removed under a killed child): never a crash.
+    log.on('error', () => LOG_STREAMS.delete(log));
+    log.write(`----- ${name} pid ${child.pid} at ${new Date().toISOString()}: ${command} ${redactedArgs(args).join(' ')}\n`);
   }
   const tail: string[] = [];
   const kept: { atMs: number; line: string }[] = [];
@@ -255,36 +326,50 @@ export function spawnChild(name: string, command: string, args: readonly string[
     kept,
   };
   LIVE_CHILDREN.add(handle);
+  const pushTail = (line: string): void => {
+    tail.push(line);
+    if (tail.length > tailLinesMax) tail.splice(0, tail.length - tailLinesMax);
+  };
   const finish = (info: ExitInfo, why: string): void => {
     if (handle.exit !== null) return;
     handle.exit = info;
     LIVE_CHILDREN.delete(handle);
-    tail.push(`[bench] ${name} ${why}`);
+    pushTail(`[procs] ${name} ${why}`);
     resolveExit(info);
   };
   child.once('exit', (code, signal) => finish({ code, signal }, `exited (code ${code}, signal ${signal})`));
   child.once('error', (error) => finish({ code: null, signal: null }, `failed: ${error.message}`));
+  // The log file is closed once both pipes have ended (a child's last lines arrive after its exit).
+  let openPipes = 0;
   const capture = (stream: NodeJS.ReadableStream | null, prefix: string): void => {
     if (stream === null) return;
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+    openPipes++;
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    lines.on('line', (line) => {
       if (log !== null && !log.writableEnded) log.write(`${prefix}${line}\n`);
       if (options.keep?.(line) === true && kept.length < KEPT_LINES_MAX) kept.push({ atMs: Date.now(), line });
-      tail.push(`${prefix}${line}`);
-      if (tail.length > LOG_TAIL_LINES_MAX) tail.splice(0, tail.length - LOG_TAIL_LINES_MAX);
+      if (options.tailSkip?.(line) !== true) pushTail(`${prefix}${line}`);
+    });
+    lines.once('close', () => {
+      openPipes--;
+      if (openPipes === 0 && log !== null && LOG_STREAMS.delete(log)) log.end();
     });
   };
   capture(child.stdout, '');
-  capture(child.stderr, '[stderr] ');
+  capture(child.stderr, options.stderrPrefix ?? '[stderr] ');
   return handle;
 }
 
 /** SIGTERM (graceful) or SIGKILL to the child's group; resolves once it exited. */
-export async function stopChild(child: ChildHandle, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<ExitInfo> {
+export async function stopChild(child: ChildHandle, signal: 'SIGTERM' | 'SIGINT' | 'SIGKILL' = 'SIGTERM', graceMs = STOP_GRACE_MS): Promise<ExitInfo> {
   if (child.exit !== null) return child.exit;
   child.expectedExit = true;
   killGroupNow(child, signal);
   if (signal === 'SIGKILL') return child.exited;
-  const timer = setTimeout(() => killGroupNow(child, 'SIGKILL'), STOP_GRACE_MS);
+  const timer = setTimeout(() => {
+    child.tail.push(`[procs] ${child.name} ignored ${signal} for ${graceMs} ms; SIGKILL to its group`);
+    killGroupNow(child, 'SIGKILL');
+  }, graceMs);
   const info = await child.exited;
   clearTimeout(timer);
   return info;
@@ -478,7 +563,7 @@ function benchNodeArgs(): string[] {
 }
 
 /** What the vrmeta and the etcd cluster of local child processes share. */
-abstract class LocalCluster<Node extends { readonly dataDir: string; child: ChildHandle | null }> {
+abstract class LocalCluster<Node extends { readonly index: number; readonly dataDir: string; child: ChildHandle | null }> {
   readonly root: string;
   protected readonly nodes: Node[];
   protected readonly agent = keepAliveAgent(8);
@@ -519,6 +604,17 @@ abstract class LocalCluster<Node extends { readonly dataDir: string; child: Chil
     const child = this.node(index).child;
     if (child !== null && child.exit === null) throw new Error(`wipe(${index}) needs the ${this.kind} stopped first`);
     rmSync(this.node(index).dataDir, { recursive: true, force: true });
+  }
+
+  /** Spawns every node, then waits until each is up; a boot that fails stops what it started. */
+  protected async boot(spawnNode: (index: number) => unknown, waitUp: (index: number) => Promise<void>): Promise<void> {
+    try {
+      for (const node of this.nodes) spawnNode(node.index);
+      await Promise.all(this.nodes.map((node) => waitUp(node.index)));
+    } catch (error) {
+      await this.stopAll();
+      throw error;
+    }
   }
 
   /** Stops every node and removes the data root. */
@@ -569,13 +665,7 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       child: null,
     }));
     const cluster = new VrmetaCluster(root, resolved, replicas);
-    try {
-      for (const replica of replicas) cluster.spawn(replica.index);
-      await Promise.all(replicas.map((replica) => cluster.waitReady(replica.index, resolved.formTimeoutMs)));
-    } catch (error) {
-      await cluster.stopAll();
-      throw error;
-    }
+    await cluster.boot((index) => cluster.spawn(index), (index) => cluster.waitReady(index, resolved.formTimeoutMs));
     return cluster;
   }
 
@@ -626,12 +716,8 @@ export class VrmetaCluster extends LocalCluster<VrmetaReplica> {
       '--cluster-secret-file', this.secretFile,
     ];
     if (flags.rejoin === true) args.push('--rejoin');
-    // A clean environment: a caller's VRMETA_* (e.g. VRMETA_KERNELS) must not change what runs.
-    const env: NodeJS.ProcessEnv = {};
-    for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) env[key] = value;
-    Object.assign(env, o.env);
     replica.child = spawnChild(`vrmeta replica ${index}`, process.execPath, args, {
-      env,
+      env: cleanEnv(o.env),
       logFile: join(this.root, `replica-${index}.log`),
       ...(flags.keep === undefined ? {} : { keep: flags.keep }),
     });
@@ -831,13 +917,7 @@ export class EtcdCluster extends LocalCluster<EtcdMember> {
       child: null,
     }));
     const cluster = new EtcdCluster(root, binary, members);
-    try {
-      for (const member of members) cluster.spawn(member.index, 'new', cluster.initialCluster());
-      await Promise.all(members.map((member) => cluster.waitHealthy(member.index, timeoutMs)));
-    } catch (error) {
-      await cluster.stopAll();
-      throw error;
-    }
+    await cluster.boot((index) => cluster.spawn(index, 'new', cluster.initialCluster()), (index) => cluster.waitHealthy(index, timeoutMs));
     return cluster;
   }
 

@@ -14,9 +14,9 @@ import {
   POLL_MS,
   ROOT_PASSWORD,
   ROOT_USERNAME,
+  consecutiveFreePorts,
   makeTempRoot,
   removeTempRoot,
-  reservePorts,
   sleep,
   spawnChild,
   stopChild,
@@ -95,28 +95,8 @@ async function startCluster(dataDir: string, ports: readonly number[], name: str
 
 /** Consecutive free ports for HTTP (3), replication (3) and TCP (3). */
 async function consecutivePorts(): Promise<number[]> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const [first] = await reservePorts(1);
-    const ports = Array.from({ length: 9 }, (_, index) => first! + index);
-    const free = await reservePortsExactly(ports);
-    if (free) return ports;
-  }
-  throw new Error('bench restart: found no 9 consecutive free loopback ports');
-}
-
-async function reservePortsExactly(ports: readonly number[]): Promise<boolean> {
-  const { createServer } = await import('node:net');
-  const results = await Promise.all(
-    ports.map(
-      (port) =>
-        new Promise<boolean>((resolve) => {
-          const server = createServer();
-          server.once('error', () => resolve(false));
-          server.listen({ host: HOST, port, exclusive: true }, () => server.close(() => resolve(true)));
-        }),
-    ),
-  );
-  return results.every(Boolean);
+  const first = await consecutiveFreePorts(9);
+  return Array.from({ length: 9 }, (_, index) => first + index);
 }
 
 async function writeStreams(httpPort: number, count: number): Promise<void> {

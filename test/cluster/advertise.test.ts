@@ -4,18 +4,11 @@
  *   - a write sent to a backup is forwarded to the primary and commits;
  *   - /cluster/metadata on every replica lists every replica's HTTP address and binary TCP port.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, sleep } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { Cluster, clusterForAll, sleep } from './harness.js';
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ peerOverrides: false });
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ peerOverrides: false }, (started) => (cluster = started), 120_000);
 
 describe('cluster set-up from --replicas alone', () => {
   it('forwards a write sent to a backup to the primary', async () => {

@@ -15,22 +15,15 @@ import { loadKernels } from '../../src/kernels/index.js';
 import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
 import type { ClientEntrySnapshot } from '../../src/format/snapshot-model.js';
 import { createConnection, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BinaryClient } from '../../src/transport/binary-client.js';
 import { OP, RawClient, name, randomClientId, requestFrame, result, stringId, type ReplyView } from '../support/iggy-frames.js';
-import { Cluster, sleep } from './harness.js';
+import { Cluster, clusterForAll, sleep } from './harness.js';
 
 const IDLE_CONNECTIONS = 10_000;
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ extraArgs: ['--tcp-connections-max', String(IDLE_CONNECTIONS)] });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ extraArgs: ['--tcp-connections-max', String(IDLE_CONNECTIONS)] }, (started) => (cluster = started));
 
 /** Logs in, replaying transient answers (57/58: no caught-up primary yet), as the SDK does. */
 async function loginRetrying(client: RawClient, timeoutMs = 30_000): Promise<void> {

@@ -3,13 +3,17 @@
  * a real `node dist/src/node/cli.js start` child on 127.0.0.1 with its own ports and data
  * directory, driven only over HTTP (the package's VrmetaClient) and signals.
  *
- * What it guarantees, because a leaked replica poisons every later run on the machine:
- *   - every child ever spawned is tracked in one module-level set and SIGKILLed by `stopAll`
- *     (tests call it in afterEach/afterAll, so it runs on failure too) and, as a last resort, by
- *     a process 'exit' hook of the test worker;
- *   - only 127.0.0.1 is ever bound; ports come from listen(0)-then-close;
- *   - data lives in one temp directory per cluster under os.tmpdir(), removed by `stopAll`
- *     (kept when VRMETA_CLUSTER_KEEP=1, for post-mortems; every replica's full log is there too).
+ * Processes, ports, temp directories and log tails come from bench/procs.ts, the one module the
+ * benches use too. What it guarantees, because a leaked replica poisons every later run on the
+ * machine:
+ *   - every replica is the leader of its own process group, tracked in procs' module-level set;
+ *     `stopAll` SIGKILLs the group (tests call it in afterEach/afterAll, so it runs on failure
+ *     too) and, as a last resort, so does procs' process 'exit' hook of the test worker;
+ *   - only 127.0.0.1 is ever bound; ports come from listen(0), held for the whole batch, then
+ *     checked free once more;
+ *   - data lives in one temp directory per cluster under os.tmpdir(), removed by `stopAll` and at
+ *     exit (kept when VRMETA_CLUSTER_KEEP=1, for post-mortems; every replica's full log is there
+ *     too); `leftovers()` of procs counts the children and directories still there.
  *
  * It runs what was built: dist/ must be at least as new as src/ (`assertDistFresh`), otherwise the
  * tests would silently exercise old code.
@@ -18,18 +22,14 @@
  * log (HTTP access lines left out) to the error, and an unexpected child exit (an assertion in
  * the core is fail-stop) fails the next wait at once instead of at its budget.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync, type WriteStream } from 'node:fs';
-import { createServer, type AddressInfo, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { CLI_PATH, REPO_ROOT, cleanEnv, makeTempRoot, removeTempRoot, reservePorts, sleep, spawnChild, stopChild, type ChildHandle } from '../../bench/procs.js';
+import { afterAll, beforeAll } from 'vitest';
 import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/http/client.js';
 import { ensureDevClusterSecret } from '../../src/node/cluster-secret.js';
 
-export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CLI_PATH = join(REPO_ROOT, 'dist', 'src', 'node', 'cli.js');
+export { CLI_PATH, REPO_ROOT, sleep };
 
 /** Poll interval of every wait (iggy §8.1 uses 200 ms). */
 export const POLL_MS = 150;
@@ -37,8 +37,6 @@ export const POLL_MS = 150;
 export const LOG_TAIL_LINES = 50;
 /** Lines of one replica run kept in memory for markers (the full log is in the data dir). */
 const LOG_LINES_MAX = 50_000;
-/** A child that ignores SIGTERM this long is SIGKILLed (graceful shutdown is bounded). */
-const STOP_GRACE_MS = 10_000;
 /** Per-request budget of the harness's own HTTP calls. */
 const REQUEST_TIMEOUT_MS = 10_000;
 
@@ -108,41 +106,6 @@ export function assertDistFresh(): void {
 
 // ------------------------------------------------------------------------------ children
 
-/** Every child spawned by this worker and not yet reaped: killed on stopAll and at exit. */
-const LIVE_CHILDREN = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // Last resort (a worker torn down without afterAll): never leave a replica behind.
-  process.on('exit', () => {
-    for (const child of LIVE_CHILDREN) child.kill('SIGKILL');
-  });
-}
-
-async function reservePorts(count: number): Promise<number[]> {
-  // Hold every socket until all are bound, so one call never hands out the same port twice.
-  const servers: Server[] = [];
-  try {
-    for (let index = 0; index < count; index++) {
-      const server = createServer();
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => resolve());
-      });
-      servers.push(server);
-    }
-    return servers.map((server) => (server.address() as AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** A pino line as parsed from stdout (fields vary by event). */
 export interface LogRecord {
   readonly level?: number;
@@ -190,16 +153,6 @@ export interface ClusterOptions {
   readonly extraArgs?: readonly string[];
 }
 
-interface Run {
-  readonly child: ChildProcess;
-  readonly lines: string[];
-  readonly startedAtMs: number;
-  readonly exited: Promise<void>;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
-  /** Set by kill9/stop: an exit we caused is not a failure. */
-  expectedExit: boolean;
-}
-
 class Replica {
   readonly index: number;
   readonly httpPort: number;
@@ -208,7 +161,8 @@ class Replica {
   readonly dataDir: string;
   readonly logFile: string;
   overrides: ReplicaOverrides = {};
-  runs: Run[] = [];
+  /** One procs child per run; its `tail` holds the run's log lines, access lines left out. */
+  runs: ChildHandle[] = [];
 
   constructor(index: number, httpPort: number, replicaPort: number, tcpPort: number, dataDir: string, logFile: string) {
     this.index = index;
@@ -219,7 +173,7 @@ class Replica {
     this.logFile = logFile;
   }
 
-  get run(): Run | null {
+  get run(): ChildHandle | null {
     return this.runs.at(-1) ?? null;
   }
 
@@ -249,7 +203,6 @@ export class Cluster {
   /** The dev-style secret file (null when the cluster runs with an explicit --cluster-secret). */
   readonly secretFile: string | null;
   private readonly replicas: Replica[];
-  private readonly logStreams: WriteStream[];
   private token: string | null = null;
   private stopped = false;
 
@@ -257,14 +210,12 @@ export class Cluster {
     this.root = root;
     this.options = options;
     this.replicas = replicas;
-    this.logStreams = replicas.map((replica) => createWriteStream(replica.logFile, { flags: 'a' }));
     this.secretFile = options.clusterSecret === null ? ensureDevClusterSecret(root).path : null;
   }
 
   /** Spawns every replica and waits until they elected a primary and all are ready. */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     if (options.cliPath === undefined) assertDistFresh();
-    installExitHook();
     const replicaCount = options.replicaCount ?? 3;
     const kernels = typeof options.kernels === 'string' || options.kernels === undefined
       ? Array.from({ length: replicaCount }, () => (options.kernels as KernelsFlag | undefined) ?? 'auto')
@@ -301,7 +252,7 @@ export class Cluster {
 
   private static async spawnAll(options: Cluster['options']): Promise<Cluster> {
     const replicaCount = options.replicaCount;
-    const root = mkdtempSync(join(tmpdir(), 'vrmeta-cluster-'));
+    const root = makeTempRoot('vrmeta-cluster-', 'VRMETA_CLUSTER_KEEP');
     const ports = await reservePorts(replicaCount * 3);
     const replicas = Array.from(
       { length: replicaCount },
@@ -342,7 +293,7 @@ export class Cluster {
   /** The pid of the replica's running process (null when stopped). */
   pid(index: number): number | null {
     const run = this.replica(index).run;
-    return run === null || run.exit !== null ? null : (run.child.pid ?? null);
+    return run === null || run.exit !== null ? null : run.pid;
   }
 
   /** The replica's Iggy binary client port. */
@@ -391,45 +342,12 @@ export class Cluster {
     if (replica.running) throw new Error(`replica ${replica.index} is already running`);
     // A clean environment: a VRMETA_* variable of the caller (VRMETA_KERNELS in CI) must not
     // override what the test chose; flags win anyway, but e.g. VRMETA_ROOT_PASSWORD would not.
-    const env: NodeJS.ProcessEnv = {};
-    for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) env[key] = value;
-    const child = spawn(process.execPath, this.argsOf(replica), { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    LIVE_CHILDREN.add(child);
-    const lines: string[] = [];
-    const log = this.logStreams[replica.index]!;
-    log.write(`----- replica ${replica.index} run ${replica.runs.length} pid ${child.pid ?? '?'} at ${new Date().toISOString()}\n`);
-    const run: Run = {
-      child,
-      lines,
-      startedAtMs: Date.now(),
-      exit: null,
-      expectedExit: false,
-      exited: new Promise<void>((resolve) => {
-        child.once('exit', (code, signal) => {
-          LIVE_CHILDREN.delete(child);
-          run.exit = { code, signal };
-          lines.push(`[harness] replica ${replica.index} exited (code ${code}, signal ${signal})`);
-          resolve();
-        });
-        child.once('error', (error) => {
-          LIVE_CHILDREN.delete(child);
-          run.exit ??= { code: null, signal: null };
-          lines.push(`[harness] replica ${replica.index} failed to spawn: ${error.message}`);
-          resolve();
-        });
-      }),
-    };
-    const capture = (stream: NodeJS.ReadableStream | null, prefix: string): void => {
-      if (stream === null) return;
-      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
-        log.write(`${prefix}${line}\n`);
-        if (isAccessLine(line)) return;
-        if (lines.length >= LOG_LINES_MAX) lines.splice(0, lines.length - LOG_LINES_MAX + 1);
-        lines.push(`${prefix}${line}`);
-      });
-    };
-    capture(child.stdout, '');
-    capture(child.stderr, '[stderr] ');
+    const run = spawnChild(`replica ${replica.index} run ${replica.runs.length}`, process.execPath, this.argsOf(replica), {
+      env: cleanEnv(),
+      logFile: replica.logFile,
+      tailLinesMax: LOG_LINES_MAX,
+      tailSkip: isAccessLine,
+    });
     replica.runs.push(run);
   }
 
@@ -464,19 +382,7 @@ export class Cluster {
 
   private async signal(index: number, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
     const run = this.replica(index).run;
-    if (run === null || run.exit !== null) return;
-    run.expectedExit = true;
-    run.child.kill(signal);
-    if (signal === 'SIGTERM') {
-      const timer = setTimeout(() => {
-        run.lines.push(`[harness] replica ${index} ignored SIGTERM for ${STOP_GRACE_MS} ms; SIGKILL`);
-        run.child.kill('SIGKILL');
-      }, STOP_GRACE_MS);
-      await run.exited;
-      clearTimeout(timer);
-    } else {
-      await run.exited;
-    }
+    if (run !== null) await stopChild(run, signal);
   }
 
   /**
@@ -486,28 +392,17 @@ export class Cluster {
   async stopAll(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    const waits: Promise<void>[] = [];
-    for (const replica of this.replicas) {
-      const run = replica.run;
-      if (run === null || run.exit !== null) continue;
-      run.expectedExit = true;
-      run.child.kill('SIGKILL');
-      waits.push(run.exited);
-    }
+    const waits: Promise<unknown>[] = [];
+    for (const replica of this.replicas) if (replica.run !== null) waits.push(stopChild(replica.run, 'SIGKILL'));
     await Promise.race([Promise.all(waits), sleep(5_000)]);
-    await Promise.all(this.logStreams.map((stream) => new Promise<void>((resolve) => stream.end(() => resolve()))));
-    if (process.env['VRMETA_CLUSTER_KEEP'] === '1') {
-      process.stderr.write(`[cluster harness] kept ${this.root}\n`);
-    } else {
-      rmSync(this.root, { recursive: true, force: true });
-    }
+    removeTempRoot(this.root);
   }
 
   // --------------------------------------------------------------------------- logs
 
   /** The log lines of the replica's current (or last) run, access lines excluded. */
   lines(index: number): readonly string[] {
-    return this.replica(index).run?.lines ?? [];
+    return this.replica(index).run?.tail ?? [];
   }
 
   /** Parsed pino records of the current run whose `msg` contains `marker`. */
@@ -534,10 +429,10 @@ export class Cluster {
     const parts: string[] = [];
     for (const replica of this.replicas) {
       const run = replica.run;
-      const state = run === null ? 'never started' : run.exit === null ? `running (pid ${run.child.pid ?? '?'})` : `exited ${JSON.stringify(run.exit)}`;
+      const state = run === null ? 'never started' : run.exit === null ? `running (pid ${run.pid})` : `exited ${JSON.stringify(run.exit)}`;
       parts.push(`===== replica ${replica.index} (http ${this.httpAddress(replica.index)}, ${state}, run ${replica.runs.length - 1}); last ${lineCount} lines:`);
       // Long lines (error stacks) are cut: the full log is in the data directory's log file.
-      parts.push(...(run?.lines.slice(-lineCount) ?? []).map((line) => (line.length > 600 ? `${line.slice(0, 600)}...` : line)));
+      parts.push(...(run?.tail.slice(-lineCount) ?? []).map((line) => (line.length > 600 ? `${line.slice(0, 600)}...` : line)));
     }
     parts.push(`===== full logs: ${this.root}/replica-*.log (set VRMETA_CLUSTER_KEEP=1 to keep them)`);
     return parts.join('\n');
@@ -730,6 +625,21 @@ export class Cluster {
     }
     return paths.length;
   }
+}
+
+/**
+ * One cluster for the tests of the enclosing file or describe block: started in beforeAll (within
+ * `startTimeoutMs`) and handed to `use`, stopped in afterAll, on failure too.
+ */
+export function clusterForAll(options: ClusterOptions, use: (cluster: Cluster) => void, startTimeoutMs = 60_000): void {
+  let cluster: Cluster | undefined;
+  beforeAll(async () => {
+    cluster = await Cluster.start(options);
+    use(cluster);
+  }, startTimeoutMs);
+  afterAll(async () => {
+    await cluster?.stopAll();
+  });
 }
 
 // ------------------------------------------------------------------------------ outcomes

@@ -5,12 +5,12 @@
  * group is killed) and `bench kernels --smoke`. A file the CLI imports that `files` leaves out, or
  * an import of a devDependency, fails here.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnChild, stopChild, waitFor } from '../../bench/procs.js';
 import { REPO_ROOT, assertDistFresh } from './harness.js';
 
 let root: string;
@@ -22,6 +22,16 @@ function productionPackages(): string[] {
   return Object.entries(lock.packages)
     .filter(([path, entry]) => path.startsWith('node_modules/') && !path.slice('node_modules/'.length).includes('node_modules/') && entry.dev !== true)
     .map(([path]) => path.slice('node_modules/'.length));
+}
+
+/** The bound HTTP address of a listening record (null for any other line). */
+function boundHttp(line: string): string | null {
+  try {
+    const record = JSON.parse(line) as { http?: unknown };
+    return typeof record.http === 'string' && !record.http.endsWith(':0') ? record.http : null;
+  } catch {
+    return null; // not a JSON record
+  }
 }
 
 beforeAll(() => {
@@ -79,30 +89,19 @@ describe('the packed package', () => {
   }, 60_000);
 
   it('runs vrmeta start, which answers /ping, and stops with its process group', async () => {
-    const child = spawn(
+    const child = spawnChild(
+      'packed vrmeta start',
       process.execPath,
       [bin, 'start', '--insecure', '--replicas', '127.0.0.1:0', '--http', '127.0.0.1:0', '--tcp', '127.0.0.1:0', '--data-dir', join(root, 'data')],
-      { cwd: join(root, 'app'), detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: join(root, 'app'), keep: (line) => boundHttp(line) !== null },
     );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     try {
       // The bound HTTP address, from the structured field of the listening record.
-      const http = await new Promise<string>((resolve, reject) => {
-        child.once('exit', (code) => reject(new Error(`start exited (${code})`)));
-        createInterface({ input: child.stdout! }).on('line', (line) => {
-          try {
-            const record = JSON.parse(line) as { http?: unknown };
-            if (typeof record.http === 'string' && !record.http.endsWith(':0')) resolve(record.http);
-          } catch {
-            // not a JSON record
-          }
-        });
-      });
+      const http = await waitFor('the packed vrmeta start listening', () => boundHttp(child.kept[0]?.line ?? ''), 60_000, [child]);
       const response = await fetch(`http://${http}/ping`);
       expect(response.status).toBe(200);
     } finally {
-      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
-      await exited;
+      await stopChild(child, 'SIGKILL');
     }
   }, 60_000);
 });

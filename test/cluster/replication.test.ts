@@ -14,13 +14,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { IggyHttpError, type VrmetaClient } from '../../src/http/client.js';
 import { createTestNode } from '../../src/http/test-node.js';
 import { loadKernels } from '../../src/kernels/index.js';
 import { runInspect } from '../../src/storage/inspect.js';
-import { Cluster, sleep } from './harness.js';
+import { Cluster, clusterForAll, sleep } from './harness.js';
 import { writeStreams } from './workload.js';
 
 const SECRET = 'cluster-test-secret-0123456789abcdef';
@@ -32,14 +32,7 @@ const CHECKPOINT_INTERVAL = 112;
 const PUBLIC_ROUTES = new Set(['GET /ping', 'GET /livez', 'GET /readyz', 'POST /users/login', 'POST /users/refresh-token', 'POST /personal-access-tokens/login']);
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ kernels: KERNELS, clusterSecret: SECRET, journalSlots: 128, prepareQueueDepth: 8 });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ kernels: KERNELS, clusterSecret: SECRET, journalSlots: 128, prepareQueueDepth: 8 }, (started) => (cluster = started));
 
 /** The status code of a request expected to fail, with its Iggy error id. */
 async function refused(fn: () => Promise<unknown>): Promise<{ status: number; id: number }> {

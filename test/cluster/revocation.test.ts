@@ -5,8 +5,8 @@
  * (the revocation is below every peer's checkpoint, so it arrives in the snapshot, not in the log)
  * refuses it too.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { Cluster, clusterForAll } from './harness.js';
 import { getText, login, rootActions } from './security-support.js';
 import { writeStreams } from './workload.js';
 
@@ -14,14 +14,7 @@ import { writeStreams } from './workload.js';
 const CHECKPOINT_INTERVAL = 16 - 2 * 2;
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ journalSlots: 16, prepareQueueDepth: 2 });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ journalSlots: 16, prepareQueueDepth: 2 }, (started) => (cluster = started));
 
 async function status(index: number, token: string): Promise<number> {
   return (await rootActions(cluster.httpAddress(index), token)).list;

@@ -3,13 +3,11 @@
  * that knows the addresses but not the secret, `vrmeta start` / `vrmeta dev` children that are not
  * harness clusters (an `--insecure` single replica, the dev cluster `npm start` runs), and ports.
  *
- * Every child is spawned as the leader of its own process group and killed with its group
- * (`vrmeta dev` forks the replicas), on 127.0.0.1 only.
+ * Every child is a bench/procs.ts child: the leader of its own process group, killed with its group
+ * (`vrmeta dev` forks the replicas), on 127.0.0.1 only; ports come from procs too.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, connect, type AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
+import { connect } from 'node:net';
 import { SignJWT } from 'jose';
 import { Command } from '../../src/constants.js';
 import { JWT_AUDIENCE, JWT_ISSUER } from '../../src/http/auth.js';
@@ -21,9 +19,9 @@ import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { buildFrame } from '../../src/vsr/frame.js';
 import { ReplicaAuthMode, ReplicaAuthStatus } from '../../src/vsr/header.js';
 import { tsKernels } from '../support/wire-fixtures.js';
-import { CLI_PATH, REPO_ROOT, sleep } from './harness.js';
+import { CLI_PATH, HOST, cleanEnv, sleep, spawnChild, stopChild, type ChildHandle, type ExitInfo } from '../../bench/procs.js';
 
-export const HOST = '127.0.0.1';
+export { HOST };
 
 // ------------------------------------------------------------------------------ forged tokens
 
@@ -221,78 +219,53 @@ export function modeNoneHello(clusterName: string, target: number): Uint8Array {
 
 // ------------------------------------------------------------------------------ children
 
-/** Children of this worker: killed with their process group in `killAll` and at exit. */
-const LIVE = new Set<ChildProcess>();
-let exitHook = false;
+/**
+ * Children of this file's tests, killed with their process group by `killAll` (bench/procs.ts
+ * tracks them too, and SIGKILLs any left at exit). Only these: a harness cluster of the same
+ * test file is not this set's to kill.
+ */
+const SPAWNED = new Set<ChildHandle>();
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    child.kill(signal);
-  }
-}
+/** Every line a child printed is kept (a test asserts a secret is in none of them), up to this many. */
+const SPAWNED_LINES_MAX = 200_000;
 
+/** A procs child as the security tests read it: `lines` is every line, stdout and stderr alike. */
 export interface Spawned {
-  readonly child: ChildProcess;
-  readonly lines: string[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly handle: ChildHandle;
+  readonly lines: readonly string[];
+  readonly exited: Promise<ExitInfo>;
 }
 
 /** `node dist/src/node/cli.js ...args` in its own process group, with a clean VRMETA_* environment. */
 export function spawnCli(args: readonly string[], env: Readonly<Record<string, string>> = {}): Spawned {
-  if (!exitHook) {
-    exitHook = true;
-    process.on('exit', () => {
-      for (const child of LIVE) killGroup(child, 'SIGKILL');
-    });
-  }
-  const cleanEnv: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('VRMETA_')) cleanEnv[key] = value;
   // A replica also listens for Iggy's binary protocol (default 127.0.0.1:8090): tests never use a
   // fixed port, so a `start` without one binds any free port.
   const fullArgs = args[0] === 'start' && !args.includes('--tcp') ? [...args, '--tcp', '127.0.0.1:0'] : args;
-  const child = spawn(process.execPath, [CLI_PATH, ...fullArgs], { cwd: REPO_ROOT, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  LIVE.add(child);
-  const lines: string[] = [];
-  for (const stream of [child.stdout!, child.stderr!]) {
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
-      if (lines.length < 200_000) lines.push(line);
-    });
-  }
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => {
-      LIVE.delete(child);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, lines, exited };
+  const handle = spawnChild(`vrmeta ${args[0] ?? ''}`, process.execPath, [CLI_PATH, ...fullArgs], {
+    env: cleanEnv(env),
+    tailLinesMax: SPAWNED_LINES_MAX,
+    stderrPrefix: '',
+  });
+  SPAWNED.add(handle);
+  void handle.exited.then(() => SPAWNED.delete(handle));
+  return { handle, lines: handle.tail, exited: handle.exited };
 }
 
 /** SIGTERM/SIGINT to the group, SIGKILL after `graceMs`; resolves on exit. */
-export async function stopSpawned(spawned: Spawned, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
-  killGroup(spawned.child, signal);
-  const timer = setTimeout(() => killGroup(spawned.child, 'SIGKILL'), graceMs);
-  await spawned.exited;
-  clearTimeout(timer);
+export async function stopSpawned(spawned: Spawned, signal: 'SIGTERM' | 'SIGINT' | 'SIGKILL' = 'SIGTERM', graceMs = 10_000): Promise<void> {
+  await stopChild(spawned.handle, signal, graceMs);
 }
 
 export async function killAll(): Promise<void> {
-  const waits: Promise<unknown>[] = [];
-  for (const child of LIVE) {
-    waits.push(new Promise((resolve) => child.once('exit', resolve)));
-    killGroup(child, 'SIGKILL');
-  }
-  await Promise.race([Promise.all(waits), sleep(5_000)]);
+  await Promise.race([Promise.all([...SPAWNED].map((handle) => stopChild(handle, 'SIGKILL'))), sleep(5_000)]);
 }
 
 export async function waitUntil<T>(what: string, probe: () => Promise<T | null | false> | T | null | false, timeoutMs: number, spawned?: Spawned): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
-    if (spawned !== undefined && spawned.child.exitCode !== null) {
-      throw new Error(`while waiting for ${what}: the child exited ${spawned.child.exitCode}\n${spawned.lines.slice(-40).join('\n')}`);
+    if (spawned !== undefined && spawned.handle.exit !== null) {
+      throw new Error(`while waiting for ${what}: the child exited ${JSON.stringify(spawned.handle.exit)}\n${spawned.lines.slice(-40).join('\n')}`);
     }
     try {
       const value = await probe();
@@ -313,45 +286,4 @@ export async function readyz(httpAddress: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-// ------------------------------------------------------------------------------ ports
-
-async function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: HOST, port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
-}
-
-/** Ports from listen(0) on 127.0.0.1, all held until the batch is complete. */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen({ host: HOST, port: 0, exclusive: true }, () => resolve(server));
-    })),
-  );
-  const ports = servers.map((server) => (server.address() as AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-  return ports;
-}
-
-/**
- * A first port from listen(0) whose `count - 1` successors are free too (`vrmeta dev` takes
- * consecutive ports), each checked by binding it.
- */
-export async function consecutiveFreePorts(count: number, avoid: readonly number[] = []): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const [base] = await freePorts(1);
-    if (base === undefined || base + count > 65535) continue;
-    const range = Array.from({ length: count }, (_, index) => base + index);
-    if (range.some((port) => avoid.includes(port))) continue;
-    let free = true;
-    for (const port of range) if (!(await bindable(port))) free = false;
-    if (free) return base;
-  }
-  throw new Error(`no ${count} consecutive free ports on ${HOST}`);
 }

@@ -16,11 +16,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_CLUSTER_SECRET_FILE, tokenKeyOf } from '../../src/node/cluster-secret.js';
 import { clusterIdOf } from '../../src/node/replica-node.js';
-import { Cluster, sleep } from './harness.js';
+import { consecutiveFreePorts, reservePorts } from '../../bench/procs.js';
+import { Cluster, clusterForAll, sleep } from './harness.js';
 import {
   attackReplicaPort,
-  consecutiveFreePorts,
-  freePorts,
   getText,
   killAll,
   login,
@@ -164,15 +163,8 @@ describe('vrmeta start with a cluster secret', () => {
   const SECRET = 'security-test-cluster-secret-5f1d8e2a9c0b47';
   const CLUSTER_NAME = 'vrmeta-security-test';
   let cluster: Cluster;
-
-  beforeAll(async () => {
-    // A checkpoint every 16 - 2 * 2 = 12 ops, so the snapshot file is written too.
-    cluster = await Cluster.start({ clusterSecret: SECRET, clusterName: CLUSTER_NAME, journalSlots: 16, prepareQueueDepth: 2 });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stopAll();
-  });
+  // A checkpoint every 16 - 2 * 2 = 12 ops, so the snapshot file is written too.
+  clusterForAll({ clusterSecret: SECRET, clusterName: CLUSTER_NAME, journalSlots: 16, prepareQueueDepth: 2 }, (started) => (cluster = started), 90_000);
 
   it('a root token forged from public facts gets 401 on every replica; the real derived key gets 200', async () => {
     await cluster.explain(async () => {
@@ -220,7 +212,7 @@ describe('vrmeta start with a cluster secret', () => {
 describe('vrmeta start --insecure (a throwaway single replica)', () => {
   it('forged tokens get 401, the log says tokens do not survive a restart, and they do not', async () => {
     const root = mkdtempSync(join(tmpdir(), 'vrmeta-insecure-'));
-    const [httpPort, replicaPort] = await freePorts(2);
+    const [httpPort, replicaPort] = await reservePorts(2);
     const http = `127.0.0.1:${httpPort}`;
     const args = ['start', '--insecure', '--replicas', `127.0.0.1:${replicaPort}`, '--http', http, '--data-dir', join(root, 'data')];
     try {
@@ -247,7 +239,7 @@ describe('vrmeta start without a secret', () => {
   it('refuses to start (exit 2), naming --cluster-secret, VRMETA_CLUSTER_SECRET and --cluster-secret-file', async () => {
     const root = mkdtempSync(join(tmpdir(), 'vrmeta-nosecret-'));
     try {
-      const ports = await freePorts(4);
+      const ports = await reservePorts(4);
       const replicas = `127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}`;
       const common = ['--replica-id', '0', '--replicas', replicas, '--http', `127.0.0.1:${ports[3]}`, '--data-dir', join(root, 'data')];
       for (const extra of [[], ['--insecure']]) {

@@ -10,21 +10,14 @@
  * shows it normal, not transferring, at the cluster's checkpoint and commit, and every replica
  * then serves byte-identical reads, including of writes made after the install.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, type LogRecord } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { Cluster, clusterForAll, type LogRecord } from './harness.js';
 import { writeStreams } from './workload.js';
 
 const CHECKPOINT_INTERVAL = 128 - 2 * 8;
 
 let cluster: Cluster;
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ journalSlots: 128, prepareQueueDepth: 8 });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stopAll();
-});
+clusterForAll({ journalSlots: 128, prepareQueueDepth: 8 }, (started) => (cluster = started));
 
 /**
  * Frames a replica's peers queued for it while it was down and replay when it reconnects: the
@@ -97,6 +90,21 @@ async function expectCatchUpByTransfer(index: number): Promise<LogRecord> {
   return installed;
 }
 
+/**
+ * Starts the stopped `backup` and expects it back by state transfer with identical reads; then it
+ * is an ordinary member: new writes (`afterPrefix`) reach it, reads stay identical, and the user
+ * `username` written before is there.
+ */
+async function expectRejoinByTransfer(backup: number, afterPrefix: string, username: string): Promise<void> {
+  cluster.start(backup);
+  await expectCatchUpByTransfer(backup);
+  await cluster.assertIdenticalReads(cluster.indices());
+  await writeStreams(cluster, afterPrefix, 10);
+  await cluster.waitForConverged(cluster.indices(), 20_000);
+  await cluster.assertIdenticalReads(cluster.indices());
+  expect((await cluster.client(backup).getUser(username)).username).toBe(username);
+}
+
 describe.sequential('state transfer: a backup whose gap lies below every peer checkpoint', () => {
   it('restarted with its data directory: catches up by state transfer and serves identical reads', async () => {
     await cluster.explain(async () => {
@@ -113,15 +121,7 @@ describe.sequential('state transfer: a backup whose gap lies below every peer ch
       await cluster.stop(backup);
       await writePastEveryFloor('gap', stoppedAt, PEER_QUEUE_FRAMES + 32);
       await root.createUser({ username: 'while-down', password: 'while-down-password' });
-      cluster.start(backup);
-      await expectCatchUpByTransfer(backup);
-      await cluster.assertIdenticalReads(cluster.indices());
-
-      // Afterwards it is an ordinary member: new writes reach it and reads stay identical.
-      await writeStreams(cluster, 'after', 10);
-      await cluster.waitForConverged(cluster.indices(), 20_000);
-      await cluster.assertIdenticalReads(cluster.indices());
-      expect((await cluster.client(backup).getUser('while-down')).username).toBe('while-down');
+      await expectRejoinByTransfer(backup, 'after', 'while-down');
     });
   }, 120_000);
 
@@ -134,14 +134,7 @@ describe.sequential('state transfer: a backup whose gap lies below every peer ch
       // A few writes while it is gone; the wiped replica is below the floor whatever the count.
       await writeStreams(cluster, 'wiped', 20);
       await cluster.client(primary).createUser({ username: 'while-wiped', password: 'while-wiped-password' });
-      cluster.start(backup);
-      await expectCatchUpByTransfer(backup);
-      await cluster.assertIdenticalReads(cluster.indices());
-
-      await writeStreams(cluster, 'after-wipe', 10);
-      await cluster.waitForConverged(cluster.indices(), 20_000);
-      await cluster.assertIdenticalReads(cluster.indices());
-      expect((await cluster.client(backup).getUser('before-stop')).username).toBe('before-stop');
+      await expectRejoinByTransfer(backup, 'after-wipe', 'before-stop');
     });
   }, 120_000);
 });

@@ -20,8 +20,9 @@ import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDevClusterSecret } from '../../src/node/cluster-secret.js';
+import { reservePorts } from '../../bench/procs.js';
 import { sleep } from './harness.js';
-import { freePorts, killAll, metricByReason, modeNoneHello, spawnCli, stopSpawned, waitUntil, type Spawned } from './security-support.js';
+import { killAll, metricByReason, modeNoneHello, spawnCli, stopSpawned, waitUntil, type Spawned } from './security-support.js';
 
 const OPENSSL = spawnSync('openssl', ['version'], { encoding: 'utf8' }).status === 0;
 
@@ -138,7 +139,7 @@ describe.skipIf(!OPENSSL)('TLS (openssl present)', () => {
     root = mkdtempSync(join(tmpdir(), 'vrmeta-tls-'));
     pki = makePki(root, 3);
     secretFile = ensureDevClusterSecret(root).path;
-    const ports = await freePorts(6);
+    const ports = await reservePorts(6);
     httpPorts = ports.slice(0, 3);
     replicaPorts = ports.slice(3);
     for (let index = 0; index < 3; index++) startReplica(index);
@@ -236,7 +237,7 @@ describe.skipIf(!OPENSSL)('TLS (openssl present)', () => {
   }, 120_000);
 
   it('bad TLS configuration exits 2 naming the key', async () => {
-    const ports = await freePorts(2);
+    const ports = await reservePorts(2);
     const base = ['start', '--insecure', '--replicas', `127.0.0.1:${ports[0]}`, '--http', `127.0.0.1:${ports[1]}`, '--data-dir', join(root, 'bad')];
     const loose = join(root, 'loose.key');
     writeFileSync(loose, readFileSync(pki.replica[0]!.key));

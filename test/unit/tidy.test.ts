@@ -259,6 +259,29 @@ describe('tidy', () => {
     expect(limitProblems('example.ts', [`function short(): void {`, ...body.slice(1), '}'].join('\n'))).toEqual([]);
   });
 
+  it('test/cluster and bench start long-lived child processes only through bench/procs.ts', () => {
+    // One module kills whole process groups, bounds log tails, removes temp roots and counts what
+    // is left (issue 16): a second copy drifts (the harness once killed only the leader). Children
+    // that are waited for on the spot (spawnSync, execFileSync, execSync) cannot leak.
+    const SYNC_ONLY = new Set(['spawnSync', 'execFileSync', 'execSync']);
+    const problems: string[] = [];
+    for (const directory of ['test/cluster', 'bench']) {
+      for (const file of sources(join(root, directory))) {
+        const name = relative(root, file);
+        if (name === 'bench/procs.ts') continue;
+        const text = readFileSync(file, 'utf8');
+        if (/import\(\s*'node:child_process'\s*\)|require\(\s*'node:child_process'\s*\)/.test(text)) problems.push(`${name} loads node:child_process dynamically`);
+        for (const match of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(?:node:)?child_process'/g)) {
+          for (const imported of match[1]!.split(',').map((part) => part.trim()).filter((part) => part.length > 0 && !part.startsWith('type '))) {
+            if (!SYNC_ONLY.has(imported.split(/\s+as\s+/)[0]!)) problems.push(`${name} imports ${imported} from node:child_process`);
+          }
+        }
+        if (/import\s+(?:\*\s+as\s+\w+|\w+)\s+from\s*'(?:node:)?child_process'/.test(text)) problems.push(`${name} imports all of node:child_process`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('the server seeds every PRNG from node:crypto, never from a number (nonces must not be guessable)', () => {
     // A numeric seed carries at most 32 bits (and a clock-derived one far fewer): only the
     // simulator may replay a seed. Real replicas take Prng.fromSeedBytes(randomBytes(16)).
