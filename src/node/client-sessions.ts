@@ -59,6 +59,8 @@ export interface SessionLimits {
   readonly sessionsPerCredentialMax: number;
   readonly idleTimeoutMs?: number;
   readonly writeTimeoutMs?: number;
+  /** Writes waiting for a session, over all credentials (default WRITES_QUEUED_MAX). */
+  readonly writesQueuedMax?: number;
 }
 
 interface Session {
@@ -117,6 +119,7 @@ export class ClientSessions {
   private readonly sessionsPerCredentialMax: number;
   private readonly idleTimeoutMs: number;
   private readonly writeTimeoutMs: number;
+  private readonly writesQueuedMax: number;
   private readonly pools = new Map<SessionKey, Pool>();
   private readonly byClient = new Map<bigint, Session>();
   private readonly pending = new Map<string, Pending>();
@@ -138,11 +141,19 @@ export class ClientSessions {
     this.sessionsPerCredentialMax = limits.sessionsPerCredentialMax;
     this.idleTimeoutMs = limits.idleTimeoutMs ?? SESSION_IDLE_TIMEOUT_MS;
     this.writeTimeoutMs = limits.writeTimeoutMs ?? WRITE_TIMEOUT_MS;
+    this.writesQueuedMax = limits.writesQueuedMax ?? WRITES_QUEUED_MAX;
   }
 
   /** Live sessions, of every credential. */
   get size(): number {
     return this.byClient.size;
+  }
+
+  /** Live sessions by state (the vsr_http_sessions gauge). */
+  counts(): { busy: number; idle: number } {
+    let busy = 0;
+    for (const session of this.byClient.values()) if (session.busy) busy += 1;
+    return { busy, idle: this.byClient.size - busy };
   }
 
   /** Writes waiting for a session. */
@@ -167,7 +178,7 @@ export class ClientSessions {
     }
     const session = this.acquire(pool);
     const held = session ?? (await this.wait(pool));
-    if (held === null) return { kind: 'unavailable', reason: `${WRITES_QUEUED_MAX} writes already wait for an HTTP session` };
+    if (held === null) return { kind: 'unavailable', reason: `${this.writesQueuedMax} writes already wait for an HTTP session` };
     if (held === undefined) return { kind: 'evicted' };
     try {
       return await this.run(held, operation, body);
@@ -283,7 +294,7 @@ export class ClientSessions {
 
   /** Queues a write of `pool` for its turn: a session, null (queue full) or undefined (pool gone). */
   private wait(pool: Pool): Promise<Session | null | undefined> {
-    if (this.queuedCount >= WRITES_QUEUED_MAX) return Promise.resolve(null);
+    if (this.queuedCount >= this.writesQueuedMax) return Promise.resolve(null);
     this.queuedCount += 1;
     // A pool below its own bound waits for a slot held elsewhere; with no session at all it is
     // owed one (release() hands it over), else it would wait on others' traffic forever.

@@ -160,6 +160,7 @@ export class ReplicaNode implements NodeApi {
     this.metrics = new NodeMetrics(() => this.core, {
       framesDropped: () => this.framesDropped(),
       httpSessionEvictions: () => this.sessions.evictions,
+      httpSessions: () => this.sessions.counts(),
       tcpEvictions: () => this.binary.counters.evictionsSent,
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
