@@ -344,7 +344,8 @@ export class ClientSessions {
     // when the owed pool has none (it could otherwise wait forever behind a busy pool).
     if (owed !== null && (pool.waiters.length === 0 || owed.sessions.length === 0 || owed.sessions.length < pool.sessions.length - 1)) {
       this.evictions.capacity += 1;
-      this.drop(session);
+      this.drop(session, false);
+      this.grantTo(owed);
       return;
     }
     const next = pool.waiters.shift();
@@ -357,34 +358,49 @@ export class ClientSessions {
     onFree?.();
   }
 
-  /** The oldest pool still owed a slot, other than `except`; stale entries are discarded. */
+  /**
+   * The pool owed a slot first, other than `except`: one without any session (it is starving),
+   * else the oldest. Stale entries (closed, no longer waiting, or at their bound) are discarded.
+   */
   private nextOwed(except: Pool | null): Pool | null {
-    while (this.owed.length > 0) {
-      const head = this.owed[0]!;
-      if (!head.closed && head.waiters.length > 0 && head.sessions.length < this.sessionsPerCredentialMax) {
-        return head === except ? (this.owed.find((pool) => pool !== except && !pool.closed && pool.waiters.length > 0) ?? null) : head;
+    let oldest: Pool | null = null;
+    for (let index = 0; index < this.owed.length; ) {
+      const pool = this.owed[index]!;
+      if (pool.closed || pool.waiters.length === 0 || pool.sessions.length >= this.sessionsPerCredentialMax) {
+        this.owed.splice(index, 1);
+        pool.owed = false;
+        continue;
       }
-      this.owed.shift();
-      head.owed = false;
+      index += 1;
+      if (pool === except) continue;
+      if (pool.sessions.length === 0) return pool;
+      oldest ??= pool;
     }
-    return null;
+    return oldest;
   }
 
-  /** Slots are free: open sessions for owed pools, oldest first. */
+  /** Slots are free: open sessions for owed pools. */
   private grant(): void {
     while (this.byClient.size < this.sessionsMax) {
       const pool = this.nextOwed(null);
       if (pool === null) return;
-      this.owed.shift();
-      pool.owed = false;
-      const next = pool.waiters.shift();
-      assert(next !== undefined, 'an owed pool has a waiter');
-      next(this.hold(this.open(pool)));
-      // Still waiting and still able to grow: back in line.
-      if (pool.waiters.length > 0 && pool.sessions.length < this.sessionsPerCredentialMax) {
-        pool.owed = true;
-        this.owed.push(pool);
-      }
+      this.grantTo(pool);
+    }
+  }
+
+  /** Opens a session for the owed `pool` (a slot is free) and hands it to its oldest waiting write. */
+  private grantTo(pool: Pool): void {
+    const index = this.owed.indexOf(pool);
+    assert(index >= 0 && pool.owed, 'a slot goes to an owed pool');
+    this.owed.splice(index, 1);
+    pool.owed = false;
+    const next = pool.waiters.shift();
+    assert(next !== undefined, 'an owed pool has a waiter');
+    next(this.hold(this.open(pool)));
+    // Still waiting and still able to grow: back in line.
+    if (pool.waiters.length > 0 && pool.sessions.length < this.sessionsPerCredentialMax) {
+      pool.owed = true;
+      this.owed.push(pool);
     }
   }
 

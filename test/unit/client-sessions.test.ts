@@ -208,8 +208,10 @@ describe('HTTP session pool: the node bound', () => {
     expect(replica.sessions.size).toBeLessThanOrEqual(2);
   });
 
-  it('no cross-credential starvation: with every slot taken by one busy credential, the others still commit', async () => {
-    const replica = new ScriptedReplica({ sessionsMax: 3, sessionsPerCredentialMax: 3 });
+  // At its own bound (3) the busy credential only waits on its own sessions; below it (4) it is
+  // owed a slot too, and a credential without any session must still come first.
+  it.each([3, 4])('no cross-credential starvation: with every slot taken by one busy credential (bound %i), the others still commit', async (perCredential) => {
+    const replica = new ScriptedReplica({ sessionsMax: 3, sessionsPerCredentialMax: perCredential });
     // token-a keeps 3 writes queued behind its 3 sessions at all times.
     let aCommitted = 0;
     const aWrites: Promise<WriteOutcome>[] = [];
@@ -238,6 +240,26 @@ describe('HTTP session pool: the node bound', () => {
     expect(replica.sessions.size).toBeLessThanOrEqual(3);
     await replica.drain();
     await Promise.all(aWrites);
+  });
+
+  it('freed slots go to the credentials without a session first, once each (no churn back to the busy one)', async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 3, sessionsPerCredentialMax: 4 });
+    const a = Array.from({ length: 8 }, (_, index) => write(replica, 'token-a', 5, index));
+    await settle();
+    const b = write(replica, 'token-b', 6, 1);
+    const c = write(replica, 'token-c', 7, 1);
+    await settle();
+    // token-a's three sessions register and commit one write each; each release is a free slot.
+    for (let step = 0; step < 2; step++) {
+      for (const entry of replica.open()) if (entry.header.userId === 5) replica.answer(entry);
+      await settle();
+    }
+    const registers = replica.submitted.filter((entry) => entry.header.operation === Operation.register);
+    expect(registers.map((entry) => entry.header.userId).sort()).toEqual([5, 5, 5, 6, 7]);
+    expect(replica.sessions.evictions.capacity).toBe(2);
+    expect(replica.sessions.entries().filter((entry) => entry.key === 'token-a')).toHaveLength(1);
+    await replica.drain();
+    expect((await Promise.all([...a, b, c])).every((outcome) => outcome.kind === 'committed')).toBe(true);
   });
 
   it('a new credential at the node bound takes the least recently used idle session', async () => {
