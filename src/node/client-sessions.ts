@@ -202,6 +202,8 @@ export class ClientSessions {
     if (pool === undefined) return;
     this.pools.delete(key);
     pool.closed = true;
+    // Writes waiting for a first slot would never get one: a closed pool is owed nothing.
+    if (pool.sessions.length === 0) for (const waiter of pool.waiters.splice(0)) waiter(null);
     const sessions = [...pool.sessions];
     await Promise.all(
       sessions.map(async (session) => {

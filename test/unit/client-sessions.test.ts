@@ -339,6 +339,21 @@ describe('HTTP session pool: idle sessions and ends', () => {
     expect(replica.sessions.size).toBe(0);
   });
 
+  it('logout of a credential still waiting for its first slot answers its writes evicted instead of leaving them waiting', async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 1, sessionsPerCredentialMax: 2 });
+    const a = write(replica, 'token-a', 5, 1);
+    await settle();
+    const b = write(replica, 'token-b', 6, 1);
+    await settle();
+    expect(replica.sessions.queued).toBe(1);
+    await replica.sessions.logout('token-b');
+    expect((await b).kind).toBe('evicted');
+    expect(replica.sessions.queued).toBe(0);
+    await replica.drain();
+    expect((await a).kind).toBe('committed');
+    expect(replica.submitted.every((entry) => entry.header.userId === 5)).toBe(true);
+  });
+
   it('an evicted session leaves the pool; the credential keeps writing on the others and new ones', async () => {
     const replica = new ScriptedReplica({ sessionsMax: 64, sessionsPerCredentialMax: 2 });
     const writes = Array.from({ length: 2 }, (_, index) => write(replica, 'token-a', 5, index));
