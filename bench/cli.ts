@@ -133,15 +133,34 @@ export function registerBenchCommands(bench: Command): void {
     .option('--clients <list>', 'concurrency levels, comma-separated (default 1,8,64 over HTTP, 1,8,64,256 binary)', clientsList)
     .addOption(new Option('--protocol <p>', 'http (REST vs etcd JSON gateway) | binary (Iggy TCP vs etcd gRPC) | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
     .option('--journal-slots <n>', "vrmeta's journal_slots (default 1024; checkpoints every n - 64 ops)", positiveInteger)
-    .action(async (options: EtcdBenchFlags & { duration?: number; clients?: number[]; journalSlots?: number; protocol: ('http' | 'binary')[] }) => {
-      await runChildBench('cluster', () => import('./cluster.js'), options.json, (bench) => bench.runClusterBench({
-        smoke: options.smoke === true,
-        kernels: options.kernels,
-        ...definedOnly({ durationS: options.duration, levels: options.clients, journalSlots: options.journalSlots }),
-        protocols: options.protocol,
-        log: benchLog,
-      }), (bench) => bench.formatClusterReport);
-    });
+    .option('--shared-login', 'HTTP: every vrmeta client writes with one login (its pool of VSR sessions) instead of one login each')
+    .option('--sessions-per-credential <list>', "vrmeta's http_sessions_per_credential, comma-separated: one vrmeta cluster per value, measured in the same rounds (e.g. 1,16)", clientsList)
+    .action(
+      async (
+        options: EtcdBenchFlags & {
+          duration?: number;
+          clients?: number[];
+          journalSlots?: number;
+          protocol: ('http' | 'binary')[];
+          sharedLogin?: boolean;
+          sessionsPerCredential?: number[];
+        },
+      ) => {
+        await runChildBench('cluster', () => import('./cluster.js'), options.json, (bench) => bench.runClusterBench({
+          smoke: options.smoke === true,
+          kernels: options.kernels,
+          ...definedOnly({
+            durationS: options.duration,
+            levels: options.clients,
+            journalSlots: options.journalSlots,
+            sessionsPerCredential: options.sessionsPerCredential,
+          }),
+          sharedLogin: options.sharedLogin === true,
+          protocols: options.protocol,
+          log: benchLog,
+        }), (bench) => bench.formatClusterReport);
+      },
+    );
 
   etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
     .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)

@@ -4,8 +4,10 @@
  * the same client (node:http keep-alive agent, procs.ts `httpCall`).
  *
  * The workload. Each worker alternates create-stream and create-topic (1 partition) in the stream
- * it just created, with its own login (vrmeta runs one VSR session per credential and one request
- * in flight per session, so a shared token would serialise the workers). etcd gets one PUT per
+ * it just created, with its own login (`sharedLogin`: all with one login, whose writes run on the
+ * credential's pool of VSR sessions, `http_sessions_per_credential`; `sessionsPerCredential` runs
+ * one vrmeta cluster per bound in the same rounds, so before/after compare side by side; one
+ * request is in flight per session, so a bound of 1 serialises a shared login). etcd gets one PUT per
  * vrmeta write through its v3 JSON gateway, key = the stream/topic name, value = the exact JSON
  * body vrmeta receives for that write, so both carry the same payload bytes. Both fsync before
  * acknowledging: vrmeta always (group commit), etcd by default (WAL fsync per raft batch). Both
@@ -52,6 +54,10 @@ export interface ClusterBenchOptions extends EtcdBenchOptions {
   readonly journalSlots?: number;
   /** Default both: HTTP at 1/8/64 clients, binary (Iggy TCP vs etcd gRPC) at 1/8/64/256. */
   readonly protocols?: readonly BenchProtocol[];
+  /** HTTP: every vrmeta worker writes with one login instead of one login each. */
+  readonly sharedLogin?: boolean;
+  /** vrmeta's http_sessions_per_credential, one cluster per value (default: one, the server default). */
+  readonly sessionsPerCredential?: readonly number[];
 }
 
 export interface ClusterBenchRow {
@@ -59,6 +65,8 @@ export interface ClusterBenchRow {
   /** http: vrmeta's REST API vs etcd's JSON gateway; binary: Iggy's TCP protocol vs etcd's gRPC. */
   readonly protocol: BenchProtocol;
   readonly kernels: 'wasm' | 'ts' | null;
+  /** vrmeta HTTP: the http_sessions_per_credential it ran with; null: the server default (or not vrmeta HTTP). */
+  readonly sessionsPerCredential: number | null;
   readonly concurrency: number;
   readonly opsPerS: number;
   readonly latencyMsP50: number;
@@ -82,6 +90,8 @@ export interface ClusterBenchReport {
   readonly rounds: number;
   readonly levels: number[];
   readonly protocols: BenchProtocol[];
+  /** HTTP: all vrmeta workers shared one login. */
+  readonly sharedLogin: boolean;
   readonly payload: { readonly streamBodyBytes: number; readonly topicBodyBytes: number; readonly binaryStreamBodyBytes: number; readonly binaryTopicBodyBytes: number };
   readonly etcd: EtcdReport;
   readonly rows: ClusterBenchRow[];
@@ -161,6 +171,8 @@ interface Target {
   readonly system: 'vrmeta' | 'etcd';
   readonly protocol: BenchProtocol;
   readonly kernels: 'wasm' | 'ts' | null;
+  /** vrmeta HTTP targets: the http_sessions_per_credential they run with (null: the default). */
+  readonly sessionsPerCredential?: number | null;
   /** The concurrency levels this target is measured at. */
   readonly levels: readonly number[];
   /** The server processes (CPU accounting). */
@@ -207,15 +219,26 @@ class VrmetaTarget extends ClusterTarget implements Target {
   readonly system = 'vrmeta';
   readonly protocol = 'http';
   readonly kernels: 'wasm' | 'ts';
+  readonly sessionsPerCredential: number | null;
   readonly levels: readonly number[];
   readonly cluster: VrmetaCluster;
   readonly primary: number;
   private readonly base: string;
+  /** One per worker, or one for all (a shared login). */
   private readonly tokens: readonly string[];
 
-  private constructor(kernels: 'wasm' | 'ts', cluster: VrmetaCluster, primary: number, tokens: readonly string[], levels: readonly number[], owner: boolean) {
+  private constructor(
+    kernels: 'wasm' | 'ts',
+    sessionsPerCredential: number | null,
+    cluster: VrmetaCluster,
+    primary: number,
+    tokens: readonly string[],
+    levels: readonly number[],
+    owner: boolean,
+  ) {
     super(cluster, owner);
     this.kernels = kernels;
+    this.sessionsPerCredential = sessionsPerCredential;
     this.cluster = cluster;
     this.primary = primary;
     this.levels = levels;
@@ -223,17 +246,27 @@ class VrmetaTarget extends ClusterTarget implements Target {
     this.tokens = tokens;
   }
 
-  static async start(kernels: 'wasm' | 'ts', levels: readonly number[], journalSlots?: number, owner = true): Promise<VrmetaTarget> {
-    const cluster = await VrmetaCluster.start({ kernels, ...(journalSlots === undefined ? {} : { journalSlots }) });
+  static async start(
+    kernels: 'wasm' | 'ts',
+    levels: readonly number[],
+    options: { journalSlots?: number; sharedLogin?: boolean; sessionsPerCredential?: number },
+    owner = true,
+  ): Promise<VrmetaTarget> {
+    const { journalSlots, sessionsPerCredential } = options;
+    const cluster = await VrmetaCluster.start({
+      kernels,
+      ...(journalSlots === undefined ? {} : { journalSlots }),
+      ...(sessionsPerCredential === undefined ? {} : { env: { VRMETA_HTTP_SESSIONS_PER_CREDENTIAL: String(sessionsPerCredential) } }),
+    });
     try {
       const primary = await cluster.primary();
-      const tokensNeeded = Math.max(0, ...levels);
+      const tokensNeeded = options.sharedLogin === true ? Math.min(1, Math.max(0, ...levels)) : Math.max(0, ...levels);
       const tokens: string[] = [];
       while (tokens.length < tokensNeeded) {
         const batch = Math.min(LOGIN_PARALLEL_MAX, tokensNeeded - tokens.length);
         tokens.push(...(await Promise.all(Array.from({ length: batch }, () => cluster.login(primary)))));
       }
-      return new VrmetaTarget(kernels, cluster, primary, tokens, levels, owner);
+      return new VrmetaTarget(kernels, sessionsPerCredential ?? null, cluster, primary, tokens, levels, owner);
     } catch (error) {
       await cluster.stopAll();
       throw error;
@@ -244,7 +277,7 @@ class VrmetaTarget extends ClusterTarget implements Target {
   operation(level: number): Operation {
     const { agent, writers } = this.level(level);
     return async (worker) => {
-      const headers = { authorization: `Bearer ${this.tokens[worker]!}` };
+      const headers = { authorization: `Bearer ${this.tokens[worker % this.tokens.length]!}` };
       const write = writers.next(level, worker);
       if (write.topic !== null) {
         const answer = await httpCall(agent, 'POST', `${this.base}/streams/${write.stream}/topics`, topicBody(write.topic), headers);
@@ -489,6 +522,7 @@ function rowOf(target: Target, result: LoadResult, cpu: CpuTally): ClusterBenchR
     system: target.system,
     protocol: target.protocol,
     kernels: target.kernels,
+    sessionsPerCredential: target.sessionsPerCredential ?? null,
     concurrency: result.concurrency,
     opsPerS: result.opsPerS,
     latencyMsP50: result.latencyMsP50,
@@ -503,7 +537,8 @@ function rowOf(target: Target, result: LoadResult, cpu: CpuTally): ClusterBenchR
 }
 
 function labelOf(target: Target): string {
-  return `${target.system} ${target.protocol}${target.kernels === null ? '' : ` ${target.kernels}`}`;
+  const bound = target.sessionsPerCredential === undefined || target.sessionsPerCredential === null ? '' : ` ${target.sessionsPerCredential} sessions/credential`;
+  return `${target.system} ${target.protocol}${target.kernels === null ? '' : ` ${target.kernels}`}${bound}`;
 }
 
 export async function runClusterBench(options: ClusterBenchOptions): Promise<ClusterBenchReport> {
@@ -526,10 +561,23 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
     // One cluster per system (and kernels), measured over both protocols: the binary target
     // rides on the HTTP target's processes when both run.
     for (const kernels of options.kernels) {
-      log(`[bench] vrmeta (--kernels ${kernels}): starting 3 replicas`);
-      const http = await VrmetaTarget.start(kernels, protocols.includes('http') ? httpLevels : [], options.journalSlots, true);
-      targets.push(http);
-      if (protocols.includes('binary')) targets.push(await VrmetaBinaryTarget.start(kernels, binaryLevels, http));
+      // One cluster per sessions-per-credential bound; the binary target rides on the first.
+      const bounds = options.sessionsPerCredential ?? [undefined];
+      for (const [index, sessionsPerCredential] of bounds.entries()) {
+        log(`[bench] vrmeta (--kernels ${kernels}${sessionsPerCredential === undefined ? '' : `, ${sessionsPerCredential} sessions per credential`}): starting 3 replicas`);
+        const http = await VrmetaTarget.start(
+          kernels,
+          protocols.includes('http') ? httpLevels : [],
+          {
+            ...(options.journalSlots === undefined ? {} : { journalSlots: options.journalSlots }),
+            ...(sessionsPerCredential === undefined ? {} : { sessionsPerCredential }),
+            sharedLogin: options.sharedLogin === true,
+          },
+          true,
+        );
+        targets.push(http);
+        if (index === 0 && protocols.includes('binary')) targets.push(await VrmetaBinaryTarget.start(kernels, binaryLevels, http));
+      }
     }
     if (availability.binary !== null) {
       log(`[bench] etcd ${availability.version ?? '?'} (${availability.binary}): starting 3 members`);
@@ -595,6 +643,7 @@ export async function runClusterBench(options: ClusterBenchOptions): Promise<Clu
     rounds,
     levels,
     protocols,
+    sharedLogin: options.sharedLogin === true,
     payload: {
       streamBodyBytes: Buffer.byteLength(streamBody(sample)),
       topicBodyBytes: Buffer.byteLength(topicBody(`t${sample}`)),
@@ -610,7 +659,7 @@ export function formatClusterReport(report: ClusterBenchReport): string {
   const lines = [
     `vrmeta bench cluster${report.smoke ? ' (smoke: numbers meaningless)' : ''}: ${report.machine}`,
     `closed loop, ${report.durationS} s per level and system in ${report.rounds} interleaved round(s); writes alternate create-stream and create-topic (HTTP: ${report.payload.streamBodyBytes} B / ${report.payload.topicBodyBytes} B JSON bodies; binary: ${report.payload.binaryStreamBodyBytes} B / ${report.payload.binaryTopicBodyBytes} B Iggy bodies); etcd: one PUT per write, same bytes`,
-    'protocols: http = vrmeta REST (one login per client) vs etcd v3 JSON gateway; binary = vrmeta Iggy TCP (one connection and VSR session per client) vs etcd gRPC (etcd3 client, one channel)',
+    `protocols: http = vrmeta REST (${report.sharedLogin ? 'one login shared by every client' : 'one login per client'}) vs etcd v3 JSON gateway; binary = vrmeta Iggy TCP (one connection and VSR session per client) vs etcd gRPC (etcd3 client, one channel)`,
     report.etcd.ran ? `etcd ${report.etcd.version ?? '?'} (${report.etcd.binary ?? '?'}), default settings` : `etcd: not run (${report.etcd.skipped ?? 'unknown'})`,
     '',
     '| system | protocol | kernels | clients | ops/s | p50 | p99 | errors | vrmeta / etcd | server CPU per write | busiest process |',
@@ -618,7 +667,7 @@ export function formatClusterReport(report: ClusterBenchReport): string {
   ];
   for (const row of report.rows) {
     lines.push(
-      `| ${row.system} | ${row.protocol === 'binary' ? (row.system === 'vrmeta' ? 'iggy tcp' : 'grpc') : 'http'} | ${row.kernels ?? '—'} | ${row.concurrency} | ${formatNumber(row.opsPerS)} | ${formatMs(row.latencyMsP50)} | ${formatMs(row.latencyMsP99)} | ${row.errors} | ${row.system === 'vrmeta' ? formatRatio(row.vsEtcd) : ''} | ${Number.isFinite(row.serverCpuMsPerOp) ? `${row.serverCpuMsPerOp.toFixed(2)} ms` : '—'} | ${Number.isFinite(row.busiestCpuPercent) ? `${row.busiestCpuPercent.toFixed(0)}% of a core` : '—'} |`,
+      `| ${row.system}${row.sessionsPerCredential === null ? '' : ` (${row.sessionsPerCredential} sessions/credential)`} | ${row.protocol === 'binary' ? (row.system === 'vrmeta' ? 'iggy tcp' : 'grpc') : 'http'} | ${row.kernels ?? '—'} | ${row.concurrency} | ${formatNumber(row.opsPerS)} | ${formatMs(row.latencyMsP50)} | ${formatMs(row.latencyMsP99)} | ${row.errors} | ${row.system === 'vrmeta' ? formatRatio(row.vsEtcd) : ''} | ${Number.isFinite(row.serverCpuMsPerOp) ? `${row.serverCpuMsPerOp.toFixed(2)} ms` : '—'} | ${Number.isFinite(row.busiestCpuPercent) ? `${row.busiestCpuPercent.toFixed(0)}% of a core` : '—'} |`,
     );
   }
   for (const row of report.rows.filter((candidate) => candidate.errorSamples.length > 0)) {

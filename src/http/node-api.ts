@@ -5,8 +5,9 @@
  *
  * Reads are served from the local state machine (serializable, as Iggy does by default). Writes
  * go through VSR: `write` resolves once the op committed (or could not be committed), with the
- * committed result. HTTP sessions are VSR client sessions: the node registers one lazily per
- * session key on the first write and keeps at most clients_table_max / 2 of them.
+ * committed result. HTTP sessions are VSR client sessions: the node keeps a pool of them per
+ * session key (up to http_sessions_per_credential, registered lazily as concurrent writes need
+ * them) and at most clients_table_max / 2 in all.
  */
 import type { Registry } from 'prom-client';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
@@ -131,6 +132,6 @@ export interface NodeApi {
    * the created object back from `state.queries` (Iggy answers creates with the object).
    */
   write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome>;
-  /** Ends the session's VSR registration (a replicated Logout), if it has one. */
+  /** Ends the VSR registrations of the session key's pool (a replicated Logout each), if any. */
   logout(session: SessionKey): Promise<void>;
 }

@@ -32,6 +32,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--cluster-name <name>', 'cluster_name', 'cluster name (hashed into every header; cannot change later)'],
   ['--journal-slots <n>', 'journal_slots', 'WAL capacity in prepares between checkpoints'],
   ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
+  ['--http-sessions-per-credential <n>', 'http_sessions_per_credential', 'VSR sessions one HTTP credential writes through at once'],
   ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
   ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared secret (>= 32 chars) every key derives from; prefer --cluster-secret-file (a command line is visible to other users)'],

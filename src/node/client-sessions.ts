@@ -1,10 +1,23 @@
 /**
  * The HTTP edge's VSR client sessions, on the replica that receives the write (the primary:
- * backups forward writes over HTTP). One session per credential (JWT id or PAT hash), registered
- * lazily through a replicated Register, capped at clients_table_max / 2 so HTTP cannot crowd out
- * other clients (the oldest local session is dropped first; the client table itself evicts
- * deterministically). One request in flight per session, as VSR requires; concurrent writes
- * with the same credential queue behind each other.
+ * backups forward writes over HTTP). Each credential (JWT id or PAT hash) owns a pool of sessions,
+ * each registered lazily through a replicated Register, so concurrent writes with one credential
+ * run in parallel instead of queueing behind one session.
+ *
+ * Bounds and the rules that keep them:
+ *   - A pool holds at most `sessionsPerCredentialMax` sessions; the node holds at most
+ *     `sessionsMax` (clients_table_max / 2, so HTTP cannot crowd out binary clients).
+ *   - A pool grows only when all its sessions are busy. At the node bound it may take the slot of
+ *     the least recently used idle session (of any credential); it never takes a busy one: the
+ *     write queues instead. A credential left with no session at all (every slot busy elsewhere)
+ *     is owed the next slot a busier pool releases, so no credential starves another.
+ *   - A session carries one request at a time (VSR: one request in flight per client), and a
+ *     write is submitted once, on one session, with one request number: a write is never retried
+ *     here (a timeout answers "outcome unknown"), so a request cannot run twice.
+ *   - Sessions idle for `idleTimeoutMs` are logged out (a replicated Logout frees their client
+ *     table slot), except the pool's last one, which stays ready for the credential's next write.
+ *   - At most `WRITES_QUEUED_MAX` writes wait for a session; one more is refused as unavailable
+ *     (it never entered the log, so the client may retry it).
  */
 import { randomBytes } from 'node:crypto';
 import { Command, HEADER_SIZE } from '../constants.js';
@@ -17,6 +30,12 @@ import { decodeRegisterPayload, encodeRegisterBody, parseResultBody } from '../v
 
 /** How long a write waits for its committed reply before answering "outcome unknown". */
 export const WRITE_TIMEOUT_MS = 10_000;
+/** Sessions per credential unless configured (`http_sessions_per_credential`). */
+export const SESSIONS_PER_CREDENTIAL_DEFAULT = 16;
+/** How long a pool's extra session may stay unused before it is logged out. */
+export const SESSION_IDLE_TIMEOUT_MS = 30_000;
+/** Writes waiting for a session, over all credentials (each holds a request body). */
+export const WRITES_QUEUED_MAX = 4096;
 
 export interface SessionHost {
   readonly cluster: bigint;
@@ -29,20 +48,49 @@ export interface SessionHost {
   allocateClientId?(): number;
   /** Metrics: a request is submitted now; the returned function is called once when it ended. */
   startRequest?(): (outcome: 'reply' | 'eviction' | 'timeout' | 'not_accepted') => void;
+  /** The wall clock in ms (idle expiry); Date.now unless a test drives it. */
+  nowMs?(): number;
+}
+
+export interface SessionLimits {
+  /** Sessions of all credentials together. */
+  readonly sessionsMax: number;
+  /** Sessions of one credential. */
+  readonly sessionsPerCredentialMax: number;
+  readonly idleTimeoutMs?: number;
+  readonly writeTimeoutMs?: number;
+  /** Writes waiting for a session, over all credentials (default WRITES_QUEUED_MAX). */
+  readonly writesQueuedMax?: number;
 }
 
 interface Session {
-  readonly key: SessionKey;
+  readonly pool: Pool;
   /** Iggy's u32 id for /clients (the VSR session's own id is `clientId`, a u128). */
   readonly id: number;
   readonly clientId: bigint;
-  readonly userId: number;
   /** The epoch (commit op of the Register), 0 while registering. */
   epoch: number;
   requestNext: number;
   lastUsedMs: number;
-  /** The tail of this session's queue of writes (one in flight at a time). */
-  tail: Promise<unknown>;
+  /** A write or a logout holds it: nothing else may submit on it. */
+  busy: boolean;
+  /** Dropped (evicted, logged out, replaced): never handed out again. */
+  dropped: boolean;
+  /** A logout waits for this session to be free (it runs after the pool's queued writes). */
+  onFree: (() => void) | undefined;
+}
+
+interface Pool {
+  readonly key: SessionKey;
+  readonly userId: number;
+  /** Invariant: every session here is not dropped; length <= sessionsPerCredentialMax. */
+  readonly sessions: Session[];
+  /** Writes waiting for one of this pool's sessions, oldest first. */
+  readonly waiters: ((session: Session | null) => void)[];
+  /** Logged out or dropped: no new writes join it (a new pool serves the credential). */
+  closed: boolean;
+  /** In `owed`: it waits for a slot some other pool holds. */
+  owed: boolean;
 }
 
 /** How a call ended, for the request-duration metric: a deny is a reply too. */
@@ -68,64 +116,120 @@ interface Pending {
 export class ClientSessions {
   private readonly host: SessionHost;
   private readonly sessionsMax: number;
-  private readonly sessions = new Map<SessionKey, Session>();
+  private readonly sessionsPerCredentialMax: number;
+  private readonly idleTimeoutMs: number;
+  private readonly writeTimeoutMs: number;
+  private readonly writesQueuedMax: number;
+  private readonly pools = new Map<SessionKey, Pool>();
   private readonly byClient = new Map<bigint, Session>();
   private readonly pending = new Map<string, Pending>();
-  private readonly writeTimeoutMs: number;
+  /** Pools with waiters and no slot to grow into, oldest first (each at most once: `owed`). */
+  private readonly owed: Pool[] = [];
+  private queuedCount = 0;
   private idNext = 0;
-  /** Sessions dropped: `capacity` (the oldest, for a new one), `evicted` (the primary evicted it). */
-  readonly evictions = { capacity: 0, evicted: 0 };
+  /**
+   * Sessions dropped: `capacity` (its slot went to another session), `evicted` (the primary
+   * evicted it), `idle` (logged out after idleTimeoutMs unused).
+   */
+  readonly evictions = { capacity: 0, evicted: 0, idle: 0 };
 
-  constructor(host: SessionHost, sessionsMax: number, writeTimeoutMs = WRITE_TIMEOUT_MS) {
-    assert(sessionsMax >= 1, 'at least one HTTP session');
+  constructor(host: SessionHost, limits: SessionLimits) {
+    assert(limits.sessionsMax >= 1, 'at least one HTTP session');
+    assert(limits.sessionsPerCredentialMax >= 1, 'at least one session per credential');
     this.host = host;
-    this.sessionsMax = sessionsMax;
-    this.writeTimeoutMs = writeTimeoutMs;
+    this.sessionsMax = limits.sessionsMax;
+    this.sessionsPerCredentialMax = limits.sessionsPerCredentialMax;
+    this.idleTimeoutMs = limits.idleTimeoutMs ?? SESSION_IDLE_TIMEOUT_MS;
+    this.writeTimeoutMs = limits.writeTimeoutMs ?? WRITE_TIMEOUT_MS;
+    this.writesQueuedMax = limits.writesQueuedMax ?? WRITES_QUEUED_MAX;
   }
 
+  /** Live sessions, of every credential. */
   get size(): number {
-    return this.sessions.size;
+    return this.byClient.size;
   }
 
-  entries(): { key: SessionKey; id: number; clientId: bigint; userId: number; epoch: number }[] {
-    return [...this.sessions.values()].map(({ key, id, clientId, userId, epoch }) => ({ key, id, clientId, userId, epoch }));
+  /** Live sessions by state (the vsr_http_sessions gauge). */
+  counts(): { busy: number; idle: number } {
+    let busy = 0;
+    for (const session of this.byClient.values()) if (session.busy) busy += 1;
+    return { busy, idle: this.byClient.size - busy };
   }
 
-  /** Commits `operation` for the session `key` acting as `userId`. */
-  write(key: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {
-    let session = this.sessions.get(key);
-    if (session !== undefined && session.userId !== userId) {
-      this.drop(session);
-      session = undefined;
+  /** Writes waiting for a session. */
+  get queued(): number {
+    return this.queuedCount;
+  }
+
+  entries(): { key: SessionKey; id: number; clientId: bigint; userId: number; epoch: number; busy: boolean }[] {
+    return [...this.byClient.values()].map(({ pool, id, clientId, epoch, busy }) => ({ key: pool.key, id, clientId, userId: pool.userId, epoch, busy }));
+  }
+
+  /** Commits `operation` for the credential `key` acting as `userId`. */
+  async write(key: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome> {
+    let pool = this.pools.get(key);
+    if (pool !== undefined && pool.userId !== userId) {
+      this.closePool(pool);
+      pool = undefined;
     }
-    if (session === undefined) session = this.open(key, userId);
-    session.lastUsedMs = Date.now();
-    const owner = session;
-    const run = owner.tail.then(() => this.run(owner, operation, body));
-    owner.tail = run.catch(() => undefined);
-    return run;
+    if (pool === undefined) {
+      pool = { key, userId, sessions: [], waiters: [], closed: false, owed: false };
+      this.pools.set(key, pool);
+    }
+    const session = this.acquire(pool);
+    const held = session ?? (await this.wait(pool));
+    if (held === null) return { kind: 'unavailable', reason: `${this.writesQueuedMax} writes already wait for an HTTP session` };
+    if (held === undefined) return { kind: 'evicted' };
+    try {
+      return await this.run(held, operation, body);
+    } finally {
+      this.release(held);
+    }
   }
 
   /** Forgets every local session of `userId` (the user was deleted: its id may be reused). */
   dropUser(userId: number): void {
-    for (const session of [...this.sessions.values()]) if (session.userId === userId) this.drop(session);
+    for (const pool of [...this.pools.values()]) if (pool.userId === userId) this.closePool(pool);
   }
 
   /**
-   * Ends the session of `key`: a replicated Logout (which frees its client-table slot and its
-   * consumer-group seats on every replica), then forgets it locally.
+   * Ends the sessions of `key`: once each is free, a replicated Logout (which frees its
+   * client-table slot and its consumer-group seats on every replica), then forgets it locally.
+   * Writes already queued run first; later writes open a new pool.
    */
   async logout(key: SessionKey): Promise<void> {
-    const session = this.sessions.get(key);
-    if (session === undefined) return;
-    const run = session.tail.then(async () => {
-      if (session.epoch === 0 || !this.host.canAccept()) return;
-      const request = session.requestNext++;
-      await this.call(session, Operation.logout, request, new Uint8Array(0));
-    });
-    session.tail = run.catch(() => undefined);
-    await run.catch(() => undefined);
-    this.drop(session);
+    const pool = this.pools.get(key);
+    if (pool === undefined) return;
+    this.pools.delete(key);
+    pool.closed = true;
+    // Writes waiting for a first slot would never get one: a closed pool is owed nothing.
+    if (pool.sessions.length === 0) for (const waiter of pool.waiters.splice(0)) waiter(null);
+    const sessions = [...pool.sessions];
+    await Promise.all(
+      sessions.map(async (session) => {
+        const held = session.busy ? await this.waitFor(session) : this.hold(session);
+        if (held === null) return;
+        await this.logoutSession(held);
+      }),
+    );
+  }
+
+  /**
+   * Logs out the sessions unused for idleTimeoutMs, except each pool's last one. Cheap when there
+   * is nothing to do; the node calls it on a timer.
+   */
+  expireIdle(): void {
+    const nowMs = this.now();
+    for (const pool of [...this.pools.values()]) {
+      if (pool.sessions.length <= 1) continue;
+      let kept: Session = pool.sessions[0]!;
+      for (const session of pool.sessions) if (session.lastUsedMs > kept.lastUsedMs) kept = session;
+      for (const session of [...pool.sessions]) {
+        if (session === kept || session.busy || nowMs - session.lastUsedMs < this.idleTimeoutMs) continue;
+        this.evictions.idle += 1;
+        void this.logoutSession(this.hold(session));
+      }
+    }
   }
 
   /** A reply or eviction addressed to one of our clients (from the replica's message bus). */
@@ -164,36 +268,209 @@ export class ClientSessions {
       this.pending.delete(id);
       pending.resolve({ evicted: true });
     }
-    this.sessions.clear();
-    this.byClient.clear();
+    for (const pool of [...this.pools.values()]) this.closePool(pool);
+    for (const session of [...this.byClient.values()]) this.drop(session);
   }
 
-  private open(key: SessionKey, userId: number): Session {
-    if (this.sessions.size >= this.sessionsMax) {
-      let oldest: Session | null = null;
-      for (const session of this.sessions.values()) if (oldest === null || session.lastUsedMs < oldest.lastUsedMs) oldest = session;
-      if (oldest !== null) {
-        this.evictions.capacity += 1;
-        this.drop(oldest);
-      }
+  private now(): number {
+    return this.host.nowMs?.() ?? Date.now();
+  }
+
+  /** A free session of `pool` for one write, or null (the caller waits). */
+  private acquire(pool: Pool): Session | null {
+    assert(!pool.closed, 'writes join open pools only');
+    // The most recently used free session: the others then age out as idle when load drops.
+    let free: Session | null = null;
+    for (const session of pool.sessions) if (!session.busy && (free === null || session.lastUsedMs >= free.lastUsedMs)) free = session;
+    if (free !== null) return this.hold(free);
+    if (pool.sessions.length >= this.sessionsPerCredentialMax) return null;
+    if (this.byClient.size >= this.sessionsMax) {
+      const victim = this.idleLeastRecentlyUsed();
+      if (victim === null) return null;
+      this.evictions.capacity += 1;
+      // Its slot is ours: granting it to an owed pool would leave none to open.
+      this.drop(victim, false);
     }
+    return this.hold(this.open(pool));
+  }
+
+  /** Queues a write of `pool` for its turn: a session, null (queue full) or undefined (pool gone). */
+  private wait(pool: Pool): Promise<Session | null | undefined> {
+    if (this.queuedCount >= this.writesQueuedMax) return Promise.resolve(null);
+    this.queuedCount += 1;
+    // A pool below its own bound waits for a slot held elsewhere; with no session at all it is
+    // owed one (release() hands it over), else it would wait on others' traffic forever.
+    if (pool.sessions.length < this.sessionsPerCredentialMax && !pool.owed) {
+      pool.owed = true;
+      this.owed.push(pool);
+    }
+    return new Promise((resolve) => {
+      pool.waiters.push((session) => {
+        this.queuedCount -= 1;
+        resolve(session ?? undefined);
+      });
+    });
+  }
+
+  /** Waits until `session` (of a closed pool) is free, for its logout. */
+  private waitFor(session: Session): Promise<Session | null> {
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (session.dropped) resolve(null);
+        else if (!session.busy) resolve(this.hold(session));
+        else session.onFree = check;
+      };
+      check();
+    });
+  }
+
+  private hold(session: Session): Session {
+    assert(!session.busy && !session.dropped, 'a held session is free and live');
+    session.busy = true;
+    session.lastUsedMs = this.now();
+    return session;
+  }
+
+  /** The write on `session` ended: hand it to the next write, to an owed pool, or leave it idle. */
+  private release(session: Session): void {
+    assert(session.busy, 'only a held session is released');
+    session.busy = false;
+    session.lastUsedMs = this.now();
+    const pool = session.pool;
+    if (session.dropped) {
+      this.grant();
+      return;
+    }
+    const owed = pool.closed ? null : this.nextOwed(pool);
+    // Hand the slot over when this pool keeps at least as many sessions as the owed one gets, or
+    // when the owed pool has none (it could otherwise wait forever behind a busy pool).
+    if (owed !== null && (pool.waiters.length === 0 || owed.sessions.length === 0 || owed.sessions.length < pool.sessions.length - 1)) {
+      this.evictions.capacity += 1;
+      this.drop(session, false);
+      this.grantTo(owed);
+      return;
+    }
+    const next = pool.waiters.shift();
+    if (next !== undefined) {
+      next(this.hold(session));
+      return;
+    }
+    const onFree = session.onFree;
+    session.onFree = undefined;
+    onFree?.();
+  }
+
+  /**
+   * The pool owed a slot first, other than `except`: one without any session (it is starving),
+   * else the oldest. Stale entries (closed, no longer waiting, or at their bound) are discarded.
+   */
+  private nextOwed(except: Pool | null): Pool | null {
+    let oldest: Pool | null = null;
+    for (let index = 0; index < this.owed.length; ) {
+      const pool = this.owed[index]!;
+      if (pool.closed || pool.waiters.length === 0 || pool.sessions.length >= this.sessionsPerCredentialMax) {
+        this.owed.splice(index, 1);
+        pool.owed = false;
+        continue;
+      }
+      index += 1;
+      if (pool === except) continue;
+      if (pool.sessions.length === 0) return pool;
+      oldest ??= pool;
+    }
+    return oldest;
+  }
+
+  /** Slots are free: open sessions for owed pools. */
+  private grant(): void {
+    while (this.byClient.size < this.sessionsMax) {
+      const pool = this.nextOwed(null);
+      if (pool === null) return;
+      this.grantTo(pool);
+    }
+  }
+
+  /** Opens a session for the owed `pool` (a slot is free) and hands it to its oldest waiting write. */
+  private grantTo(pool: Pool): void {
+    const index = this.owed.indexOf(pool);
+    assert(index >= 0 && pool.owed, 'a slot goes to an owed pool');
+    this.owed.splice(index, 1);
+    pool.owed = false;
+    const next = pool.waiters.shift();
+    assert(next !== undefined, 'an owed pool has a waiter');
+    next(this.hold(this.open(pool)));
+    // Still waiting and still able to grow: back in line.
+    if (pool.waiters.length > 0 && pool.sessions.length < this.sessionsPerCredentialMax) {
+      pool.owed = true;
+      this.owed.push(pool);
+    }
+  }
+
+  private idleLeastRecentlyUsed(): Session | null {
+    let oldest: Session | null = null;
+    for (const session of this.byClient.values()) {
+      if (!session.busy && (oldest === null || session.lastUsedMs < oldest.lastUsedMs)) oldest = session;
+    }
+    return oldest;
+  }
+
+  private open(pool: Pool): Session {
+    assert(this.byClient.size < this.sessionsMax, 'a session opens within the node bound');
+    assert(pool.sessions.length < this.sessionsPerCredentialMax, 'a session opens within the credential bound');
     const clientId = BigInt(`0x${randomBytes(16).toString('hex')}`) || 1n;
     const id = this.host.allocateClientId?.() ?? (this.idNext = (this.idNext % 0xffff_ffff) + 1);
-    const session: Session = { key, id, clientId, userId, epoch: 0, requestNext: 1, lastUsedMs: Date.now(), tail: Promise.resolve() };
-    this.sessions.set(key, session);
+    const session: Session = { pool, id, clientId, epoch: 0, requestNext: 1, lastUsedMs: this.now(), busy: false, dropped: false, onFree: undefined };
+    pool.sessions.push(session);
     this.byClient.set(clientId, session);
     return session;
   }
 
-  private drop(session: Session): void {
-    if (this.sessions.get(session.key) === session) this.sessions.delete(session.key);
+  /** Forgets `session` locally; a free one's slot goes to an owed pool at once. */
+  private drop(session: Session, grantSlot = true): void {
+    if (session.dropped) return;
+    session.dropped = true;
     this.byClient.delete(session.clientId);
+    const pool = session.pool;
+    const index = pool.sessions.indexOf(session);
+    if (index >= 0) pool.sessions.splice(index, 1);
+    if (pool.sessions.length === 0 && this.pools.get(pool.key) === pool && pool.waiters.length === 0) this.pools.delete(pool.key);
+    const onFree = session.onFree;
+    session.onFree = undefined;
+    onFree?.();
+    if (pool.closed && pool.sessions.length === 0) {
+      // A logged-out pool opens no sessions: what still waits on it cannot run.
+      for (const waiter of pool.waiters.splice(0)) waiter(null);
+    } else if (pool.waiters.length > 0 && !pool.owed) {
+      // A pool that lost a session while writes wait must get a slot back.
+      pool.owed = true;
+      this.owed.push(pool);
+    }
+    if (!session.busy && grantSlot) this.grant();
+  }
+
+  /** Closes `pool`: its free sessions are forgotten, its waiting writes answer "evicted". */
+  private closePool(pool: Pool): void {
+    pool.closed = true;
+    if (this.pools.get(pool.key) === pool) this.pools.delete(pool.key);
+    for (const waiter of pool.waiters.splice(0)) waiter(null);
+    for (const session of [...pool.sessions]) this.drop(session);
+  }
+
+  private async logoutSession(session: Session): Promise<void> {
+    assert(session.busy, 'a logout holds its session');
+    if (session.epoch !== 0 && this.host.canAccept()) {
+      const request = session.requestNext++;
+      await this.call(session, Operation.logout, request, new Uint8Array(0));
+    }
+    this.drop(session);
+    session.busy = false;
+    this.grant();
   }
 
   private async run(session: Session, operation: number, body: Uint8Array): Promise<WriteOutcome> {
     if (!this.host.canAccept()) return { kind: 'unavailable', reason: 'no caught-up primary right now' };
     if (session.epoch === 0) {
-      const registered = await this.call(session, Operation.register, 0, encodeRegisterBody(session.userId));
+      const registered = await this.call(session, Operation.register, 0, encodeRegisterBody(session.pool.userId));
       if ('outcome' in registered) {
         this.drop(session);
         return registered.outcome;
@@ -206,7 +483,7 @@ export class ClientSessions {
       }
       session.epoch = payload.session;
     }
-    if (!this.sessions.has(session.key)) return { kind: 'evicted' };
+    if (session.dropped) return { kind: 'evicted' };
     const request = session.requestNext++;
     const replied = await this.call(session, operation, request, body);
     if ('outcome' in replied) return replied.outcome;
@@ -215,7 +492,6 @@ export class ClientSessions {
     if ('malformed' in parsed) return { kind: 'unknown', reason: 'malformed reply' };
     return { kind: 'rejected', errorCode: parsed.errorCode };
   }
-
   private call(
     session: Session,
     operation: number,
@@ -237,7 +513,7 @@ export class ClientSessions {
         request,
         operation,
         session: register ? 0 : session.epoch,
-        userId: session.userId,
+        userId: session.pool.userId,
         legacyCommand: 0,
         group: 0n,
       },

@@ -27,6 +27,8 @@ export interface NodeConfig {
   readonly clusterName: string;
   readonly journalSlots: number;
   readonly clientsTableMax: number;
+  /** The HTTP edge's VSR sessions per credential (client-sessions.ts): concurrent writes of one token. */
+  readonly httpSessionsPerCredential: number;
   readonly prepareQueueDepth: number;
   readonly kernels: KernelsMode;
   /**
@@ -86,6 +88,7 @@ export const CONFIG_KEYS = {
   cluster_name: 'VRMETA_CLUSTER_NAME',
   journal_slots: 'VRMETA_JOURNAL_SLOTS',
   clients_table_max: 'VRMETA_CLIENTS_TABLE_MAX',
+  http_sessions_per_credential: 'VRMETA_HTTP_SESSIONS_PER_CREDENTIAL',
   prepare_queue_depth: 'VRMETA_PREPARE_QUEUE_DEPTH',
   kernels: 'VRMETA_KERNELS',
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
@@ -117,6 +120,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   cluster_name: 'vrmeta',
   journal_slots: 1024,
   clients_table_max: 8192,
+  http_sessions_per_credential: 16,
   prepare_queue_depth: 32,
   kernels: 'auto',
   cluster_secret: null,
@@ -345,6 +349,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     clusterName,
     journalSlots: integer('journal_slots', raw.journal_slots, 16, 1 << 20),
     clientsTableMax: integer('clients_table_max', raw.clients_table_max, 2, 65536),
+    httpSessionsPerCredential: integer('http_sessions_per_credential', raw.http_sessions_per_credential, 1, 1024),
     prepareQueueDepth: integer('prepare_queue_depth', raw.prepare_queue_depth, 1, 127),
     kernels,
     clusterSecret: secret,

@@ -14,7 +14,7 @@
  * vocabulary is fixed and small; memory is bounded (at most PREPARES_TRACKED_MAX timestamps).
  */
 import { performance } from 'node:perf_hooks';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { StorageRequest, StorageResult } from '../vsr/io.js';
 import { EvictionReason } from '../vsr/header-types.js';
 
@@ -49,8 +49,13 @@ export interface CoreView {
 export interface NodeMetricSources {
   /** Outbound replica frames dropped by the bus, by reason. */
   framesDropped(): Readonly<Record<string, number>>;
-  /** HTTP sessions dropped locally: `capacity` (oldest dropped for a new one), `evicted` (by the primary). */
+  /**
+   * HTTP sessions dropped locally: `capacity` (its slot went to another session), `evicted` (by
+   * the primary), `idle` (logged out unused).
+   */
   httpSessionEvictions(): Readonly<Record<string, number>>;
+  /** The HTTP edge's live VSR sessions (every credential's pool), busy and idle. */
+  httpSessions?(): { readonly busy: number; readonly idle: number };
   /** Evictions sent to binary clients, by EvictionReason code. */
   tcpEvictions(): Readonly<Partial<Record<number, number>>>;
 }
@@ -121,7 +126,7 @@ export class NodeMetrics {
     help: "view changes seen by this replica (each time its view number moved forward)",
     registers: [],
   });
-  private readonly mirrored: Counter[];
+  private readonly mirrored: (Counter | Gauge)[];
 
   /** Null until the first observation (the boot view is not a change). */
   private lastView: number | null = null;
@@ -150,6 +155,17 @@ export class NodeMetrics {
           out.push([{ transport: 'tcp', reason: EVICTION_REASON_NAMES.get(Number(code)) ?? 'unknown' }, count ?? 0]);
         }
         return out;
+      }),
+      new Gauge({
+        name: 'vsr_http_sessions',
+        help: "the HTTP edge's VSR client sessions on this node (pools of every credential), by state: busy (a write in flight) or idle",
+        labelNames: ['state'],
+        registers: [],
+        collect() {
+          const sessions = sources.httpSessions?.() ?? { busy: 0, idle: 0 };
+          this.set({ state: 'busy' }, sessions.busy);
+          this.set({ state: 'idle' }, sessions.idle);
+        },
       }),
     ];
   }

@@ -48,6 +48,8 @@ import { replicaMeshTls } from './tls.js';
 
 /** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
 export const TICK_MS = 10;
+/** How often idle HTTP sessions are expired, in ticks (1 s). */
+const SESSION_EXPIRY_TICKS = 100;
 /** Exit status of a replica that stopped because its own history diverged (wipe and --rejoin). */
 export const EXIT_DIVERGENCE = 3;
 /** How long a stopping primary waits for its hand-over StartViewChange to go out. */
@@ -158,6 +160,7 @@ export class ReplicaNode implements NodeApi {
     this.metrics = new NodeMetrics(() => this.core, {
       framesDropped: () => this.framesDropped(),
       httpSessionEvictions: () => this.sessions.evictions,
+      httpSessions: () => this.sessions.counts(),
       tcpEvictions: () => this.binary.counters.evictionsSent,
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
@@ -174,7 +177,7 @@ export class ReplicaNode implements NodeApi {
         allocateClientId: () => this.allocateClientId(),
         startRequest: () => this.metrics.startRequest('http'),
       },
-      Math.max(1, Math.floor(config.clientsTableMax / 2)),
+      { sessionsMax: Math.max(1, Math.floor(config.clientsTableMax / 2)), sessionsPerCredentialMax: config.httpSessionsPerCredential },
     );
     this.bus = new ReplicaBus({
       replica: config.replicaId,
@@ -431,7 +434,16 @@ export class ReplicaNode implements NodeApi {
   /** Binds the replication listener and starts the clock. */
   async start(): Promise<void> {
     await this.bus.listen();
-    this.ticker = setInterval(() => this.guard(() => this.core.tick()), TICK_MS);
+    let ticks = 0;
+    this.ticker = setInterval(
+      () =>
+        this.guard(() => {
+          this.core.tick();
+          // Idle HTTP sessions are looked for once a second (a pass over every credential's pool).
+          if (++ticks % SESSION_EXPIRY_TICKS === 0) this.sessions.expireIdle();
+        }),
+      TICK_MS,
+    );
     this.logger.info(
       { view: this.core.view, op: this.core.op, commit_min: this.core.commitMin, kernels: this.kernels.build },
       'replica started',

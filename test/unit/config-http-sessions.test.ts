@@ -1,0 +1,39 @@
+/**
+ * `http_sessions_per_credential`: the bound on one HTTP credential's VSR sessions
+ * (src/node/client-sessions.ts), its default, its sources and its range.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, readConfigEnv, resolveConfig } from '../../src/node/config.js';
+
+const SECRET = { cluster_secret: 'a cluster secret of at least 32 characters' };
+
+function config(...layers: Parameters<typeof resolveConfig>): ReturnType<typeof resolveConfig> {
+  return resolveConfig(SECRET, ...layers);
+}
+
+function refusal(...layers: Parameters<typeof resolveConfig>): string {
+  try {
+    config(...layers);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.key;
+    throw error;
+  }
+  return 'accepted';
+}
+
+describe('config: http_sessions_per_credential', () => {
+  it('defaults to 16; the file, the environment and a flag set it, in that precedence', () => {
+    expect(config().httpSessionsPerCredential).toBe(16);
+    expect(config({ http_sessions_per_credential: 4 }).httpSessionsPerCredential).toBe(4);
+    const env = readConfigEnv({ VRMETA_HTTP_SESSIONS_PER_CREDENTIAL: '8' });
+    expect(config({ http_sessions_per_credential: 4 }, env).httpSessionsPerCredential).toBe(8);
+    expect(config({ http_sessions_per_credential: 4 }, env, { http_sessions_per_credential: '2' }).httpSessionsPerCredential).toBe(2);
+  });
+
+  it('refuses 0, more than 1024 and non-integers, naming the key', () => {
+    expect(refusal({ http_sessions_per_credential: 0 })).toBe('http_sessions_per_credential');
+    expect(refusal({ http_sessions_per_credential: 1025 })).toBe('http_sessions_per_credential');
+    expect(refusal({ http_sessions_per_credential: 'many' })).toBe('http_sessions_per_credential');
+    expect(config({ http_sessions_per_credential: 1 }).httpSessionsPerCredential).toBe(1);
+  });
+});
