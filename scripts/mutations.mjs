@@ -409,6 +409,26 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A12',
+    defect: 'A',
+    reverts: 'a merge extends a canonical log short of a known commit with the ops another sender applied',
+    edits: [
+      {
+        file: 'src/vsr/view-change.ts',
+        search: '  const extension = head < commitMax ? appliedExtension(records, canonical, head, commitMax) : new Map<number, PrepareHeader>();\n',
+        replace: '  const extension = new Map<number, PrepareHeader>();\n',
+      },
+    ],
+    pins: [
+      { file: 'test/sim/scenarios-core.test.ts', name: 'view change a canonical log short of a known commit is extended by the ops another sender applied', title: 'a canonical log short of a known commit is extended by the ops another sender applied' },
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 1086421619296 (all faults): a merge waited forever for a committed op that only a caught-up lost disk of an older log view had applied',
+        title: 'regression seed 1086421619296 (all faults)',
+      },
+    ],
+  },
+  {
     id: 'R1',
     defect: 'also',
     reverts: 'replicas that hear every peer recovering elect at once (reference: after their probes)',

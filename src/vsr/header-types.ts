@@ -252,6 +252,11 @@ export interface DoViewChangeHeader extends HeaderCommon {
    * acknowledged an op: it nacks nothing, and no nack is inferred from its log. (vrmeta extension.)
    */
   readonly nackUnknown: number;
+  /**
+   * The sender's commit_min: every op at or below it is applied there, hence committed and the
+   * same in every later log. (vrmeta extension, byte 160.)
+   */
+  readonly applied: number;
   readonly nackBitset: bigint;
   readonly presentBitset: bigint;
 }

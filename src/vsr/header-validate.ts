@@ -87,6 +87,8 @@ function validateViewChange(header: DoViewChangeHeader | StartViewHeader, bodySi
     if (header.logView > header.view) return FrameRejection.logViewAboveView;
     if (header.nackUnknown > 1) return FrameRejection.flagInvalid;
     if (header.nackUnknown === 1 && header.nackBitset !== 0n) return FrameRejection.flagInvalid;
+    // Applied ops are journaled or below the sender's checkpoint: never above its head.
+    if (header.applied > header.op) return FrameRejection.commitAboveOp;
     // Bit i speaks for suffix header i; a bit past the suffix claims an op the sender never sent,
     // which the merge would count toward a nack quorum.
     const beyond = count >= 128 ? 0n : U128_MASK ^ ((1n << BigInt(count)) - 1n);

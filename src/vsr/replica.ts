@@ -1691,6 +1691,7 @@ export class Replica {
       op: this.op,
       // Our commit_max, even above our head: a later merge must never nack an op we know committed.
       commit: this.commitMax,
+      applied: this.commitMin,
       suffix: slots,
     };
     if (this.primaryIndex() === this.config.replica) {
@@ -1713,6 +1714,7 @@ export class Replica {
           group: METADATA_GROUP,
           logView: this.logView,
           nackUnknown: this.knowsNothing ? 1 : 0,
+          applied: record.applied,
           nackBitset: nack,
           presentBitset: present,
         },
@@ -1733,6 +1735,7 @@ export class Replica {
       nackUnknown: header.nackUnknown === 1,
       op: header.op,
       commit: header.commit,
+      applied: header.applied,
       suffix,
     });
   }

@@ -38,6 +38,8 @@ export interface DoViewChangeRecord {
   readonly op: number;
   /** The sender's commit number (min(commit_max, op)). */
   readonly commit: number;
+  /** The sender's commit_min: its ops up to here are applied, so committed and canonical. */
+  readonly applied: number;
   /** Slots high to low op, from `op` down. */
   readonly suffix: readonly SuffixSlot[];
 }
@@ -110,8 +112,12 @@ export function mergeDoViewChanges(
   // Ops committed in an older view were carried into every later log, so with every sender in
   // hand the canonical head reaches every commit number any sender reports. A quorum whose
   // canonical logs stop short (their holders lost or could not verify entries) must wait for more
-  // DVCs rather than elect a log that lacks committed ops.
-  if (head < commitMax) return { kind: 'undecided', op: head + 1 };
+  // DVCs rather than elect a log that lacks committed ops, unless a sender applied the missing
+  // ops: applied ops are committed, hence the same in every log, whatever that sender's log view
+  // (a lost disk that caught up while following a view it could not adopt, seed 1086421619296).
+  const extension = head < commitMax ? appliedExtension(records, canonical, head, commitMax) : new Map<number, PrepareHeader>();
+  if (head < commitMax && extension.size !== commitMax - head) return { kind: 'undecided', op: head + 1 };
+  head = Math.max(head, commitMax);
 
   // Every header the canonical DVCs report up to the head is canonical for the new view: it
   // anchors the new primary's verification of its own journal (including committed ops it has
@@ -130,6 +136,7 @@ export function mergeDoViewChanges(
       }
     }
   }
+  for (const [op, header] of extension) headers.set(op, header);
   const sources = new Map<number, number[]>();
   for (let op = commitMax + 1; op <= head; op++) {
     const header = headers.get(op);
@@ -168,4 +175,38 @@ export function mergeDoViewChanges(
     sources.set(op, present);
   }
   return { kind: 'ready', head, commitMax, logView: logViewMax, headers, sources };
+}
+
+/**
+ * The headers of ops (head, commitMax] taken from senders that applied them, chained onto the
+ * canonical log's header at `head` when that is known. Empty as soon as one op has no such header:
+ * then the merge must wait for more DoViewChanges.
+ */
+function appliedExtension(
+  records: readonly DoViewChangeRecord[],
+  canonical: readonly DoViewChangeRecord[],
+  head: number,
+  commitMax: number,
+): Map<number, PrepareHeader> {
+  const extension = new Map<number, PrepareHeader>();
+  let parent: bigint | null = null;
+  for (const record of canonical) {
+    const slot = slotAt(record, head);
+    if (slot?.header != null) parent = slot.header.checksum;
+  }
+  for (let op = head + 1; op <= commitMax; op++) {
+    let found: PrepareHeader | null = null;
+    for (const record of records) {
+      if (record.applied < op) continue;
+      const header = slotAt(record, op)?.header ?? null;
+      if (header !== null && (parent === null || header.parent === parent)) {
+        found = header;
+        break;
+      }
+    }
+    if (found === null) return new Map();
+    extension.set(op, found);
+    parent = found.checksum;
+  }
+  return extension;
 }

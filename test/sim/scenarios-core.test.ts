@@ -13,6 +13,7 @@ import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE, NETWORK_NO_FAULTS } from '../../src/testing/network-sim.js';
 import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import { decodeFrame } from '../../src/vsr/frame.js';
+import type { PrepareHeader } from '../../src/vsr/header.js';
 import { mergeDoViewChanges, type DoViewChangeRecord } from '../../src/vsr/view-change.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
@@ -141,10 +142,41 @@ describe('view change', () => {
     // be taken as canonical. Here the only DVC with the highest log view stops at op 5 while
     // another sender knows op 8 committed: the merge must wait for more DVCs.
     const records: DoViewChangeRecord[] = [
-      { replica: 0, logView: 4, nackUnknown: false, op: 5, commit: 5, suffix: [] },
-      { replica: 1, logView: 3, nackUnknown: false, op: 8, commit: 8, suffix: [] },
+      { replica: 0, logView: 4, nackUnknown: false, op: 5, commit: 5, applied: 5, suffix: [] },
+      { replica: 1, logView: 3, nackUnknown: false, op: 8, commit: 8, applied: 5, suffix: [] },
     ];
     expect(mergeDoViewChanges(records, 2, 2).kind).toBe('undecided');
+  });
+
+  it('a canonical log short of a known commit is extended by the ops another sender applied', () => {
+    // Seed 1086421619296: the only other survivor lost its disk and caught up (applied op 44) while
+    // following a view it could not adopt, so its log view is older. Applied ops are committed,
+    // the same in every log: the merge takes them, chained onto the canonical head, and decides.
+    const header = (op: number, checksum: bigint, parent: bigint) => ({ op, checksum, parent, commit: op - 1 }) as unknown as PrepareHeader;
+    const h43 = header(43, 0x43n, 0x42n);
+    const h44 = header(44, 0x44n, 0x43n);
+    const slot = (h: PrepareHeader) => ({ op: h.op, header: h, present: true, nack: false });
+    const canonical: DoViewChangeRecord = { replica: 2, logView: 13, nackUnknown: false, op: 43, commit: 44, applied: 43, suffix: [slot(h43)] };
+    const caughtUp = (applied: number, top: PrepareHeader): DoViewChangeRecord => ({
+      replica: 1,
+      logView: 0,
+      nackUnknown: false,
+      op: 44,
+      commit: 44,
+      applied,
+      suffix: [slot(top), slot(h43)],
+    });
+    const decided = mergeDoViewChanges([canonical, caughtUp(44, h44)], 2, 2);
+    expect(decided.kind).toBe('ready');
+    if (decided.kind === 'ready') {
+      expect(decided.head).toBe(44);
+      expect(decided.headers.get(44)?.checksum).toBe(0x44n);
+      expect(decided.sources.get(44)).toEqual([1]);
+    }
+    // Not applied there (only journaled in an older log view): proves nothing, so wait.
+    expect(mergeDoViewChanges([canonical, caughtUp(43, h44)], 2, 2).kind).toBe('undecided');
+    // Applied, but not a successor of the canonical head: wait.
+    expect(mergeDoViewChanges([canonical, caughtUp(44, header(44, 0x99n, 0x98n))], 2, 2).kind).toBe('undecided');
   });
 
   it('a replica that cannot hold the view\'s log follows the view without adopting its log view', () => {

@@ -647,6 +647,7 @@ describe('state transfer: each defect of the seed review is impossible', () => {
         commit: peer.commitMax,
         logView: peer.logView,
         nackUnknown: 0,
+        applied: Math.min(peer.commitMin, peer.op),
         nackBitset: 0n,
         presentBitset: 0n,
       }),

@@ -119,6 +119,7 @@ const BASES: Bases = {
     group: GROUP,
     logView: 6,
     nackUnknown: 0,
+    applied: 47,
     nackBitset: 0b001n,
     presentBitset: 0b110n,
   }),

@@ -193,6 +193,7 @@ const dvc = fc.integer({ min: 0, max: 4 }).chain((count) =>
           group,
           logView,
           nackUnknown: 0,
+          applied: ops[0],
           nackBitset: nack,
           presentBitset: present,
         } as HeaderInput,

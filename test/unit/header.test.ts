@@ -367,6 +367,7 @@ const RULES: readonly RuleCase[] = [
   // DoViewChange / StartView.
   { name: 'DVC log_view above view', header: mutate(Command.doViewChange, { logView: 8 }), reason: 'log_view_above_view' },
   { name: 'SV commit above op', header: mutate(Command.startView, { commit: 51 }), reason: 'commit_above_op' },
+  { name: 'DVC applied above op', header: mutate(Command.doViewChange, { applied: 51 }), reason: 'commit_above_op' },
   {
     name: 'DVC suffix not whole headers',
     header: mutate(Command.doViewChange, { size: suffixSize(3) + 100 }),
