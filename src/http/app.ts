@@ -98,6 +98,10 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const { node } = options;
   const nowMs = options.nowMs ?? Date.now;
   const bodyLimitBytes = options.bodyLimitBytes ?? MAX_REQUEST_SIZE_BYTES;
+  // TypeBox's compiler instead of ajv: no type coercion of bodies (a string stays a string) and
+  // `bigint` support for the u64 fields of the lossless parser. Query and path values are
+  // converted (they arrive as strings).
+  const typeboxCompiler = new DeferredTypeBoxCompiler();
   const app = Fastify({
     // Typed as the plain HTTP server below: fastify serves HTTPS from the same routes and hooks.
     ...((options.https === undefined ? {} : { https: options.https }) as object),
@@ -108,8 +112,11 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     routerOptions: { maxParamLength: PATH_PARAM_LENGTH_MAX },
     // Replaced by the `closing` hook below, which answers in Iggy's error shape.
     return503OnClosing: false,
-    // Response serializers compile at a route's first reply, not before the listener is up.
-    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
+    // Validators and response serializers compile at a route's first use, not before the
+    // listener is up; given here, fastify does not load its default (ajv) validator compiler.
+    // (Cast: fastify types `buildValidator` as an ajv compiler; it is called with the same route
+    // definition as `setValidatorCompiler`'s.)
+    ...({ schemaController: { compilersFactory: { buildValidator: () => typeboxCompiler.compiler, buildSerializer: lazySerializerFactory() } } } as object),
     // Each request's log lines carry the view it was served in (STYLE.md: replica, view bindings).
     childLoggerFactory: (logger, bindings, childOptions) => logger.child({ ...bindings, view: node.view() }, childOptions),
     // Router-level rejections (bad percent-encoding, over-long path segment) happen before any
@@ -122,12 +129,7 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // TypeBox's compiler instead of ajv: no type coercion of bodies (a string stays a string) and
-  // `bigint` support for the u64 fields of the lossless parser. Query and path values are
-  // converted (they arrive as strings).
-  // Loaded and compiled at the first request that needs them, not before the listener is up.
-  const typeboxCompiler = new DeferredTypeBoxCompiler();
-  app.setValidatorCompiler(typeboxCompiler.compiler);
+  // The compiler (schemaController above) is loaded at the first request that needs it.
   app.addHook('preValidation', typeboxCompiler.gate);
 
   const passwordGate =
