@@ -6,6 +6,8 @@
  * devDependency `etcd3` (and an etcd binary), which an installed package does not carry: they say
  * so instead of failing with a module-resolution stack.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 
 function positiveInteger(value: string): number {
@@ -173,12 +175,19 @@ export function registerBenchCommands(bench: Command): void {
     .option('--json', 'print the report as JSON')
     .option('--rounds <n>', 'restarts to time (default 5)', positiveInteger)
     .option('--streams <n>', 'streams written before the first restart (default 50)', positiveInteger)
-    .action(async (options: { json?: boolean; rounds?: number; streams?: number }) => {
+    .option('--baseline-cli <path>', "another build's dist/src/node/cli.js, restarted alternately with this one in every round (before/after in one run)")
+    .action(async (options: { json?: boolean; rounds?: number; streams?: number; baselineCli?: string }) => {
+      if (options.baselineCli !== undefined && !existsSync(options.baselineCli)) {
+        process.stderr.write(`vrmeta bench restart: --baseline-cli ${options.baselineCli} does not exist (build that checkout first: npm run build)\n`);
+        process.exitCode = 2;
+        return;
+      }
       const { formatRestartReport, runRestartBench } = await importBench(() => import('./restart.js'), 'restart');
       (await import('./procs.js')).installSignalCleanup();
       const report = await runRestartBench({
         ...(options.rounds === undefined ? {} : { rounds: options.rounds }),
         ...(options.streams === undefined ? {} : { streams: options.streams }),
+        ...(options.baselineCli === undefined ? {} : { baselineCli: resolve(options.baselineCli) }),
         log: benchLog,
       });
       printReport(report, options.json, formatRestartReport);
