@@ -53,10 +53,10 @@ function boundHostPort(host: string, address: string | AddressInfo | null): stri
 /**
  * Where a replica's boot time goes: ms per phase, logged once as the `boot phases` info record
  * (operators ask where restart time goes). `process` runs from the process's time origin to
- * `start()`: node's own startup and loading the command line.
+ * `start()`: node's own startup, the command line, and this module's static imports.
  */
-export class BootPhases {
-  readonly phases_ms: Record<string, number> = {};
+class BootPhases {
+  readonly phasesMs: Record<string, number> = {};
   private last = 0;
 
   constructor() {
@@ -66,7 +66,7 @@ export class BootPhases {
   /** Charges the time since the previous mark to `phase`. */
   mark(phase: string): void {
     const now = performance.now();
-    this.phases_ms[phase] = (this.phases_ms[phase] ?? 0) + Math.round(now - this.last);
+    this.phasesMs[phase] = (this.phasesMs[phase] ?? 0) + Math.round(now - this.last);
     this.last = now;
   }
 
@@ -93,8 +93,9 @@ export async function start(options: StartOptions): Promise<number> {
   setKernelsWarn((message) => logger.warn(message));
   const { DEFAULT_ROOT_PASSWORD, ReplicaNode } = await import('./replica-node.js');
   boot.mark('import_replica');
-  // Loaded before the replica starts, on purpose: loading it later (~0.5 s of module compilation)
-  // stalled the event loop in the middle of a wiped replica's state transfer (`bench transfer`).
+  // Loaded before the replica starts, on purpose: loading it later (~0.5 s of module compilation
+  // then) stalled the event loop in the middle of a wiped replica's state transfer (`bench
+  // transfer`). What it defers to first use (lazy-compile.ts, jose) is a fraction of that.
   const { buildApp } = await import('../http/app.js');
   boot.mark('import_http');
   const rootPassword = process.env['VRMETA_ROOT_PASSWORD'] ?? DEFAULT_ROOT_PASSWORD;
@@ -156,7 +157,7 @@ export async function start(options: StartOptions): Promise<number> {
   logger.info({ tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${tcp}`);
   node.advertise({ http, tcp });
   boot.mark('tcp_listen');
-  logger.info({ boot_ms: boot.totalMs, phases_ms: boot.phases_ms }, `boot phases (ms): ${Object.entries(boot.phases_ms).map(([phase, ms]) => `${phase} ${ms}`).join(', ')}`);
+  logger.info({ boot_ms: boot.totalMs, phases_ms: boot.phasesMs }, `boot phases (ms): ${Object.entries(boot.phasesMs).map(([phase, ms]) => `${phase} ${ms}`).join(', ')}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;
