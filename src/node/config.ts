@@ -264,13 +264,13 @@ function resolveTls(raw: Record<ConfigKey, unknown>): NodeConfig['tls'] {
   }
 }
 
-/** Reads a TOML config file into raw key -> value (unknown keys refused). */
 /** smol-toml, loaded only when there is a config file to read (boot time, issue 14). */
 function parseToml(text: string): unknown {
   const { parse } = createRequire(import.meta.url)('smol-toml') as typeof import('smol-toml');
   return parse(text);
 }
 
+/** Reads a TOML config file into raw key -> value (unknown keys refused). */
 export function readConfigFile(path: string): Partial<Record<ConfigKey, unknown>> {
   let text: string;
   try {
