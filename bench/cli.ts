@@ -6,6 +6,8 @@
  * devDependency `etcd3` (and an etcd binary), which an installed package does not carry: they say
  * so instead of failing with a module-resolution stack.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { BenchEntry } from '../src/node/cli.js';
 
@@ -197,9 +199,16 @@ export function registerBenchCommands(bench: Command): void {
     .option('--json', 'print the report as JSON')
     .option('--rounds <n>', 'restarts to time (default 5)', positiveInteger)
     .option('--streams <n>', 'streams written before the first restart (default 50)', positiveInteger)
-    .action(async (options: { json?: boolean; rounds?: number; streams?: number }) => {
+    .option('--baseline-cli <path>', "another build's dist/src/node/cli.js, restarted alternately with this one in every round (before/after in one run)")
+    .action(async (options: { json?: boolean; rounds?: number; streams?: number; baselineCli?: string }) => {
+      if (options.baselineCli !== undefined && !existsSync(options.baselineCli)) {
+        process.stderr.write(`vrmeta bench restart: --baseline-cli ${options.baselineCli} does not exist (build that checkout first: npm run build)\n`);
+        process.exitCode = 2;
+        return;
+      }
+      const baselineCli = options.baselineCli === undefined ? undefined : resolve(options.baselineCli);
       await runChildBench('restart', () => import('./restart.js'), options.json, (bench) => bench.runRestartBench({
-        ...definedOnly({ rounds: options.rounds, streams: options.streams }),
+        ...definedOnly({ rounds: options.rounds, streams: options.streams, baselineCli }),
         log: benchLog,
       }), (bench) => bench.formatRestartReport);
     });

@@ -215,9 +215,14 @@ export async function reservePorts(count: number, isFree: (port: number) => Prom
  * The first of `count` consecutive free ports (`vrmeta dev` takes consecutive ports): a base from
  * listen(0) whose successors are free too, each checked by binding it, none of them in `avoid`.
  */
+const CONSECUTIVE_ATTEMPTS = 100;
+
 export async function consecutiveFreePorts(count: number, avoid: readonly number[] = []): Promise<number> {
   let last = 'never tried';
-  for (let attemptIndex = 0; attemptIndex < 50; attemptIndex++) {
+  // Spread over a few seconds: on a machine busy with loopback connections (a full test run),
+  // runs of free ports come and go.
+  for (let attemptIndex = 0; attemptIndex < CONSECUTIVE_ATTEMPTS; attemptIndex++) {
+    if (attemptIndex >= 20) await sleep(50);
     const [base] = await reservePorts(1);
     if (base === undefined || base + count > 65535) continue;
     const range = Array.from({ length: count }, (_, index) => base + index);
@@ -229,7 +234,7 @@ export async function consecutiveFreePorts(count: number, avoid: readonly number
     if (free.every(Boolean)) return base;
     last = `ports ${range.filter((_, index) => !free[index]).join(',')} were taken`;
   }
-  throw new Error(`bench/procs: found no ${count} consecutive free ports on ${HOST} in 50 attempts (last: ${last})`);
+  throw new Error(`bench/procs: found no ${count} consecutive free ports on ${HOST} in ${CONSECUTIVE_ATTEMPTS} attempts (last: ${last})`);
 }
 
 // ------------------------------------------------------------------------------ children

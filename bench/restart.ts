@@ -5,8 +5,12 @@
  * streams, then `rounds` times: a clean stop of every replica (SIGTERM to the group), a fresh
  * `vrmeta dev` on the same data, and the time until `/readyz` answers 200 on every replica. Each
  * round also reports, from the replicas' own log records, when the last replica started listening
- * and when the election from recovery began, so the time splits into process boot and protocol.
- * Wall-clock figures on a shared machine: compare them within one run.
+ * and when the election from recovery began, so the time splits into process boot and protocol,
+ * and each replica's `boot phases` record (where its boot went).
+ *
+ * `baselineCli` (`--baseline-cli`) times another build's `dist/src/node/cli.js` in the same run:
+ * every round restarts the cluster once with each build, alternately, on the same data, so both
+ * see the same machine load. Wall-clock figures on a shared machine: compare them within one run.
  */
 import {
   CLI_PATH,
@@ -26,12 +30,16 @@ import {
 
 export interface RestartBenchOptions {
   readonly rounds?: number;
+  /** Another build's `dist/src/node/cli.js`, restarted alternately with this one in every round. */
+  readonly baselineCli?: string;
   readonly streams?: number;
   readonly log?: (line: string) => void;
 }
 
 export interface RestartRound {
   readonly round: number;
+  /** `this build` or `baseline` (`baselineCli`). */
+  readonly build: 'this build' | 'baseline';
   /** `vrmeta dev` spawned -> every replica's /readyz 200. */
   readonly readyMs: number;
   /** Spawned -> the last replica's HTTP listener up (process boot, module loading, recovery). */
@@ -41,6 +49,8 @@ export interface RestartRound {
   /** Why the replicas left recovery (one per replica that logged it), and after how many unanswered probe rounds. */
   readonly reasons: string[];
   readonly probes: number[];
+  /** Each replica's `boot phases` record (ms per phase), in the order they were logged. */
+  readonly bootPhases: Record<string, number>[];
 }
 
 export interface RestartReport {
@@ -67,10 +77,10 @@ async function allReady(ports: readonly number[]): Promise<boolean> {
 }
 
 /** Starts `vrmeta dev` and waits for every /readyz; returns the child and the elapsed ms. */
-async function startCluster(dataDir: string, ports: readonly number[], name: string): Promise<{ dev: ChildHandle; readyMs: number }> {
+async function startCluster(dataDir: string, ports: readonly number[], name: string, cliPath: string = CLI_PATH): Promise<{ dev: ChildHandle; readyMs: number }> {
   const [http, replica, tcp] = [ports[0]!, ports[3]!, ports[6]!];
   const dev = spawnChild(name, process.execPath, [
-    CLI_PATH,
+    cliPath,
     'dev',
     '--data-dir',
     dataDir,
@@ -82,7 +92,7 @@ async function startCluster(dataDir: string, ports: readonly number[], name: str
     String(tcp),
     '--log-format',
     'json',
-  ], { keep: (line) => /listening on http|starting an election from recovery/.test(line) });
+  ], { keep: (line) => /listening on http|starting an election from recovery|"phases_ms"/.test(line) });
   const startedAt = Date.now();
   const httpPorts = [http, http + 1, http + 2];
   while (!(await allReady(httpPorts))) {
@@ -93,7 +103,10 @@ async function startCluster(dataDir: string, ports: readonly number[], name: str
   return { dev, readyMs: Date.now() - startedAt };
 }
 
-/** Consecutive free ports for HTTP (3), replication (3) and TCP (3). */
+/**
+ * Consecutive free ports for HTTP (3), replication (3) and TCP (3). Spread over a few seconds: on
+ * a machine busy with loopback connections (a full test run) runs of free ports come and go.
+ */
 async function consecutivePorts(): Promise<number[]> {
   const first = await consecutiveFreePorts(9);
   return Array.from({ length: 9 }, (_, index) => first + index);
@@ -118,12 +131,15 @@ async function writeStreams(httpPort: number, count: number): Promise<void> {
   }
 }
 
-function roundOf(dev: ChildHandle, round: number, readyMs: number, spawnedAt: number): RestartRound {
+function roundOf(dev: ChildHandle, round: number, build: RestartRound['build'], readyMs: number, spawnedAt: number): RestartRound {
   let lastListening: number | null = null;
   let election: number | null = null;
   const reasons: string[] = [];
   const probes: number[] = [];
+  const bootPhases: Record<string, number>[] = [];
   for (const { atMs, line } of dev.kept) {
+    const phases = bootPhasesOf(line);
+    if (phases !== null) bootPhases.push(phases);
     if (/listening on http/.test(line)) lastListening = Math.max(lastListening ?? 0, atMs - spawnedAt);
     const reason = /"reason":"([a-z_]+)"[^}]*"msg":"starting an election from recovery"/.exec(line)?.[1];
     if (reason !== undefined) {
@@ -132,7 +148,22 @@ function roundOf(dev: ChildHandle, round: number, readyMs: number, spawnedAt: nu
       probes.push(Number(/"probes":(\d+)/.exec(line)?.[1] ?? Number.NaN));
     }
   }
-  return { round, readyMs, lastListeningMs: lastListening, electionMs: election, reasons, probes };
+  return { round, build, readyMs, lastListeningMs: lastListening, electionMs: election, reasons, probes, bootPhases };
+}
+
+/** The `phases_ms` of a replica's `boot phases` record (a JSON line, after `vrmeta dev`'s prefix). */
+function bootPhasesOf(line: string): Record<string, number> | null {
+  const start = line.indexOf('{');
+  if (start < 0 || !line.includes('"phases_ms"')) return null;
+  try {
+    const record = JSON.parse(line.slice(start)) as { phases_ms?: unknown };
+    const phases = record.phases_ms;
+    if (typeof phases !== 'object' || phases === null) return null;
+    const entries = Object.entries(phases);
+    return entries.every(([, ms]) => typeof ms === 'number') ? (Object.fromEntries(entries) as Record<string, number>) : null;
+  } catch {
+    return null;
+  }
 }
 
 export async function runRestartBench(options: RestartBenchOptions = {}): Promise<RestartReport> {
@@ -148,15 +179,19 @@ export async function runRestartBench(options: RestartBenchOptions = {}): Promis
     log(`first start: every /readyz 200 after ${first.readyMs} ms; writing ${streams} streams`);
     await writeStreams(ports[0]!, streams);
     const results: RestartRound[] = [];
+    const builds: [RestartRound['build'], string][] = [['this build', CLI_PATH]];
+    if (options.baselineCli !== undefined) builds.push(['baseline', options.baselineCli]);
     for (let round = 1; round <= rounds; round++) {
-      await stopChild(dev);
-      dev = null;
-      const spawnedAt = Date.now();
-      const started = await startCluster(root, ports, `dev-round-${round}`);
-      dev = started.dev;
-      const result = roundOf(dev, round, started.readyMs, spawnedAt);
-      log(`round ${round}: ready ${result.readyMs} ms (last listener ${result.lastListeningMs} ms, election ${result.electionMs} ms: ${result.reasons.join(',')})`);
-      results.push(result);
+      for (const [build, cliPath] of builds) {
+        await stopChild(dev);
+        dev = null;
+        const spawnedAt = Date.now();
+        const started = await startCluster(root, ports, `dev-round-${round}${build === 'baseline' ? '-baseline' : ''}`, cliPath);
+        dev = started.dev;
+        const result = roundOf(dev, round, build, started.readyMs, spawnedAt);
+        log(`round ${round} (${build}): ready ${result.readyMs} ms (last listener ${result.lastListeningMs} ms, election ${result.electionMs} ms: ${result.reasons.join(',')})`);
+        results.push(result);
+      }
     }
     return { bench: 'restart', replicas: 3, streams, firstStartReadyMs: first.readyMs, rounds: results };
   } finally {
@@ -169,11 +204,25 @@ export function formatRestartReport(report: RestartReport): string {
   const lines = [
     `whole-cluster restart of vrmeta dev (3 replicas, ${report.streams} streams); first start ready after ${report.firstStartReadyMs} ms`,
     '',
-    '| round | spawn -> last listener (ms) | spawn -> election (ms) | spawn -> every /readyz 200 (ms) | election reasons (unanswered probe rounds) |',
-    '|---:|---:|---:|---:|---|',
+    '| round | spawn -> last listener (ms) | spawn -> election (ms) | spawn -> every /readyz 200 (ms) | election reasons (unanswered probe rounds) | build |',
+    '|---:|---:|---:|---:|---|---|',
   ];
   for (const round of report.rounds) {
-    lines.push(`| ${round.round} | ${round.lastListeningMs ?? '-'} | ${round.electionMs ?? '-'} | ${round.readyMs} | ${round.reasons.map((reason, index) => `${reason} (${round.probes[index]})`).join(', ')} |`);
+    lines.push(
+      `| ${round.round} | ${round.lastListeningMs ?? '-'} | ${round.electionMs ?? '-'} | ${round.readyMs} | ${round.reasons.map((reason, index) => `${reason} (${round.probes[index]})`).join(', ')} | ${round.build} |`,
+    );
+  }
+  const withPhases = report.rounds.filter((round) => round.bootPhases.length > 0);
+  if (withPhases.length > 0) {
+    lines.push('', 'boot phases of the slowest replica of each round (ms, from its `boot phases` record):', '');
+    for (const round of withPhases) {
+      const slowest = round.bootPhases.reduce((a, b) => (phaseTotal(b) > phaseTotal(a) ? b : a));
+      lines.push(`- round ${round.round} (${round.build}): ${Object.entries(slowest).map(([phase, ms]) => `${phase} ${ms}`).join(', ')}`);
+    }
   }
   return lines.join('\n');
+}
+
+function phaseTotal(phases: Record<string, number>): number {
+  return Object.values(phases).reduce((sum, ms) => sum + ms, 0);
 }

@@ -16,7 +16,7 @@
  * Handlers only translate: HTTP in, NodeApi calls, HTTP out. Every error leaves as Iggy's
  * `{id, code, reason, field}` body, fastify's own 400/404/413/415 included.
  */
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -44,6 +44,7 @@ import {
 } from './errors.js';
 import { FORWARD_DEFAULTS, Forwarder, VIEW_HEADER, type ForwardOptions } from './forward.js';
 import { JsonSyntaxError, parseJsonLossless } from './json.js';
+import { DeferredTypeBoxCompiler, lazySerializerFactory } from './lazy-compile.js';
 import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
@@ -55,13 +56,14 @@ import { streamRoutes } from './routes/streams.js';
 import { metricsRoutes, systemRoutes } from './routes/system.js';
 import { userRoutes } from './routes/users.js';
 import { processSystemInfo, type SystemInfo } from './system-info.js';
+import { SERVER_VERSION_DEFAULT } from './version.js';
 
 /** Iggy `[http] max_request_size = "2 MB"` (byte-unit decimal: 2,000,000 bytes). */
 export const MAX_REQUEST_SIZE_BYTES = 2_000_000;
 /** Longer path segments are refused by the router (414) before any handler runs. */
 export const PATH_PARAM_LENGTH_MAX = 1024;
-/** Reported as `iggy_server_version` unless the node layer passes the package version. */
-export const SERVER_VERSION_DEFAULT = '0.1.0';
+// Its own module so that the replica (src/node/replica-node.ts) boots without loading the app.
+export { SERVER_VERSION_DEFAULT } from './version.js';
 
 export interface BuildAppOptions {
   readonly node: NodeApi;
@@ -96,6 +98,10 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const { node } = options;
   const nowMs = options.nowMs ?? Date.now;
   const bodyLimitBytes = options.bodyLimitBytes ?? MAX_REQUEST_SIZE_BYTES;
+  // TypeBox's compiler instead of ajv: no type coercion of bodies (a string stays a string) and
+  // `bigint` support for the u64 fields of the lossless parser. Query and path values are
+  // converted (they arrive as strings).
+  const typeboxCompiler = new DeferredTypeBoxCompiler();
   const app = Fastify({
     // Typed as the plain HTTP server below: fastify serves HTTPS from the same routes and hooks.
     ...((options.https === undefined ? {} : { https: options.https }) as object),
@@ -106,6 +112,11 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     routerOptions: { maxParamLength: PATH_PARAM_LENGTH_MAX },
     // Replaced by the `closing` hook below, which answers in Iggy's error shape.
     return503OnClosing: false,
+    // Validators and response serializers compile at a route's first use, not before the
+    // listener is up; given here, fastify does not load its default (ajv) validator compiler.
+    // (Cast: fastify types `buildValidator` as an ajv compiler; it is called with the same route
+    // definition as `setValidatorCompiler`'s.)
+    ...({ schemaController: { compilersFactory: { buildValidator: () => typeboxCompiler.compiler, buildSerializer: lazySerializerFactory() } } } as object),
     // Each request's log lines carry the view it was served in (STYLE.md: replica, view bindings).
     childLoggerFactory: (logger, bindings, childOptions) => logger.child({ ...bindings, view: node.view() }, childOptions),
     // Router-level rejections (bad percent-encoding, over-long path segment) happen before any
@@ -118,10 +129,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // TypeBox's compiler instead of ajv: no type coercion of bodies (a string stays a string) and
-  // `bigint` support for the u64 fields of the lossless parser. Query and path values are
-  // converted (they arrive as strings).
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // The compiler (schemaController above) is loaded at the first request that needs it.
+  app.addHook('preValidation', typeboxCompiler.gate);
 
   const passwordGate =
     options.passwordGate instanceof PasswordGate ? options.passwordGate : new PasswordGate({ ...PASSWORD_GATE_DEFAULTS, ...options.passwordGate });

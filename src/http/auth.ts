@@ -21,7 +21,6 @@
  * token is killed by logging out with it.
  */
 import { randomUUID } from 'node:crypto';
-import { SignJWT, jwtVerify } from 'jose';
 import { idOf } from '../metadata/operations.js';
 import type { Principal } from '../metadata/permissions.js';
 import { UserStatus } from '../format/snapshot-model.js';
@@ -30,6 +29,13 @@ import { personalAccessTokenHash } from './secrets.js';
 import { accessTokenMissing, unauthenticated, type HttpError } from './errors.js';
 import type { NodeApi, SessionKey } from './node-api.js';
 import type { IdentityInfoJson } from './schemas.js';
+
+/** jose, loaded at the first token issued or verified: a replica boots without it (issue 14). */
+let joseModule: Promise<typeof import('jose')> | null = null;
+function jose(): Promise<typeof import('jose')> {
+  joseModule ??= import('jose');
+  return joseModule;
+}
 
 /** Iggy `[http.jwt]` defaults: issuer and audience "iggy.apache.org", expiry 1 h, skew 5 s. */
 export const JWT_ISSUER = 'iggy.apache.org';
@@ -129,6 +135,7 @@ export class Authenticator {
     if (user === null) throw inactiveOrDeleted();
     const issuedAtSeconds = Math.floor(this.nowMs() / 1000);
     const expirySeconds = issuedAtSeconds + this.expirySeconds;
+    const { SignJWT } = await jose();
     const token = await new SignJWT({ [USER_CREATED_AT_CLAIM]: user.createdAtUs })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setJti(randomUUID())
@@ -160,6 +167,7 @@ export class Authenticator {
       if (active && cached.expiresAtS > nowS - JWT_CLOCK_SKEW_SECONDS) return cached.claims;
       this.verified.delete(token);
     }
+    const { jwtVerify } = await jose();
     try {
       const { payload } = await jwtVerify(token, this.key, {
         algorithms: ['HS256'],

@@ -5,7 +5,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { loadKernels, parseKernelsMode } from '../kernels/index.js';
 import type { ConfigKey } from './config.js';
 
 // Each command imports what it runs when it runs: `vrmeta start` must not pay, at every boot,
@@ -92,6 +91,7 @@ program
   .option('--json', 'print JSON')
   .action(async (kind: string, path: string, options: { json?: boolean }) => {
     const { runInspect } = await import('../storage/inspect.js');
+    const { loadKernels } = await import('../kernels/index.js');
     const result = runInspect(kind, path, { json: options.json === true, kernels: loadKernels() });
     process.stdout.write(`${result.output}\n`);
     process.exitCode = result.exitCode;
@@ -112,6 +112,7 @@ program
       return;
     }
     const { runSimulate } = await import('../testing/simulate.js');
+    const { loadKernels, parseKernelsMode } = await import('../kernels/index.js');
     const summary = runSimulate({
       ...(options.seed === undefined ? {} : { seed: options.seed }),
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),

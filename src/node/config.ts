@@ -4,7 +4,7 @@
  * key and the reason, which the CLI prints as one line and exits with status 2.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseToml } from 'smol-toml';
+import { createRequire } from 'node:module';
 import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
 import { corsOriginsProblem } from '../http/cors.js';
@@ -266,6 +266,12 @@ function resolveTls(raw: Record<ConfigKey, unknown>): NodeConfig['tls'] {
     if (error instanceof TlsConfigError) throw new ConfigError(error.key, error.message);
     throw error;
   }
+}
+
+/** smol-toml, loaded only when there is a config file to read (boot time, issue 14). */
+function parseToml(text: string): unknown {
+  const { parse } = createRequire(import.meta.url)('smol-toml') as typeof import('smol-toml');
+  return parse(text);
 }
 
 /** Reads a TOML config file into raw key -> value (unknown keys refused). */

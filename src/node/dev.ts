@@ -45,11 +45,13 @@ export async function dev(options: DevOptions): Promise<number> {
   const httpPorts = Array.from({ length: options.replicas }, (_, index) => options.httpPort + index);
   const replicaPorts = Array.from({ length: options.replicas }, (_, index) => options.replicaPort + index);
   const tcpPorts = Array.from({ length: options.replicas }, (_, index) => (options.tcpPort ?? 8090) + index);
-  for (const port of [...httpPorts, ...replicaPorts, ...tcpPorts]) {
-    if (!(await portFree(port))) {
-      process.stderr.write(`vrmeta dev: port ${port} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port / --tcp-port\n`);
-      return 2;
-    }
+  // Every port probed at once: the replicas are spawned as early as possible (issue 15).
+  const allPorts = [...httpPorts, ...replicaPorts, ...tcpPorts];
+  const free = await Promise.all(allPorts.map((port) => portFree(port)));
+  const taken = allPorts.find((_, index) => !free[index]);
+  if (taken !== undefined) {
+    process.stderr.write(`vrmeta dev: port ${taken} on 127.0.0.1 is already in use; stop whatever holds it or pass --http-port / --replica-port / --tcp-port\n`);
+    return 2;
   }
   const fromEnvironment = ['VRMETA_CLUSTER_SECRET', 'VRMETA_CLUSTER_SECRET_FILE'].some((name) => (process.env[name] ?? '') !== '');
   let secretArgs: string[] = [];
@@ -72,14 +74,16 @@ export async function dev(options: DevOptions): Promise<number> {
   const replicas = replicaPorts.map((port) => `127.0.0.1:${port}`).join(',');
   const children: ChildProcess[] = [];
   const tty = process.stdout.isTTY === true;
-  let format: (line: string) => string;
+  let chosen: ReturnType<typeof chooseLogFormat>;
   try {
-    const chosen = chooseLogFormat(options.logFormat ?? 'auto', tty);
-    format = lineFormatter(chosen, { colorize: tty && (process.env['NO_COLOR'] ?? '') === '' });
+    chosen = chooseLogFormat(options.logFormat ?? 'auto', tty);
   } catch (error) {
     process.stderr.write(`vrmeta dev: ${(error as Error).message}\n`);
     return 2;
   }
+  // Built right after the children are spawned (loading pino-pretty takes a while), in the same
+  // synchronous run, so it is set before any of their lines can arrive.
+  let format: (line: string) => string;
   let stopping = false;
   const stopAll = (signal: NodeJS.Signals): void => {
     if (stopping) return;
@@ -127,6 +131,7 @@ export async function dev(options: DevOptions): Promise<number> {
       });
     }),
   );
+  format = lineFormatter(chosen, { colorize: tty && (process.env['NO_COLOR'] ?? '') === '' });
   process.once('SIGINT', () => stopAll('SIGINT'));
   process.once('SIGTERM', () => stopAll('SIGTERM'));
   const password = process.env['VRMETA_ROOT_PASSWORD'] === undefined ? 'iggy' : '(VRMETA_ROOT_PASSWORD)';

@@ -3,7 +3,11 @@
  * shipper), or one readable, coloured line per record for a person at a terminal (pino-pretty).
  * `auto` picks pretty exactly when stdout is a terminal; NO_COLOR turns the colours off.
  */
-import { prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+
+// pino-pretty (~150 ms to load) only when a person reads the lines: `vrmeta dev` with JSON lines
+// (a bench, a log shipper) must not delay spawning its replicas for it.
+const requireCjs = createRequire(import.meta.url);
 
 export type LogFormat = 'pretty' | 'json';
 export const LOG_FORMAT_CHOICES = ['auto', 'pretty', 'json'] as const;
@@ -23,6 +27,7 @@ export function chooseLogFormat(option: string, stdoutIsTty: boolean): LogFormat
 /** Renders one line a replica printed; lines that are not pino records pass through unchanged. */
 export function lineFormatter(format: LogFormat, options: { readonly colorize: boolean }): (line: string) => string {
   if (format === 'json') return (line) => line;
+  const { prettyFactory } = requireCjs('pino-pretty') as typeof import('pino-pretty');
   const pretty = prettyFactory({
     colorize: options.colorize,
     singleLine: true,

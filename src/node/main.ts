@@ -6,14 +6,11 @@
  */
 import { PASSWORD_GATE_DEFAULTS, PasswordGate } from '../http/password-gate.js';
 import { pino, type Logger } from 'pino';
-// Loaded before the replica starts, on purpose: loading it later (~0.5 s of module compilation)
-// stalled the event loop in the middle of a wiped replica's state transfer (`bench transfer`).
-import { buildApp } from '../http/app.js';
 import { setKernelsWarn } from '../kernels/index.js';
 import { StorageRefusal } from '../storage/refusal.js';
 import { ConfigError, readConfigEnv, readConfigFile, resolveConfig, type ConfigKey, type NodeConfig } from './config.js';
 import { processOnlySecret, tokenKeyOf } from './cluster-secret.js';
-import { DEFAULT_ROOT_PASSWORD, ReplicaNode } from './replica-node.js';
+import type { ReplicaNode } from './replica-node.js';
 import { httpsFetch, serverTlsOptions } from './tls.js';
 import type { AddressInfo } from 'node:net';
 import { assert } from '../stdx/assert.js';
@@ -53,8 +50,34 @@ function boundHostPort(host: string, address: string | AddressInfo | null): stri
   return formatHostPort({ host, port: address.port });
 }
 
+/**
+ * Where a replica's boot time goes: ms per phase, logged once as the `boot phases` info record
+ * (operators ask where restart time goes). `process` runs from the process's time origin to
+ * `start()`: node's own startup, the command line, and this module's static imports.
+ */
+class BootPhases {
+  readonly phasesMs: Record<string, number> = {};
+  private last = 0;
+
+  constructor() {
+    this.mark('process');
+  }
+
+  /** Charges the time since the previous mark to `phase`. */
+  mark(phase: string): void {
+    const now = performance.now();
+    this.phasesMs[phase] = (this.phasesMs[phase] ?? 0) + Math.round(now - this.last);
+    this.last = now;
+  }
+
+  get totalMs(): number {
+    return Math.round(this.last);
+  }
+}
+
 /** Runs the replica until a signal; returns the process exit code. */
 export async function start(options: StartOptions): Promise<number> {
+  const boot = new BootPhases();
   let config: NodeConfig;
   try {
     config = loadConfig(options);
@@ -65,8 +88,16 @@ export async function start(options: StartOptions): Promise<number> {
     }
     throw error;
   }
+  boot.mark('config');
   const logger = createLogger(config);
   setKernelsWarn((message) => logger.warn(message));
+  const { DEFAULT_ROOT_PASSWORD, ReplicaNode } = await import('./replica-node.js');
+  boot.mark('import_replica');
+  // Loaded before the replica starts, on purpose: loading it later (~0.5 s of module compilation
+  // then) stalled the event loop in the middle of a wiped replica's state transfer (`bench
+  // transfer`). What it defers to first use (lazy-compile.ts, jose) is a fraction of that.
+  const { buildApp } = await import('../http/app.js');
+  boot.mark('import_http');
   const rootPassword = process.env['VRMETA_ROOT_PASSWORD'] ?? DEFAULT_ROOT_PASSWORD;
   if (process.env['VRMETA_ROOT_PASSWORD'] === undefined) {
     logger.warn('using the default root credentials (iggy/iggy); set VRMETA_ROOT_PASSWORD');
@@ -97,8 +128,10 @@ export async function start(options: StartOptions): Promise<number> {
     }
     throw error;
   }
+  boot.mark('recovery');
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
   await node.start();
+  boot.mark('replica_listen');
   if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
   const tls = config.tls;
   const app = buildApp({
@@ -111,8 +144,10 @@ export async function start(options: StartOptions): Promise<number> {
     // Every replica is configured alike: with HTTPS here, the primary's listener is HTTPS too.
     ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });
+  boot.mark('http_app');
   const { host, port } = splitHostPort(config.http);
   await app.listen({ host, port });
+  boot.mark('http_listen');
   const scheme = tls === null ? 'http' : 'https';
   // The bound addresses (a configured port 0 resolved): what the logs name and the peers learn.
   const http = boundHostPort(host, app.server.address());
@@ -121,6 +156,8 @@ export async function start(options: StartOptions): Promise<number> {
   const tcp = boundHostPort(parseHostPort(config.tcp).host, tcpBound);
   logger.info({ tcp, tls: config.tcpTlsCert !== null }, `Iggy binary protocol listening on ${tcp}`);
   node.advertise({ http, tcp });
+  boot.mark('tcp_listen');
+  logger.info({ boot_ms: boot.totalMs, phases_ms: boot.phasesMs }, `boot phases (ms): ${Object.entries(boot.phasesMs).map(([phase, ms]) => `${phase} ${ms}`).join(', ')}`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -30,7 +30,7 @@ import { ReplicaBus } from '../transport/tcp-bus.js';
 import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
 import { formatHostPort, parseHostPort } from '../transport/address.js';
 import type { Advertisement } from '../transport/advertisement.js';
-import { SERVER_VERSION_DEFAULT } from '../http/app.js';
+import { SERVER_VERSION_DEFAULT } from '../http/version.js';
 import { processSystemInfo } from '../http/system-info.js';
 import { CLIENT_NO_USER_ID, ClusterNodeRole, ClusterNodeStatus, clientTransportName, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
 import { Command } from '../constants.js';

@@ -7,18 +7,32 @@
 import { afterAll, expect, it } from 'vitest';
 import { cleanupAll, leftovers } from '../../bench/procs.js';
 import { formatRestartReport, runRestartBench } from '../../bench/restart.js';
+import { CLI_PATH, assertDistFresh } from './harness.js';
+
+const BOOT_PHASES = ['process', 'config', 'import_replica', 'import_http', 'recovery', 'replica_listen', 'http_app', 'http_listen', 'tcp_listen'];
 
 afterAll(async () => {
   await cleanupAll();
 });
 
-it('every replica of a restarted cluster elects at once from recovery, then every /readyz is 200', async () => {
-  const report = await runRestartBench({ rounds: 1, streams: 3 });
-  expect(report.rounds).toHaveLength(1);
-  const round = report.rounds[0]!;
-  expect(round.reasons).toEqual(['peers_recovering', 'peers_recovering', 'peers_recovering']);
-  expect(round.probes).toEqual([0, 0, 0]);
-  expect(Number.isFinite(round.readyMs)).toBe(true);
-  expect(formatRestartReport(report)).toContain('| round | spawn -> last listener (ms) |');
+it('every replica of a restarted cluster elects at once from recovery, then every /readyz is 200; --baseline-cli alternates builds', async () => {
+  assertDistFresh();
+  // This build stands in for the baseline: what is checked there is the alternation and the labels.
+  const report = await runRestartBench({ rounds: 1, streams: 3, baselineCli: CLI_PATH });
+  expect(report.rounds.map((round) => [round.round, round.build])).toEqual([
+    [1, 'this build'],
+    [1, 'baseline'],
+  ]);
+  for (const round of report.rounds) {
+    expect(round.reasons).toEqual(['peers_recovering', 'peers_recovering', 'peers_recovering']);
+    expect(Number.isFinite(round.readyMs)).toBe(true);
+    // Every replica said where its boot went (its `boot phases` record), phase by phase.
+    expect(round.bootPhases).toHaveLength(3);
+    for (const phases of round.bootPhases) expect(Object.keys(phases)).toEqual(BOOT_PHASES);
+  }
+  expect(report.rounds[0]!.probes).toEqual([0, 0, 0]);
+  const table = formatRestartReport(report);
+  expect(table).toContain('| round | spawn -> last listener (ms) |');
+  expect(table).toContain('| baseline |');
   expect(leftovers()).toEqual({ children: 0, tempRoots: [] });
 }, 120_000);

@@ -1,12 +1,22 @@
 /**
  * `vrmeta dev` log lines: readable on a terminal, pino JSON otherwise (issue 15).
  */
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { chooseLogFormat, lineFormatter } from '../../src/node/log-format.js';
 
 const RECORD = JSON.stringify({ level: 40, time: Date.UTC(2026, 11, 1, 17, 39, 1, 366), replica: 1, view: 2, reason: 'heartbeat_timeout', msg: 'view change' });
 
 describe('dev log format', () => {
+  it('loads pino-pretty only for the pretty format (vrmeta dev spawns its replicas first)', () => {
+    const prettyLoaded = (): boolean => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes('/pino-pretty/'));
+    expect(prettyLoaded()).toBe(false);
+    lineFormatter('json', { colorize: false });
+    expect(prettyLoaded()).toBe(false);
+    lineFormatter('pretty', { colorize: false });
+    expect(prettyLoaded()).toBe(true);
+  });
+
   it('auto is pretty on a terminal and JSON otherwise; explicit choices win; others are refused', () => {
     expect(chooseLogFormat('auto', true)).toBe('pretty');
     expect(chooseLogFormat('auto', false)).toBe('json');
