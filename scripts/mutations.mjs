@@ -334,7 +334,7 @@ const MUTATIONS = [
     id: 'A6',
     defect: 'A',
     reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
-    edits: [{ file: REPLICA, search: 'sameLogView, lagging ? commit : -1);', replace: 'sameLogView, -1);' }],
+    edits: [{ file: REPLICA, search: 'sameLogView, lagging ? commit : -1, ', replace: 'sameLogView, -1, ' }],
     pins: [
       {
         file: 'test/sim/seeds.test.ts',
@@ -564,7 +564,7 @@ const MUTATIONS = [
     id: 'F2',
     defect: 'also',
     reverts: 'a failed transfer_discard is logged',
-    edits: [{ file: REPLICA, search: '      if (!result.ok) this.env.logger.log(\'warn\', \'state transfer: discarding', replace: '      if (false) this.env.logger.log(\'warn\', \'state transfer: discarding' }],
+    edits: [{ file: REPLICA, search: "      if (!result.ok) this.emit('warn', 'state_transfer_discard_failed'", replace: "      if (false) this.emit('warn', 'state_transfer_discard_failed'" }],
     pins: [AUDIT_PIN.discard],
   },
 ];

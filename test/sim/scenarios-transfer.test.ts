@@ -532,25 +532,33 @@ describe('state transfer: each defect of the seed review is impossible', () => {
   it('4. offers are first-wins per (requester, nonce): a retry after a new checkpoint gets the same manifest', () => {
     const cluster = sim({ clientCount: 4, requestsPerClient: 60 });
     const backup = lagBehindCheckpoints(cluster);
-    const targets = new Map<string, string>();
+    const peer = (backup + 1) % 3;
+    const targets = new Map<string, { body: string; checkpointOp: number }>();
     let mismatches = 0;
+    // Retries (same server, same nonce) answered after the server's checkpoint moved on.
+    let retriesAcrossCheckpoints = 0;
     let holdTargets = true;
     cluster.network.filter = ({ from, to, frame }) => {
       const decoded = decodeFrame(kernels, frame);
       if (to === backup && decoded.ok && decoded.header.command === Command.stateTransferTarget && decoded.header.available === 1) {
         const key = `${from}:${decoded.header.nonce}`;
         const body = Buffer.from(decoded.body).toString('hex');
-        if (targets.has(key) && targets.get(key) !== body) mismatches += 1;
-        targets.set(key, body);
+        const checkpointOp = cluster.replica(from).checkpointOp;
+        const first = targets.get(key);
+        if (first === undefined) targets.set(key, { body, checkpointOp });
+        else {
+          if (first.body !== body) mismatches += 1;
+          if (checkpointOp > first.checkpointOp) retriesAcrossCheckpoints += 1;
+        }
         // Lose the first targets: the receiver retries with the same nonce while checkpoints move.
         if (holdTargets) return 'drop';
       }
       return 'deliver';
     };
     cluster.restart(backup);
-    const peer = (backup + 1) % 3;
-    const before = cluster.replica(peer).checkpointOp;
-    cluster.runUntil(() => cluster.replica(peer).checkpointOp > before && targets.size > 0, 20_000);
+    // The premise: a server answered the same (requester, nonce) again after a new checkpoint.
+    expect(cluster.runUntil(() => retriesAcrossCheckpoints > 0, 20_000), cluster.describe()).toBe(true);
+    expect(cluster.replica(peer).checkpointOp).toBeGreaterThan(0);
     holdTargets = false;
     cluster.converge();
     expect(targets.size).toBeGreaterThan(0);
