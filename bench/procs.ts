@@ -212,10 +212,14 @@ export async function reservePorts(count: number, isFree: (port: number) => Prom
 }
 
 /**
- * The first of `count` consecutive free ports (`vrmeta dev` takes consecutive ports): a base from
- * listen(0) whose successors are free too, each checked by binding it, none of them in `avoid`.
+ * The first of `count` consecutive free ports (`vrmeta dev` takes consecutive ports), each checked
+ * by binding it, none of them in `avoid`. Bases are drawn below Linux's ephemeral range
+ * (32768-60999): inside it, the outgoing connections of a busy test run leave few runs of nine
+ * free ports, so the later attempts take bases from listen(0) as a fallback.
  */
 const CONSECUTIVE_ATTEMPTS = 100;
+const LOW_PORT_MIN = 20_000;
+const LOW_PORT_MAX = 32_000;
 
 export async function consecutiveFreePorts(count: number, avoid: readonly number[] = []): Promise<number> {
   let last = 'never tried';
@@ -223,7 +227,7 @@ export async function consecutiveFreePorts(count: number, avoid: readonly number
   // runs of free ports come and go.
   for (let attemptIndex = 0; attemptIndex < CONSECUTIVE_ATTEMPTS; attemptIndex++) {
     if (attemptIndex >= 20) await sleep(50);
-    const [base] = await reservePorts(1);
+    const base = attemptIndex % 2 === 0 ? LOW_PORT_MIN + Math.floor(Math.random() * (LOW_PORT_MAX - LOW_PORT_MIN)) : (await reservePorts(1))[0];
     if (base === undefined || base + count > 65535) continue;
     const range = Array.from({ length: count }, (_, index) => base + index);
     if (range.some((port) => avoid.includes(port))) {
