@@ -341,6 +341,11 @@ const MUTATIONS = [
         name: 'regression seeds seed 2644958924859 (targeted faults): a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them',
         title: 'regression seed 2644958924859 (targeted faults)',
       },
+      {
+        file: 'test/sim/seeds.test.ts',
+        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
+        title: 'regression seed 3551023059979 (all faults)',
+      },
     ],
   },
   {
