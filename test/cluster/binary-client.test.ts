@@ -150,7 +150,7 @@ describe('binary clients across processes', () => {
 
       // The wiped replica rejoins by state transfer: the same entry, byte for byte.
       cluster.start(wiped);
-      await cluster.waitFor('state transfer installed', () => cluster.records(wiped, 'state transfer installed')[0], 45_000);
+      await cluster.waitFor('state transfer installed', () => cluster.events(wiped, 'state_transfer_installed')[0], 45_000);
       await cluster.waitForConverged(cluster.indices(), 45_000);
       const transferred = tableOf(wiped).find((candidate) => candidate.clientId === a.clientId);
       expect(transferred).toEqual(entry);

@@ -22,6 +22,7 @@
  * log (HTTP access lines left out) to the error, and an unexpected child exit (an assertion in
  * the core is fail-stop) fails the next wait at once instead of at its budget.
  */
+import type { ReplicaEvent } from '../../src/vsr/events.js';
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { CLI_PATH, REPO_ROOT, cleanEnv, makeTempRoot, removeTempRoot, reservePorts, sleep, spawnChild, stopChild, type ChildHandle } from '../../bench/procs.js';
@@ -413,6 +414,21 @@ export class Cluster {
       try {
         const record = JSON.parse(line) as LogRecord;
         if (typeof record.msg === 'string' && record.msg.includes(marker)) out.push(record);
+      } catch {
+        // A partial line: not a record.
+      }
+    }
+    return out;
+  }
+
+  /** The replica's typed events (src/vsr/events.ts) in its log: records whose `event` is `event`. */
+  events(index: number, event: ReplicaEvent): LogRecord[] {
+    const out: LogRecord[] = [];
+    for (const line of this.lines(index)) {
+      if (!line.startsWith('{') || !line.includes(`"event":"${event}"`)) continue;
+      try {
+        const record = JSON.parse(line) as LogRecord & { event?: unknown };
+        if (record.event === event) out.push(record);
       } catch {
         // A partial line: not a record.
       }

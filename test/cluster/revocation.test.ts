@@ -50,7 +50,7 @@ describe('logout revokes the token on every replica', () => {
         20_000,
       );
       cluster.start(wiped);
-      await cluster.waitFor('state transfer installed', () => cluster.records(wiped, 'state transfer installed')[0], 45_000);
+      await cluster.waitFor('state transfer installed', () => cluster.events(wiped, 'state_transfer_installed')[0], 45_000);
       await cluster.waitForConverged(cluster.indices(), 45_000, 'catch-up after the install');
       expect(await status(wiped, leaked)).toBe(401);
       expect(await status(wiped, other)).toBe(200);

@@ -61,7 +61,7 @@ async function writePastEveryFloor(prefix: string, op: number, opsMin: number): 
 
 /** Restarts `index`, waits for the install and convergence, and checks what the status shows. */
 async function expectCatchUpByTransfer(index: number): Promise<LogRecord> {
-  const installed = await cluster.waitFor('state transfer installed', () => cluster.records(index, 'state transfer installed')[0], 45_000);
+  const installed = await cluster.waitFor('state transfer installed', () => cluster.events(index, 'state_transfer_installed')[0], 45_000);
   const installedOp = installed['checkpoint_op'];
   expect(typeof installedOp).toBe('number');
   expect(installedOp as number).toBeGreaterThanOrEqual(CHECKPOINT_INTERVAL);
@@ -86,7 +86,7 @@ async function expectCatchUpByTransfer(index: number): Promise<LogRecord> {
   expect(mine.checkpoint_id).not.toBe('0000000000000000');
   expect(await cluster.ready(index)).toBe(true);
   // It caught up by transfer, not by replaying the evicted range.
-  expect(cluster.records(index, 'state transfer started').length).toBeGreaterThan(0);
+  expect(cluster.events(index, 'state_transfer_started').length).toBeGreaterThan(0);
   return installed;
 }
 
