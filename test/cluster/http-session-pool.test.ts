@@ -5,27 +5,12 @@
  * and on no more than the bound (a single session per credential would show exactly one).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sample } from '../support/prometheus-text.js';
 import { Cluster } from './harness.js';
 
 const SESSIONS_PER_CREDENTIAL = 4;
 const WRITES = 24;
 
-/** The sum of the samples of `name` (exact name) whose labels include `labels`. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (match === null || match[1] !== name) continue;
-    const pairs = new Map([...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
-    if (Object.entries(labels).some(([key, value]) => pairs.get(key) !== value)) continue;
-    sum += Number(match[3]);
-    found = true;
-  }
-  if (!found) throw new Error(`no sample ${name}${JSON.stringify(labels)} in the scrape`);
-  return sum;
-}
 
 async function scrape(c: Cluster, index: number): Promise<string> {
   const response = await fetch(`http://${c.httpAddress(index)}/metrics`, { signal: AbortSignal.timeout(10_000) });

@@ -9,6 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sample } from '../support/prometheus-text.js';
 import { Cluster } from './harness.js';
 
 const PROMTOOL_REQUIRED = process.env['VRMETA_REQUIRE_PROMTOOL'] === '1';
@@ -20,22 +21,6 @@ const CLIENTS_TABLE_MAX = 4;
 /** Sessions (one login each) that write after the first: each one beyond the caps evicts one. */
 const EXTRA_SESSIONS = 5;
 
-/** The sum of the samples of `name` whose labels include `labels` (exact name, no suffixes). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (match === null || match[1] !== name) continue;
-    const pairs = new Map([...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
-    if (Object.entries(labels).some(([key, value]) => pairs.get(key) !== value)) continue;
-    sum += Number(match[3]);
-    found = true;
-  }
-  if (!found) throw new Error(`no sample ${name}${JSON.stringify(labels)} in the scrape`);
-  return sum;
-}
 
 function typeOf(text: string, name: string): string | undefined {
   return new RegExp(`^# TYPE ${name} (\\w+)$`, 'm').exec(text)?.[1];

@@ -288,20 +288,29 @@ describe('backups apply a commit without waiting for the next message', () => {
   });
 });
 
+/**
+ * A backup crashed after op 5 while the others committed up to `commitTarget`, restarted with
+ * every repair answer to it lost: it can learn the log and the commit point, never the bodies.
+ */
+function backupWithoutRepairs(commitTarget: number): { cluster: ClusterSim; backup: number } {
+  const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
+  formed(cluster);
+  cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+  const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+  cluster.crash(backup);
+  cluster.runUntil(() => commitMax(cluster) >= commitTarget, 10_000);
+  cluster.network.filter = ({ to, frame }) => {
+    const decoded = decodeFrame(kernels, frame);
+    return to === backup && decoded.ok && decoded.header.command === Command.repairPrepare ? 'drop' : 'deliver';
+  };
+  cluster.restart(backup);
+  return { cluster, backup };
+}
+
 describe('readiness', () => {
   it('a backup that knows of commits it has not applied is not ready for reads', () => {
-    const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
-    formed(cluster);
-    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
-    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
-    cluster.crash(backup);
-    cluster.runUntil(() => commitMax(cluster) >= 12, 10_000);
     // It learns the commit point (StartView, heartbeats) but none of the missing bodies.
-    cluster.network.filter = ({ to, frame }) => {
-      const decoded = decodeFrame(kernels, frame);
-      return to === backup && decoded.ok && decoded.header.command === Command.repairPrepare ? 'drop' : 'deliver';
-    };
-    cluster.restart(backup);
+    const { cluster, backup } = backupWithoutRepairs(12);
     const behind = cluster.runUntil(() => {
       const replica = cluster.replica(backup);
       return replica.status === 'normal' && replica.logView === replica.view && replica.commitMax > replica.commitMin;
@@ -329,18 +338,8 @@ describe('restart and repair', () => {
   });
 
   it('a backup that adopted a view with unrepaired gaps restarts claiming that view\'s head', () => {
-    const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
-    formed(cluster);
-    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
-    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
-    cluster.crash(backup);
-    cluster.runUntil(() => commitMax(cluster) >= 20, 10_000);
     // The backup may learn the log (the StartView answering its probe) but never its bodies.
-    cluster.network.filter = ({ to, frame }) => {
-      const decoded = decodeFrame(kernels, frame);
-      return to === backup && decoded.ok && decoded.header.command === Command.repairPrepare ? 'drop' : 'deliver';
-    };
-    cluster.restart(backup);
+    const { cluster, backup } = backupWithoutRepairs(20);
     const walHead = cluster.replica(backup).op;
     expect(cluster.runUntil(() => cluster.replica(backup).status === 'normal' && cluster.replica(backup).op >= 20, 5_000), cluster.describe()).toBe(true);
     const head = cluster.replica(backup).op;

@@ -3,23 +3,9 @@
  * (src/node/client-sessions.ts), its default, its sources and its range.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfigEnv, resolveConfig } from '../../src/node/config.js';
+import { readConfigEnv } from '../../src/node/config.js';
+import { config, refusal } from './config-fixtures.js';
 
-const SECRET = { cluster_secret: 'a cluster secret of at least 32 characters' };
-
-function config(...layers: Parameters<typeof resolveConfig>): ReturnType<typeof resolveConfig> {
-  return resolveConfig(SECRET, ...layers);
-}
-
-function refusal(...layers: Parameters<typeof resolveConfig>): string {
-  try {
-    config(...layers);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.key;
-    throw error;
-  }
-  return 'accepted';
-}
 
 describe('config: http_sessions_per_credential', () => {
   it('defaults to 16; the file, the environment and a flag set it, in that precedence', () => {

@@ -4,24 +4,9 @@
  * invalid value.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfigEnv, resolveConfig } from '../../src/node/config.js';
+import { readConfigEnv } from '../../src/node/config.js';
+import { config, refusal } from './config-fixtures.js';
 
-/** Every configuration needs a cluster secret (issue 17); these tests are about the client port. */
-const SECRET = { cluster_secret: 'a cluster secret of at least 32 characters' };
-
-function config(...layers: Parameters<typeof resolveConfig>): ReturnType<typeof resolveConfig> {
-  return resolveConfig(SECRET, ...layers);
-}
-
-function refusal(...layers: Parameters<typeof resolveConfig>): string {
-  try {
-    config(...layers);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.key;
-    throw error;
-  }
-  return 'accepted';
-}
 
 describe('config: metrics_public', () => {
   it('defaults to false (GET /metrics needs a bearer); a flag, the environment or the file turns it on', () => {
