@@ -1,7 +1,7 @@
 /**
- * A whole-cluster restart of `vrmeta dev` on real processes (issue 15): every replica leaves
- * recovery because it heard every peer recovering, before its first probe round ran out, instead
- * of waiting out five rounds (5 s). Asserted on the replicas' own typed log fields (reason,
+ * A whole-cluster restart of `vrmeta dev` on real processes (issue 15): the replicas leave recovery
+ * because they heard every peer recovering, before their first probe round ran out, instead of
+ * waiting out five rounds (5 s). Asserted on the replicas' own typed log fields (reason,
  * probes), never on a timing.
  */
 import { afterAll, expect, it } from 'vitest';
@@ -24,13 +24,17 @@ it('every replica of a restarted cluster elects at once from recovery, then ever
     [1, 'baseline'],
   ]);
   for (const round of report.rounds) {
-    expect(round.reasons).toEqual(['peers_recovering', 'peers_recovering', 'peers_recovering']);
+    // A view change needs a quorum: at least two replicas elect from recovery, each because it
+    // heard every peer recovering, before a single probe round ran out. The third may instead
+    // adopt the new view from the StartView answering its probe, if that arrives first.
+    expect(round.reasons.length).toBeGreaterThanOrEqual(2);
+    for (const reason of round.reasons) expect(reason).toBe('peers_recovering');
+    for (const probes of round.probes) expect(probes).toBe(0);
     expect(Number.isFinite(round.readyMs)).toBe(true);
     // Every replica said where its boot went (its `boot phases` record), phase by phase.
     expect(round.bootPhases).toHaveLength(3);
     for (const phases of round.bootPhases) expect(Object.keys(phases)).toEqual(BOOT_PHASES);
   }
-  expect(report.rounds[0]!.probes).toEqual([0, 0, 0]);
   const table = formatRestartReport(report);
   expect(table).toContain('| round | spawn -> last listener (ms) |');
   expect(table).toContain('| baseline |');
