@@ -59,6 +59,13 @@ const PIN = {
 const AUDIT = 'test/sim/scenarios-audit.test.ts';
 /** A test of the audit's scenarios (issue 12, defects A-E), by its describe block and title. */
 const audit = (block, title) => ({ file: AUDIT, name: `${block} ${title}`, title });
+/** A regression seed of test/sim/seeds.test.ts; `faults`: '' (targeted off), 'targeted faults' or 'all faults'. */
+const seed = (number, faults, label) => {
+  const test = faults === '' ? `seed ${number}` : `seed ${number} (${faults})`;
+  return { file: 'test/sim/seeds.test.ts', name: `regression seeds ${test}: ${label}`, title: `regression ${test}` };
+};
+/** Pins A6, A9 and A10: with any of those reverted, this schedule loses a committed op or wedges. */
+const SEED_UNVOUCHED = seed(3551023059979, 'all faults', 'a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op');
 const AUDIT_PIN = {
   a: audit('audit defect A: an install during a view change never drops an op this replica reported present', 'the only holder of an acknowledged op transfers a checkpoint mid view change and the op survives'),
   aServe: audit('audit defect A: an install during a view change never drops an op this replica reported present', 'a transferring replica serves the prepare it reported present, so the view starts before its install'),
@@ -322,12 +329,8 @@ const MUTATIONS = [
     reverts: 'a primary-elect persists the parked headers of the log view it adopts from the merge',
     edits: [{ file: REPLICA, search: '    this.noteViewHeaders(logViewChanged);\n    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();\n', replace: '    if (logViewChanged) this.persistView();\n' }],
     pins: [
-      { file: 'test/sim/seeds.test.ts', name: 'regression seeds seed 1282654390171: a primary-elect adopted the merged log view without persisting its parked headers', title: 'regression seed 1282654390171' },
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 4320883123812 (all faults): a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)',
-        title: 'regression seed 4320883123812 (all faults)',
-      },
+      seed(1282654390171, '', 'a primary-elect adopted the merged log view without persisting its parked headers'),
+      seed(4320883123812, 'all faults', 'a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)'),
     ],
   },
   {
@@ -336,16 +339,8 @@ const MUTATIONS = [
     reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
     edits: [{ file: REPLICA, search: 'sameLogView, lagging ? commit : -1, ', replace: 'sameLogView, -1, ' }],
     pins: [
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 2644958924859 (targeted faults): a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them',
-        title: 'regression seed 2644958924859 (targeted faults)',
-      },
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
-        title: 'regression seed 3551023059979 (all faults)',
-      },
+      seed(2644958924859, 'targeted faults', 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'),
+      SEED_UNVOUCHED,
     ],
   },
   {
@@ -354,11 +349,7 @@ const MUTATIONS = [
     reverts: 'a replica adopting a new log discards only the entries it cannot vouch for, not the verified ones above them',
     edits: [{ file: REPLICA, search: '    if (this.journal.ops().every((op) => op < lowest || removed.has(op))) {\n', replace: '    if (true) {\n' }],
     pins: [
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 1786574930811 (targeted faults): adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them',
-        title: 'regression seed 1786574930811 (targeted faults)',
-      },
+      seed(1786574930811, 'targeted faults', 'adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them'),
     ],
   },
   {
@@ -374,11 +365,7 @@ const MUTATIONS = [
     reverts: 'a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view',
     edits: [{ file: REPLICA, search: '    const lagging = !this.journal.hasRoom(header.op) || unvouched;\n', replace: '    const lagging = !this.journal.hasRoom(header.op) || (unvouched && false);\n' }],
     pins: [
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
-        title: 'regression seed 3551023059979 (all faults)',
-      },
+      SEED_UNVOUCHED,
     ],
   },
   {
@@ -393,11 +380,7 @@ const MUTATIONS = [
       },
     ],
     pins: [
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 3551023059979 (all faults): a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op',
-        title: 'regression seed 3551023059979 (all faults)',
-      },
+      SEED_UNVOUCHED,
     ],
   },
   {
@@ -406,11 +389,7 @@ const MUTATIONS = [
     reverts: 'a lagging replica parks none of the new log\'s headers (its journal stays canonical for the log view it keeps)',
     edits: [{ file: REPLICA, search: '    if (!parkCanonical) return keptLowest;\n', replace: '' }],
     pins: [
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: "regression seeds seed 3161429547486 (all faults): a lagging replica parked a newer log view's headers and claimed them for the log view it kept",
-        title: 'regression seed 3161429547486 (all faults)',
-      },
+      seed(3161429547486, 'all faults', "a lagging replica parked a newer log view's headers and claimed them for the log view it kept"),
     ],
   },
   {
@@ -426,11 +405,7 @@ const MUTATIONS = [
     ],
     pins: [
       { file: 'test/sim/scenarios-core.test.ts', name: 'view change a canonical log short of a known commit is extended by the ops another sender applied', title: 'a canonical log short of a known commit is extended by the ops another sender applied' },
-      {
-        file: 'test/sim/seeds.test.ts',
-        name: 'regression seeds seed 1086421619296 (all faults): a merge waited forever for a committed op that only a caught-up lost disk of an older log view had applied',
-        title: 'regression seed 1086421619296 (all faults)',
-      },
+      seed(1086421619296, 'all faults', 'a merge waited forever for a committed op that only a caught-up lost disk of an older log view had applied'),
     ],
   },
   {

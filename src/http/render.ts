@@ -15,7 +15,7 @@ import type {
   UserDetailsView,
   UserView,
 } from '../metadata/queries.js';
-import { resolveTopicOptions } from '../metadata/options.js';
+import { parseCompression, resolveTopicOptions } from '../metadata/options.js';
 import { CompressionAlgorithm, UserStatus } from '../format/snapshot-model.js';
 import type { ClientSessionInfo, ClusterNode, ClusterStatus } from './node-api.js';
 import { permissionsToJson } from './permissions-json.js';
@@ -80,14 +80,7 @@ export function compressionName(code: number): 'none' | 'gzip' {
 
 /** Iggy's `CompressionAlgorithm::from_str` is case-insensitive; null for an unknown name. */
 export function compressionCode(name: string): number | null {
-  switch (name.toLowerCase()) {
-    case 'none':
-      return CompressionAlgorithm.none;
-    case 'gzip':
-      return CompressionAlgorithm.gzip;
-    default:
-      return null;
-  }
+  return parseCompression(name);
 }
 
 export function userStatusName(status: number): 'active' | 'inactive' {
