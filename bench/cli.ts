@@ -199,7 +199,7 @@ export function registerBenchCommands(bench: Command): void {
     .option('--json', 'print the report as JSON')
     .option('--rounds <n>', 'restarts to time (default 5)', positiveInteger)
     .option('--streams <n>', 'streams written before the first restart (default 50)', positiveInteger)
-    .option('--baseline-cli <path>', "another build's dist/src/node/cli.js, restarted alternately with this one in every round (before/after in one run)")
+    .option('--baseline-cli <path>', "another CLI entry (another build's dist/bundle/cli.js, or dist/src/node/cli.js unbundled), restarted alternately with this one in every round (before/after in one run)")
     .action(async (options: { json?: boolean; rounds?: number; streams?: number; baselineCli?: string }) => {
       if (options.baselineCli !== undefined && !existsSync(options.baselineCli)) {
         process.stderr.write(`vrmeta bench restart: --baseline-cli ${options.baselineCli} does not exist (build that checkout first: npm run build)\n`);

@@ -46,6 +46,8 @@ function findRepoRoot(): string {
 
 export const REPO_ROOT = findRepoRoot();
 export const CLI_PATH = join(REPO_ROOT, 'dist', 'src', 'node', 'cli.js');
+/** What `npm start` and the package's `bin` run: the bundled CLI (scripts/bundle.mjs). */
+export const BUNDLED_CLI_PATH = join(REPO_ROOT, 'dist', 'bundle', 'cli.js');
 
 export const HOST = '127.0.0.1';
 export const ROOT_USERNAME = 'iggy';

@@ -8,12 +8,14 @@
  * and when the election from recovery began, so the time splits into process boot and protocol,
  * and each replica's `boot phases` record (where its boot went).
  *
- * `baselineCli` (`--baseline-cli`) times another build's `dist/src/node/cli.js` in the same run:
+ * It runs the bundled CLI (`dist/bundle/cli.js`, what `npm start` runs). `baselineCli`
+ * (`--baseline-cli`) times another entry in the same run (another build's `dist/bundle/cli.js`, or
+ * this build's unbundled `dist/src/node/cli.js`):
  * every round restarts the cluster once with each build, alternately, on the same data, so both
  * see the same machine load. Wall-clock figures on a shared machine: compare them within one run.
  */
 import {
-  CLI_PATH,
+  BUNDLED_CLI_PATH,
   HOST,
   POLL_MS,
   ROOT_PASSWORD,
@@ -77,7 +79,7 @@ async function allReady(ports: readonly number[]): Promise<boolean> {
 }
 
 /** Starts `vrmeta dev` and waits for every /readyz; returns the child and the elapsed ms. */
-async function startCluster(dataDir: string, ports: readonly number[], name: string, cliPath: string = CLI_PATH): Promise<{ dev: ChildHandle; readyMs: number }> {
+async function startCluster(dataDir: string, ports: readonly number[], name: string, cliPath: string = BUNDLED_CLI_PATH): Promise<{ dev: ChildHandle; readyMs: number }> {
   const [http, replica, tcp] = [ports[0]!, ports[3]!, ports[6]!];
   const dev = spawnChild(name, process.execPath, [
     cliPath,
@@ -179,7 +181,7 @@ export async function runRestartBench(options: RestartBenchOptions = {}): Promis
     log(`first start: every /readyz 200 after ${first.readyMs} ms; writing ${streams} streams`);
     await writeStreams(ports[0]!, streams);
     const results: RestartRound[] = [];
-    const builds: [RestartRound['build'], string][] = [['this build', CLI_PATH]];
+    const builds: [RestartRound['build'], string][] = [['this build', BUNDLED_CLI_PATH]];
     if (options.baselineCli !== undefined) builds.push(['baseline', options.baselineCli]);
     for (let round = 1; round <= rounds; round++) {
       for (const [build, cliPath] of builds) {

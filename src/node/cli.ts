@@ -129,7 +129,10 @@ const bench = program.command('bench').description('benchmarks (ratios measured 
 // other command, and `vrmeta bench` says what is missing instead of failing to resolve a module.
 // src/ never imports bench/ (not even its types): the entry's shape is stated here and bench/cli.ts
 // checks itself against it.
-const BENCH_ENTRY = new URL('../../bench/cli.js', import.meta.url);
+// From dist/src/node/cli.js the entry is dist/bench/cli.js; from the bundle (dist/bundle/) too.
+const BENCH_ENTRY = [new URL('../../bench/cli.js', import.meta.url), new URL('../bench/cli.js', import.meta.url)].find(
+  (url) => existsSync(fileURLToPath(url)),
+) ?? new URL('../../bench/cli.js', import.meta.url);
 export interface BenchEntry {
   registerBenchCommands(bench: Command): void;
 }

@@ -93,6 +93,14 @@ export function assertDistFresh(): void {
     }
   };
   if (existsSync(srcRoot)) walk(srcRoot);
+  // The bundle (`npm start`, the package's bin) is built from dist/src after tsc: it is stale
+  // when any compiled file is newer than its entry.
+  const bundle = join(REPO_ROOT, 'dist', 'bundle', 'cli.js');
+  const compiled = newestMtimeMs(join(REPO_ROOT, 'dist', 'src'), '.js');
+  if (!existsSync(bundle)) problems.push('dist/bundle/cli.js is missing');
+  else if (compiled !== null && statSync(bundle).mtimeMs + 1 < compiled.mtimeMs) {
+    problems.push(`dist/bundle/cli.js is older than ${relative(REPO_ROOT, compiled.path)}`);
+  }
   const wasm = existsSync(join(REPO_ROOT, 'build')) ? newestMtimeMs(join(REPO_ROOT, 'build'), '.wasm') : null;
   if (wasm === null) problems.push('build/*.wasm is missing (run `npm run asbuild`)');
   if (problems.length > 0) {

@@ -71,7 +71,9 @@ function run(args: string[]): { status: number | null; stdout: string; stderr: s
 describe('the packed package', () => {
   it('ships the dist files the CLI imports, and no source or tests', () => {
     const files = readdirSync(join(root, 'app', 'node_modules', 'vrmeta', 'dist'));
-    expect(files.sort()).toEqual(['bench', 'src']);
+    expect(files.sort()).toEqual(['bench', 'bundle', 'src']);
+    // The bin is the bundle (scripts/bundle.mjs); the tests below run it.
+    expect(readdirSync(join(root, 'app', 'node_modules', 'vrmeta', 'dist', 'bundle'))).toContain('cli.js');
     expect(readdirSync(join(root, 'app', 'node_modules', 'vrmeta', 'dist', 'bench'))).toContain('cli.js');
   });
 
