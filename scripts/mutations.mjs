@@ -64,6 +64,9 @@ const seed = (number, faults, label) => {
   const test = faults === '' ? `seed ${number}` : `seed ${number} (${faults})`;
   return { file: 'test/sim/seeds.test.ts', name: `regression seeds ${test}: ${label}`, title: `regression ${test}` };
 };
+const PINS = 'test/sim/scenarios-pins.test.ts';
+/** A deterministic schedule of test/sim/scenarios-pins.test.ts, by its describe block and title. */
+const scheduled = (block, title) => ({ file: PINS, name: `${block} ${title}`, title });
 /** Pins A6, A9 and A10: with any of those reverted, this schedule loses a committed op or wedges. */
 const SEED_UNVOUCHED = seed(3551023059979, 'all faults', 'a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op');
 const AUDIT_PIN = {
@@ -329,6 +332,7 @@ const MUTATIONS = [
     reverts: 'a primary-elect persists the parked headers of the log view it adopts from the merge',
     edits: [{ file: REPLICA, search: '    this.noteViewHeaders(logViewChanged);\n    if (logViewChanged || this.viewHeaders.size > 0) this.persistView();\n', replace: '    if (logViewChanged) this.persistView();\n' }],
     pins: [
+      scheduled('A5: a primary-elect persists the parked headers of the log it merged', 'a restart between the merge and the repair of a parked header still holds that header'),
       seed(1282654390171, '', 'a primary-elect adopted the merged log view without persisting its parked headers'),
       seed(4320883123812, 'all faults', 'a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)'),
     ],

@@ -1,0 +1,95 @@
+/**
+ * Deterministic schedules for fixes whose regression seeds stopped reaching them when other
+ * changes moved every simulator schedule (README, "Pins after the schedules moved"). Each is
+ * built by hand in a fault-free simulated cluster with exactly the faults it names, and asserts
+ * the fix's own effect, so reverting the fix (scripts/mutations.mjs, the id in each title) fails it.
+ */
+import { describe, expect, it } from 'vitest';
+import { Command } from '../../src/constants.js';
+import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
+import { WasmInstance } from '../../src/kernels/wasm-instance.js';
+import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
+import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
+import { decodeFrame } from '../../src/vsr/frame.js';
+
+const kernels = createWasmKernels(new WasmInstance('simd'));
+
+function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim {
+  return new ClusterSim(scenarioOptions({ journalSlots: 16, prepareQueueDepth: 2, stateChunkSize: 64, ...overrides }), kernels);
+}
+
+function formed(cluster: ClusterSim): void {
+  expect(
+    cluster.runUntil(() => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && entry.replica.logView >= 1), 5_000),
+    cluster.describe(),
+  ).toBe(true);
+}
+
+/** The command and op of a replica frame (null for a client's or an undecodable one). */
+function peek(frame: Uint8Array): { command: number; op: number } | null {
+  const decoded = decodeFrame(kernels, frame);
+  if (!decoded.ok) return null;
+  const header = decoded.header as { command: number; op?: number };
+  return { command: header.command, op: header.op ?? -1 };
+}
+
+describe('A5: a primary-elect persists the parked headers of the log it merged', () => {
+  it('a restart between the merge and the repair of a parked header still holds that header', () => {
+    const cluster = sim({ clientCount: 1, requestsPerClient: 30 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    // E: the next view's primary-elect; H: the only backup that holds the newest op.
+    const elect = (primary + 1) % 3;
+    const holder = (primary + 2) % 3;
+    const p = cluster.replica(primary);
+    expect(cluster.runUntil(() => p.commitMin >= 4 && cluster.replica(elect).commitMin >= 4, 10_000), cluster.describe()).toBe(true);
+    const newest = p.op + 1;
+    expect(newest).toBeLessThan(12); // below the first checkpoint: the schedule is about the WAL
+    let holdClients = false;
+    let isolateElect = false;
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+      const header = peek(frame);
+      if (header === null) return 'deliver';
+      if (isolateElect && (to === elect || from === elect)) return 'drop';
+      // The newest op reaches H but never E: not as a prepare, not by repair.
+      const body = header.command === Command.prepare || header.command === Command.repairPrepare;
+      if (to === elect && body && header.op >= newest) return 'drop';
+      return 'deliver';
+    };
+    expect(cluster.runUntil(() => cluster.checker.ackedOpMax >= newest, 10_000), cluster.describe()).toBe(true);
+    holdClients = true;
+    cluster.crash(primary);
+    const e = cluster.replica(elect);
+    const holderChecksum = cluster.replica(holder).journal.get(newest)?.checksum;
+    expect(holderChecksum).toBeDefined();
+    expect(e.journal.get(newest)).toBeUndefined();
+    // E merges H's DoViewChange: same log view, a longer log. It parks the newest header (its
+    // repair is lost) and, with the fix, persists it with its view.
+    expect(
+      cluster.runUntil(() => e.journal.get(newest)?.checksum === holderChecksum && e.logView === cluster.replica(holder).logView, 10_000),
+      cluster.describe(),
+    ).toBe(true);
+    expect(e.journal.get(newest)?.frame).toBeNull();
+    // Long enough for a superblock write the merge submitted to complete (storage answers within
+    // a tick here), short of the view-change timeout: E is still the primary-elect, waiting for
+    // the body.
+    cluster.runUntil(() => false, 10);
+    expect(e.status).toBe('view_change');
+    expect(e.primaryIndex()).toBe(elect);
+    // E restarts before the repair, and hears nobody while it recovers.
+    isolateElect = true;
+    cluster.crash(elect);
+    cluster.restart(elect);
+    const restarted = cluster.replica(elect);
+    expect(cluster.runUntil(() => restarted.status !== 'recovering', 2_000), cluster.describe()).toBe(true);
+    // From its superblock alone: the header of the log view it claims is still there.
+    expect(restarted.journal.get(newest)?.checksum).toBe(holderChecksum);
+    isolateElect = false;
+    holdClients = false;
+    cluster.network.filter = null;
+    cluster.restart(primary);
+    cluster.converge();
+    expect(cluster.checker.canonicalChecksum(newest)).toBe(holderChecksum);
+  });
+});
