@@ -384,6 +384,7 @@ const MUTATIONS = [
       },
     ],
     pins: [
+      scheduled('A10: a primary-elect holding committed bodies the merged log cannot vouch for forfeits', 'it keeps its body and lets a replica of the merged log view lead'),
       SEED_UNVOUCHED,
     ],
   },

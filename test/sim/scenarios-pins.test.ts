@@ -93,3 +93,61 @@ describe('A5: a primary-elect persists the parked headers of the log it merged',
     expect(cluster.checker.canonicalChecksum(newest)).toBe(holderChecksum);
   });
 });
+
+describe('A10: a primary-elect holding committed bodies the merged log cannot vouch for forfeits', () => {
+  it('it keeps its body and lets a replica of the merged log view lead', () => {
+    const cluster = sim({ clientCount: 1, requestsPerClient: 60 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    // E leads the view two after this one; P and B go on without E in between.
+    const e = cluster.replica((primary + 2) % 3);
+    const eIndex = e.config.replica;
+    const b = cluster.replica((primary + 1) % 3);
+    const p = cluster.replica(primary);
+    expect(p.config.checkpointInterval).toBe(12);
+    // E's last body: committed in P's log (P's next checkpoint covers it), applied nowhere on E.
+    const body = 21;
+    let phase: 'feed' | 'isolate' | 'depose' | 'merge' = 'feed';
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return 'deliver';
+      const header = peek(frame);
+      if (header === null) return 'deliver';
+      const commit = (decodeFrame(kernels, frame) as { header: { commit?: number } }).header.commit ?? 0;
+      if (phase === 'feed') {
+        // E gets every body up to `body` and never hears that `body` committed.
+        if (to === eIndex && header.op > body && (header.command === Command.prepare || header.command === Command.repairPrepare)) return 'drop';
+        if (to === eIndex && commit >= body) return 'drop';
+        return 'deliver';
+      }
+      if (from === eIndex || to === eIndex) return phase === 'merge' ? 'deliver' : 'drop';
+      // B stops hearing P lead (no prepares, no commits) and elects itself with P's vote.
+      const leads = header.command === Command.prepare || header.command === Command.commit;
+      if (phase === 'depose' && from === p.config.replica && to === b.config.replica && leads) return 'drop';
+      return 'deliver';
+    };
+    expect(cluster.runUntil(() => e.journal.get(body)?.durable === true && p.commitMin >= body, 10_000), cluster.describe()).toBe(true);
+    phase = 'depose';
+    const view = p.view;
+    expect(cluster.runUntil(() => b.status === 'normal' && b.view > view && b.isPrimary(), 10_000), cluster.describe()).toBe(true);
+    phase = 'isolate';
+    expect(cluster.runUntil(() => b.checkpointOp >= 24 && p.checkpointOp >= 24 && p.op >= 25 && p.commitMin >= 25, 20_000), cluster.describe()).toBe(true);
+    // P and B moved on: a newer log view, and journals that start at checkpoint 24, above E's body.
+    expect(p.logView).toBeGreaterThan(e.logView);
+    expect(p.journal.floor).toBe(24);
+    expect(e.commitMin).toBe(body - 1);
+    // B goes down; P and E elect, E the primary-elect: the merged log (P's) cannot vouch for E's
+    // body at op 21, which it committed. E must not drop it, so it forfeits the view.
+    cluster.crash(b.config.replica);
+    phase = 'merge';
+    const forfeits = (): number => e.counters.viewChangesByReason['forfeit_behind_checkpoint'] ?? 0;
+    expect(cluster.runUntil(() => forfeits() > 0, 5_000), cluster.describe() + '\n' + cluster.recentLog.join('\n')).toBe(true);
+    expect(e.journal.get(body)?.durable).toBe(true);
+    expect(e.journal.get(body)?.frame).not.toBeNull();
+    expect(e.logView).toBe(view);
+    // P leads the next view; E follows it as a lagging replica and catches up.
+    cluster.network.filter = null;
+    cluster.restart(b.config.replica);
+    cluster.converge();
+    expect(cluster.checker.canonicalChecksum(body)).toBeDefined();
+  });
+});
