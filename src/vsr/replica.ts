@@ -99,9 +99,14 @@ export type ViewChangeReason =
   | 'peers_recovering'
   /** The primary of our view probed for a view: it restarted and lost its state. */
   | 'primary_restarted'
-  /** A primary-elect that cannot lead: its journal cannot hold the merged log, or it is behind a checkpoint. */
+  /**
+   * A primary-elect that cannot lead: its journal cannot hold the merged log, it is behind a
+   * checkpoint (its repair was range-evicted), or it holds committed bodies the merged log cannot
+   * vouch for (adopting the log would drop them).
+   */
   | 'forfeit_cannot_hold_log'
   | 'forfeit_behind_checkpoint'
+  | 'forfeit_unvouched_bodies'
   /** A stopping primary hands over. */
   | 'abdicate';
 
@@ -1774,7 +1779,7 @@ export class Replica {
         commit_max: outcome.commitMax,
         commit_min: this.commitMin,
       });
-      this.startViewChange(this.view + 1, 'forfeit_behind_checkpoint');
+      this.startViewChange(this.view + 1, 'forfeit_unvouched_bodies');
       return;
     }
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);

@@ -139,7 +139,7 @@ describe('A10: a primary-elect holding committed bodies the merged log cannot vo
     // body at op 21, which it committed. E must not drop it, so it forfeits the view.
     cluster.crash(b.config.replica);
     phase = 'merge';
-    const forfeits = (): number => e.counters.viewChangesByReason['forfeit_behind_checkpoint'] ?? 0;
+    const forfeits = (): number => e.counters.viewChangesByReason['forfeit_unvouched_bodies'] ?? 0;
     expect(cluster.runUntil(() => forfeits() > 0, 5_000), cluster.describe() + '\n' + cluster.recentLog.join('\n')).toBe(true);
     expect(e.journal.get(body)?.durable).toBe(true);
     expect(e.journal.get(body)?.frame).not.toBeNull();
