@@ -31,23 +31,7 @@ import {
   renderUserDetails,
   userStatusCode,
 } from './render.js';
-import type {
-  ClientInfoDetailsJson,
-  ClientInfoJson,
-  ClusterMetadataJson,
-  ConsumerGroupDetailsJson,
-  ConsumerGroupJson,
-  IdentityInfoJson,
-  PermissionsJson,
-  PersonalAccessTokenInfoJson,
-  StatsJson,
-  StreamDetailsJson,
-  StreamJson,
-  TopicDetailsJson,
-  TopicJson,
-  UserInfoDetailsJson,
-  UserInfoJson,
-} from './schemas.js';
+import type * as Json from './schemas.js';
 
 export { IggyBinaryError };
 
@@ -96,7 +80,7 @@ function topicOptions(input: { compressionAlgorithm?: 'none' | 'gzip'; messageEx
   return concat(...parts);
 }
 
-function permissionsBlock(json: PermissionsJson | null | undefined): Uint8Array {
+function permissionsBlock(json: Json.PermissionsJson | null | undefined): Uint8Array {
   const permissions = permissionsFromJson(json);
   if (permissions instanceof HttpError) throw new IggyBinaryError(ErrorCode.invalidFormat, permissions.message);
   if (permissions === null) return u8(0);
@@ -128,7 +112,7 @@ export class BinaryTransport {
     return this.client;
   }
 
-  async login(credentials: { username: string; password: string } | { token: string }): Promise<IdentityInfoJson> {
+  async login(credentials: { username: string; password: string } | { token: string }): Promise<Json.IdentityInfoJson> {
     this.client?.close();
     this.client = await BinaryClient.connect({
       addresses: this.options.tcp,
@@ -164,17 +148,17 @@ export class BinaryTransport {
 
   // users
 
-  async getUsers(): Promise<UserInfoJson[]> {
+  async getUsers(): Promise<Json.UserInfoJson[]> {
     return decode.decodeUsers(await this.read(CommandCode.getUsers)).map(renderUser);
   }
 
-  async getUser(user: Id): Promise<UserInfoDetailsJson> {
+  async getUser(user: Id): Promise<Json.UserInfoDetailsJson> {
     const me = this.session().userId;
     const target = user === 'me' && me !== null ? me : user;
     return renderUserDetails(decode.decodeUserDetails(nonEmpty(await this.read(CommandCode.getUser, id(target)), ErrorCode.resourceNotFound)));
   }
 
-  async createUser(input: { username: string; password: string; status?: 'active' | 'inactive'; permissions?: PermissionsJson | null }): Promise<UserInfoDetailsJson> {
+  async createUser(input: { username: string; password: string; status?: 'active' | 'inactive'; permissions?: Json.PermissionsJson | null }): Promise<Json.UserInfoDetailsJson> {
     const body = concat(name(input.username), secret(input.password), u8(userStatusCode(input.status ?? 'active')), permissionsBlock(input.permissions));
     return renderUserDetails(decode.decodeUserDetails(await this.write(Operation.createUser, body)));
   }
@@ -193,13 +177,13 @@ export class BinaryTransport {
     await this.write(Operation.changePassword, concat(id(user), secret(currentPassword), secret(newPassword)));
   }
 
-  async updatePermissions(user: Id, permissions: PermissionsJson | null): Promise<void> {
+  async updatePermissions(user: Id, permissions: Json.PermissionsJson | null): Promise<void> {
     await this.write(Operation.updatePermissions, concat(id(user), permissionsBlock(permissions)));
   }
 
   // personal access tokens
 
-  async getPersonalAccessTokens(): Promise<PersonalAccessTokenInfoJson[]> {
+  async getPersonalAccessTokens(): Promise<Json.PersonalAccessTokenInfoJson[]> {
     return decode.decodePersonalAccessTokens(await this.read(CommandCode.getAccessTokens)).map(renderPersonalAccessToken);
   }
 
@@ -213,15 +197,15 @@ export class BinaryTransport {
 
   // streams
 
-  async getStreams(): Promise<StreamJson[]> {
+  async getStreams(): Promise<Json.StreamJson[]> {
     return decode.decodeStreams(await this.read(CommandCode.getStreams)).map(renderStream);
   }
 
-  async getStream(stream: Id): Promise<StreamDetailsJson> {
+  async getStream(stream: Id): Promise<Json.StreamDetailsJson> {
     return renderStreamDetails(decode.decodeStreamDetails(nonEmpty(await this.read(CommandCode.getStream, id(stream)), ErrorCode.streamIdNotFound)));
   }
 
-  async createStream(streamName: string): Promise<StreamDetailsJson> {
+  async createStream(streamName: string): Promise<Json.StreamDetailsJson> {
     return renderStreamDetails(decode.decodeStreamDetails(await this.write(Operation.createStream, name(streamName))));
   }
 
@@ -239,18 +223,18 @@ export class BinaryTransport {
 
   // topics, partitions, segments
 
-  async getTopics(stream: Id): Promise<TopicJson[]> {
+  async getTopics(stream: Id): Promise<Json.TopicJson[]> {
     return decode.decodeTopics(await this.read(CommandCode.getTopics, id(stream))).map(renderTopic);
   }
 
-  async getTopic(stream: Id, topic: Id): Promise<TopicDetailsJson> {
+  async getTopic(stream: Id, topic: Id): Promise<Json.TopicDetailsJson> {
     return renderTopicDetails(decode.decodeTopicDetails(nonEmpty(await this.read(CommandCode.getTopic, concat(id(stream), id(topic))), ErrorCode.topicIdNotFound)));
   }
 
   async createTopic(
     stream: Id,
     input: { name: string; partitionsCount: number; compressionAlgorithm?: 'none' | 'gzip'; messageExpiryUs?: U64; maxTopicSizeBytes?: U64; replicationFactor?: number },
-  ): Promise<TopicDetailsJson> {
+  ): Promise<Json.TopicDetailsJson> {
     if (input.replicationFactor !== undefined && input.replicationFactor !== 1) {
       throw new IggyBinaryError(ErrorCode.unsupportedOptionKey, 'the binary protocol carries no replication factor (the server uses 1)');
     }
@@ -291,16 +275,16 @@ export class BinaryTransport {
 
   // consumer groups
 
-  async getConsumerGroups(stream: Id, topic: Id): Promise<ConsumerGroupJson[]> {
+  async getConsumerGroups(stream: Id, topic: Id): Promise<Json.ConsumerGroupJson[]> {
     return decode.decodeConsumerGroups(await this.read(CommandCode.getConsumerGroups, concat(id(stream), id(topic)))).map(renderConsumerGroup);
   }
 
-  async getConsumerGroup(stream: Id, topic: Id, group: Id): Promise<ConsumerGroupDetailsJson> {
+  async getConsumerGroup(stream: Id, topic: Id, group: Id): Promise<Json.ConsumerGroupDetailsJson> {
     const body = nonEmpty(await this.read(CommandCode.getConsumerGroup, concat(id(stream), id(topic), id(group))), ErrorCode.consumerGroupIdNotFound);
     return renderConsumerGroupDetails(decode.decodeConsumerGroupDetails(body));
   }
 
-  async createConsumerGroup(stream: Id, topic: Id, groupName: string): Promise<ConsumerGroupDetailsJson> {
+  async createConsumerGroup(stream: Id, topic: Id, groupName: string): Promise<Json.ConsumerGroupDetailsJson> {
     return renderConsumerGroupDetails(decode.decodeConsumerGroupDetails(await this.write(Operation.createConsumerGroup, concat(id(stream), id(topic), name(groupName)))));
   }
 
@@ -318,7 +302,7 @@ export class BinaryTransport {
 
   // system
 
-  async getClusterMetadata(): Promise<ClusterMetadataJson> {
+  async getClusterMetadata(): Promise<Json.ClusterMetadataJson> {
     const metadata = decode.decodeClusterMetadata(await this.read(CommandCode.getClusterMetadata));
     return {
       name: metadata.name,
@@ -328,11 +312,11 @@ export class BinaryTransport {
         endpoints: { tcp: node.tcpPort, quic: node.quicPort, http: node.httpPort, websocket: node.websocketPort },
         role: node.role === 0 ? 'leader' : 'follower',
         status: (['healthy', 'starting', 'stopping', 'unreachable'] as const)[node.status] ?? 'unreachable',
-      })) as ClusterMetadataJson['nodes'],
+      })) as Json.ClusterMetadataJson['nodes'],
     };
   }
 
-  async getClients(): Promise<ClientInfoJson[]> {
+  async getClients(): Promise<Json.ClientInfoJson[]> {
     return decode.decodeClients(await this.read(CommandCode.getClients)).map((client) => ({
       client_id: client.clientId,
       user_id: client.userId === 0xffff_ffff ? null : client.userId,
@@ -342,7 +326,7 @@ export class BinaryTransport {
     }));
   }
 
-  async getClient(clientId: number | bigint | string): Promise<ClientInfoDetailsJson> {
+  async getClient(clientId: number | bigint | string): Promise<Json.ClientInfoDetailsJson> {
     const body = nonEmpty(await this.read(CommandCode.getClient, u32(Number(clientId))), ErrorCode.invalidClientId);
     const client = decode.decodeClientDetails(body);
     return {
@@ -355,7 +339,7 @@ export class BinaryTransport {
     };
   }
 
-  async getStats(): Promise<StatsJson> {
+  async getStats(): Promise<Json.StatsJson> {
     const body = await this.read(CommandCode.getStats);
     const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
     let offset = 0;

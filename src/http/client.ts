@@ -34,25 +34,8 @@ import type {
   UserInfoJson,
 } from './schemas.js';
 
-export type {
-  ClientInfoDetailsJson,
-  ClientInfoJson,
-  ClusterMetadataJson,
-  ClusterStatusJson,
-  ConsumerGroupDetailsJson,
-  ConsumerGroupJson,
-  ErrorBodyJson,
-  IdentityInfoJson,
-  PermissionsJson,
-  PersonalAccessTokenInfoJson,
-  StatsJson,
-  StreamDetailsJson,
-  StreamJson,
-  TopicDetailsJson,
-  TopicJson,
-  UserInfoDetailsJson,
-  UserInfoJson,
-};
+/** Every JSON shape of the API (the response and request types the methods below use). */
+export type * from './schemas.js';
 
 /** A resource named by its numeric id or its name (the server parses digits as an id). */
 export type Id = number | string;

@@ -9,6 +9,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { TopicDefaults } from '../metadata/defaults.js';
 import { ErrorCode } from '../metadata/errors.js';
+import { encodeRequest } from '../metadata/operation-codec.js';
+import type { MetadataRequest } from '../metadata/operations.js';
 import { assert } from '../stdx/assert.js';
 import type { Authenticator, Identity } from './auth.js';
 import { ForwardToPrimary, iggyError, transientNotAccepted, unauthenticated } from './errors.js';
@@ -18,7 +20,8 @@ import type { NodeApi } from './node-api.js';
 import type { PasswordGate } from './password-gate.js';
 import type { SystemInfo } from './system-info.js';
 
-export interface HttpContext {
+/** What a context is built from and keeps as it is. */
+interface HttpContextFields {
   readonly node: NodeApi;
   readonly auth: Authenticator;
   readonly forwarder: Forwarder;
@@ -29,6 +32,9 @@ export interface HttpContext {
   readonly serverVersion: string;
   readonly bodyLimitBytes: number;
   readonly passwordGate: PasswordGate;
+}
+
+export interface HttpContext extends HttpContextFields {
   /**
    * Argon2id verification of `password` against `passwordHash`, under the password gate: throws
    * the 429 at once when the gate is full. Every verification of a request goes through here.
@@ -46,19 +52,11 @@ export interface HttpContext {
    * out not to be the primary (the error handler forwards the original request).
    */
   commit(identity: Identity, operation: number, body: Uint8Array): Promise<Uint8Array>;
+  /** `commit` of a decoded operation for the request's caller: encodes it, names it once. */
+  submit(request: FastifyRequest, operation: MetadataRequest): Promise<Uint8Array>;
 }
 
-export interface HttpContextParts {
-  readonly node: NodeApi;
-  readonly auth: Authenticator;
-  readonly forwarder: Forwarder;
-  readonly metrics: HttpMetrics;
-  readonly topicDefaults: TopicDefaults;
-  readonly nowMs: () => number;
-  readonly systemInfo: () => SystemInfo;
-  readonly serverVersion: string;
-  readonly bodyLimitBytes: number;
-  readonly passwordGate: PasswordGate;
+export interface HttpContextParts extends HttpContextFields {
   /** The unbounded verification (src/http/secrets.ts), or a test's. */
   readonly passwordVerifier: (passwordHash: string, password: string) => Promise<boolean>;
 }
@@ -85,6 +83,9 @@ export function createContext(parts: HttpContextParts): HttpContext {
     },
     setRawBody(request, body) {
       rawBodies.set(request, body);
+    },
+    submit(request, operation) {
+      return this.commit(this.identity(request), operation.operation, encodeRequest(operation));
     },
     async commit(identity, operation, body) {
       // Fast rejection with the exact code apply would commit; apply checks again (state moves).

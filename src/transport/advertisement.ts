@@ -21,6 +21,7 @@
 import { ADVERTISEMENT_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { formatHostPort, parseHostPort } from './address.js';
+import { zeroedCounters } from '../stdx/counters.js';
 
 export const ADVERTISEMENT_VERSION = 1;
 
@@ -43,9 +44,7 @@ export const AdvertisementRefusal = {
 export type AdvertisementRefusal = (typeof AdvertisementRefusal)[keyof typeof AdvertisementRefusal];
 
 export function advertisementRefusalCounters(): Record<AdvertisementRefusal, number> {
-  const counters = {} as Record<AdvertisementRefusal, number>;
-  for (const reason of Object.values(AdvertisementRefusal)) counters[reason] = 0;
-  return counters;
+  return zeroedCounters(Object.values(AdvertisementRefusal));
 }
 
 const ADDRESS_SIZE_MAX = 255;

@@ -6,18 +6,7 @@
  */
 import { OptionKind, TOPIC_FIELD_OPTION_KEYS, type TopicOptionEntry } from '../metadata/options.js';
 import { BodyReader } from '../metadata/body-io.js';
-import type {
-  ConsumerGroupDetailsView,
-  ConsumerGroupView,
-  PartitionView,
-  PersonalAccessTokenView,
-  StreamDetailsView,
-  StreamView,
-  TopicDetailsView,
-  TopicView,
-  UserDetailsView,
-  UserView,
-} from '../metadata/queries.js';
+import type * as Views from '../metadata/queries.js';
 import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
 import type { ClientInfoView, ClusterNodeView } from '../metadata/binary-responses.js';
 import { canonicalPermissions } from '../metadata/permissions.js';
@@ -45,7 +34,7 @@ function finish<T>(reader: BodyReader, what: string, value: T): T {
   return value;
 }
 
-function stream(reader: BodyReader): StreamView {
+function stream(reader: BodyReader): Views.StreamView {
   const id = reader.u32('id');
   const createdAtUs = num(reader.u64('created_at'));
   const topicsCount = reader.u32('topics_count');
@@ -56,7 +45,7 @@ function stream(reader: BodyReader): StreamView {
   return { id, name, createdAtUs, topicsCount, sizeBytes, messagesCount };
 }
 
-function topicHeader(reader: BodyReader): TopicView {
+function topicHeader(reader: BodyReader): Views.TopicView {
   const id = reader.u32('id');
   const createdAtUs = num(reader.u64('created_at'));
   const partitionsCount = reader.u32('partitions_count');
@@ -100,25 +89,25 @@ function explicitOptions(block: Uint8Array): TopicOptionEntry[] {
   return entries;
 }
 
-export function decodeStreamDetails(body: Uint8Array): StreamDetailsView {
+export function decodeStreamDetails(body: Uint8Array): Views.StreamDetailsView {
   const reader = new BodyReader(body);
   const head = stream(reader);
-  const topics: TopicView[] = [];
+  const topics: Views.TopicView[] = [];
   while (reader.ok && reader.remaining > 0) topics.push(topicHeader(reader));
   return finish(reader, 'stream', { ...head, topics });
 }
 
-export function decodeStreams(body: Uint8Array): StreamView[] {
+export function decodeStreams(body: Uint8Array): Views.StreamView[] {
   const reader = new BodyReader(body);
-  const streams: StreamView[] = [];
+  const streams: Views.StreamView[] = [];
   while (reader.ok && reader.remaining > 0) streams.push(stream(reader));
   return finish(reader, 'streams', streams);
 }
 
-export function decodeTopicDetails(body: Uint8Array): TopicDetailsView {
+export function decodeTopicDetails(body: Uint8Array): Views.TopicDetailsView {
   const reader = new BodyReader(body);
   const head = topicHeader(reader);
-  const partitions: PartitionView[] = [];
+  const partitions: Views.PartitionView[] = [];
   for (let index = 0; index < head.partitionsCount && reader.ok; index++) {
     partitions.push({
       id: reader.u32('partition id'),
@@ -132,22 +121,22 @@ export function decodeTopicDetails(body: Uint8Array): TopicDetailsView {
   return finish(reader, 'topic', { ...head, partitions });
 }
 
-export function decodeTopics(body: Uint8Array): TopicView[] {
+export function decodeTopics(body: Uint8Array): Views.TopicView[] {
   const reader = new BodyReader(body);
   const count = reader.u32('topics count');
-  const topics: TopicView[] = [];
+  const topics: Views.TopicView[] = [];
   for (let index = 0; index < count && reader.ok; index++) topics.push(topicHeader(reader));
   return finish(reader, 'topics', topics);
 }
 
-function group(reader: BodyReader): ConsumerGroupView {
+function group(reader: BodyReader): Views.ConsumerGroupView {
   const id = reader.u32('id');
   const partitionsCount = reader.u32('partitions_count');
   const membersCount = reader.u32('members_count');
   return { id, partitionsCount, membersCount, name: reader.name('name') };
 }
 
-export function decodeConsumerGroupDetails(body: Uint8Array): ConsumerGroupDetailsView {
+export function decodeConsumerGroupDetails(body: Uint8Array): Views.ConsumerGroupDetailsView {
   const reader = new BodyReader(body);
   const head = group(reader);
   const members = [];
@@ -162,14 +151,14 @@ export function decodeConsumerGroupDetails(body: Uint8Array): ConsumerGroupDetai
   return finish(reader, 'consumer group', { ...head, generation: 0, members });
 }
 
-export function decodeConsumerGroups(body: Uint8Array): ConsumerGroupView[] {
+export function decodeConsumerGroups(body: Uint8Array): Views.ConsumerGroupView[] {
   const reader = new BodyReader(body);
-  const groups: ConsumerGroupView[] = [];
+  const groups: Views.ConsumerGroupView[] = [];
   while (reader.ok && reader.remaining > 0) groups.push(group(reader));
   return finish(reader, 'consumer groups', groups);
 }
 
-function user(reader: BodyReader): UserView {
+function user(reader: BodyReader): Views.UserView {
   const id = reader.u32('id');
   const createdAtUs = num(reader.u64('created_at'));
   const status = reader.u8('status') as UserStatus;
@@ -178,7 +167,7 @@ function user(reader: BodyReader): UserView {
   return { id, username, status, createdAtUs };
 }
 
-export function decodeUserDetails(body: Uint8Array): UserDetailsView {
+export function decodeUserDetails(body: Uint8Array): Views.UserDetailsView {
   const reader = new BodyReader(body);
   const head = user(reader);
   let granted: PermissionsSnapshot | null = null;
@@ -192,16 +181,16 @@ export function decodeUserDetails(body: Uint8Array): UserDetailsView {
   return finish(reader, 'user', { ...head, permissions: granted });
 }
 
-export function decodeUsers(body: Uint8Array): UserView[] {
+export function decodeUsers(body: Uint8Array): Views.UserView[] {
   const reader = new BodyReader(body);
-  const users: UserView[] = [];
+  const users: Views.UserView[] = [];
   while (reader.ok && reader.remaining > 0) users.push(user(reader));
   return finish(reader, 'users', users);
 }
 
-export function decodePersonalAccessTokens(body: Uint8Array): PersonalAccessTokenView[] {
+export function decodePersonalAccessTokens(body: Uint8Array): Views.PersonalAccessTokenView[] {
   const reader = new BodyReader(body);
-  const tokens: PersonalAccessTokenView[] = [];
+  const tokens: Views.PersonalAccessTokenView[] = [];
   while (reader.ok && reader.remaining > 0) {
     const name = reader.name('name');
     const expiry = reader.u64('expiry_at');

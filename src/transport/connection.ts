@@ -26,6 +26,7 @@ import type { Header } from '../vsr/header-types.js';
 import { FrameDecoder, FrameRejection, type DecodedFrame } from './frame-decoder.js';
 import { AuthFailure, type AcceptorHandshake, type HandshakeStep, type InitiatorHandshake } from './replica-auth.js';
 import type { SendQueue } from './send-queue.js';
+import { zeroedCounters } from '../stdx/counters.js';
 
 /** Rejections the transport adds to the decoder's (stable snake_case metric labels). */
 export const TransportRejection = {
@@ -42,9 +43,7 @@ export type TransportRejection = (typeof TransportRejection)[keyof typeof Transp
 export type RejectionReason = FrameRejection | TransportRejection;
 
 export function rejectionCounters(): Record<RejectionReason, number> {
-  const counters = {} as Record<RejectionReason, number>;
-  for (const reason of [...Object.values(FrameRejection), ...Object.values(TransportRejection)]) counters[reason] = 0;
-  return counters;
+  return zeroedCounters<RejectionReason>([...Object.values(FrameRejection), ...Object.values(TransportRejection)]);
 }
 
 /**

@@ -48,6 +48,7 @@ import {
   type ReplicaFinishHeader,
   type ReplicaHelloHeader,
 } from '../vsr/header-types.js';
+import { zeroedCounters } from '../stdx/counters.js';
 
 export const AUTH_DOMAIN_TAG = 'vrmeta/replica-auth/v1';
 
@@ -85,9 +86,7 @@ export type AuthFailure = (typeof AuthFailure)[keyof typeof AuthFailure];
 export const AUTH_FAILURES: readonly AuthFailure[] = Object.values(AuthFailure);
 
 export function authFailureCounters(): Record<AuthFailure, number> {
-  const counters = {} as Record<AuthFailure, number>;
-  for (const failure of AUTH_FAILURES) counters[failure] = 0;
-  return counters;
+  return zeroedCounters(AUTH_FAILURES);
 }
 
 /**

@@ -2,6 +2,7 @@
  * Why a frame was rejected. Stable snake_case strings: they are metric labels and log fields, and
  * tests pin them. Grouped by the stage that detects them, in the order the decoder checks.
  */
+import { zeroedCounters } from '../stdx/counters.js';
 export const FrameRejection = {
   // Framing: detected from the first 52 bytes, before the body is buffered.
   /** Fewer than 256 bytes (one-shot decode only; a stream just waits for more). */
@@ -70,7 +71,5 @@ export const FRAME_REJECTIONS: readonly FrameRejection[] = Object.values(FrameRe
 
 /** A zeroed counter per reason, for metrics that must show every label from the start. */
 export function frameRejectionCounters(): Record<FrameRejection, number> {
-  const counters = {} as Record<FrameRejection, number>;
-  for (const reason of FRAME_REJECTIONS) counters[reason] = 0;
-  return counters;
+  return zeroedCounters(FRAME_REJECTIONS);
 }

@@ -7,7 +7,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { encodeRequest } from '../../metadata/operation-codec.js';
 import { idOf, Operation } from '../../metadata/operations.js';
 import { canReadTopic } from '../../metadata/permissions.js';
 import { validateConsumerGroupName } from '../../metadata/validation.js';
@@ -67,8 +66,7 @@ export const consumerGroupRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }
       check(validateConsumerGroupName(name));
       const streamId = pathIdentifier(request.params.stream_id);
       const topicId = pathIdentifier(request.params.topic_id);
-      const body = encodeRequest({ operation: Operation.createConsumerGroup, streamId, topicId, name });
-      const id = createdId(await ctx.commit(ctx.identity(request), Operation.createConsumerGroup, body));
+      const id = createdId(await ctx.submit(request, { operation: Operation.createConsumerGroup, streamId, topicId, name }));
       return renderConsumerGroupDetails(createdView(queries.consumerGroup(streamId, topicId, idOf(id))));
     },
   );
@@ -77,13 +75,12 @@ export const consumerGroupRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }
     '/streams/:stream_id/topics/:topic_id/consumer-groups/:group_id',
     { schema: { params: GroupParams, response: responses({ 204: Empty }) } },
     async (request, reply) => {
-      const body = encodeRequest({
+      await ctx.submit(request, {
         operation: Operation.deleteConsumerGroup,
         streamId: pathIdentifier(request.params.stream_id),
         topicId: pathIdentifier(request.params.topic_id),
         groupId: pathIdentifier(request.params.group_id),
       });
-      await ctx.commit(ctx.identity(request), Operation.deleteConsumerGroup, body);
       return reply.code(204).send();
     },
   );

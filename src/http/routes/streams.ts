@@ -18,7 +18,6 @@ import {
   validateTopicSettings,
   type TopicDefaults,
 } from '../../metadata/defaults.js';
-import { encodeRequest } from '../../metadata/operation-codec.js';
 import { MIN_TOPIC_SEGMENT_SIZE, parseTopicCreateOptions, parseTopicUpdateOptions, topicSegmentSizeBytes } from '../../metadata/options.js';
 import { CompressionAlgorithm } from '../../format/snapshot-model.js';
 import { idOf, Operation, type Identifier } from '../../metadata/operations.js';
@@ -98,8 +97,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     const { name, options } = request.body;
     noOptions(options);
     check(validateStreamName(name));
-    const body = encodeRequest({ operation: Operation.createStream, name });
-    const id = createdId(await ctx.commit(ctx.identity(request), Operation.createStream, body));
+    const id = createdId(await ctx.submit(request, { operation: Operation.createStream, name }));
     return renderStreamDetails(createdView(queries.stream(idOf(id))));
   });
 
@@ -117,21 +115,18 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
       const { name, options } = request.body;
       noOptions(options);
       check(validateStreamName(name));
-      const body = encodeRequest({ operation: Operation.updateStream, streamId: pathIdentifier(request.params.stream_id), name });
-      await ctx.commit(ctx.identity(request), Operation.updateStream, body);
+      await ctx.submit(request, { operation: Operation.updateStream, streamId: pathIdentifier(request.params.stream_id), name });
       return reply.code(204).send();
     },
   );
 
   app.delete('/streams/:stream_id', { schema: { params: StreamParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
-    const body = encodeRequest({ operation: Operation.deleteStream, streamId: pathIdentifier(request.params.stream_id) });
-    await ctx.commit(ctx.identity(request), Operation.deleteStream, body);
+    await ctx.submit(request, { operation: Operation.deleteStream, streamId: pathIdentifier(request.params.stream_id) });
     return reply.code(204).send();
   });
 
   app.delete('/streams/:stream_id/purge', { schema: { params: StreamParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
-    const body = encodeRequest({ operation: Operation.purgeStream, streamId: pathIdentifier(request.params.stream_id) });
-    await ctx.commit(ctx.identity(request), Operation.purgeStream, body);
+    await ctx.submit(request, { operation: Operation.purgeStream, streamId: pathIdentifier(request.params.stream_id) });
     return reply.code(204).send();
   });
 
@@ -177,15 +172,14 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
       );
       check(validateTopicSettings(settings, topicSegmentSizeBytes(options.entries)));
       const streamId = pathIdentifier(request.params.stream_id);
-      const body = encodeRequest({
+      const id = createdId(await ctx.submit(request, {
         operation: Operation.createTopic,
         streamId,
         partitionsCount: input.partitions_count,
         ...settings,
         name: input.name,
         options: options.entries,
-      });
-      const id = createdId(await ctx.commit(ctx.identity(request), Operation.createTopic, body));
+      }));
       return renderTopicDetails(createdView(queries.topic(streamId, idOf(id))));
     },
   );
@@ -211,14 +205,13 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     async (request, reply) => {
       const input = request.body;
       check(validateTopicName(input.name));
-      const body = encodeRequest({
+      await ctx.submit(request, {
         operation: Operation.updateTopic,
         streamId: pathIdentifier(request.params.stream_id),
         topicId: pathIdentifier(request.params.topic_id),
         name: input.name,
         ...updateSettings(input, ctx.topicDefaults),
       });
-      await ctx.commit(ctx.identity(request), Operation.updateTopic, body);
       return reply.code(204).send();
     },
   );
@@ -227,8 +220,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     '/streams/:stream_id/topics/:topic_id',
     { schema: { params: TopicParams, response: responses({ 204: Empty }) } },
     async (request, reply) => {
-      const body = encodeRequest({ operation: Operation.deleteTopic, ...topicAddress(request.params) });
-      await ctx.commit(ctx.identity(request), Operation.deleteTopic, body);
+      await ctx.submit(request, { operation: Operation.deleteTopic, ...topicAddress(request.params) });
       return reply.code(204).send();
     },
   );
@@ -237,8 +229,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     '/streams/:stream_id/topics/:topic_id/purge',
     { schema: { params: TopicParams, response: responses({ 204: Empty }) } },
     async (request, reply) => {
-      const body = encodeRequest({ operation: Operation.purgeTopic, ...topicAddress(request.params) });
-      await ctx.commit(ctx.identity(request), Operation.purgeTopic, body);
+      await ctx.submit(request, { operation: Operation.purgeTopic, ...topicAddress(request.params) });
       return reply.code(204).send();
     },
   );
@@ -252,8 +243,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     async (request, reply) => {
       const partitionsCount = request.body.partitions_count;
       check(validatePartitionsChangeCount(partitionsCount));
-      const body = encodeRequest({ operation: Operation.createPartitions, ...topicAddress(request.params), partitionsCount });
-      await ctx.commit(ctx.identity(request), Operation.createPartitions, body);
+      await ctx.submit(request, { operation: Operation.createPartitions, ...topicAddress(request.params), partitionsCount });
       return reply.code(200).send();
     },
   );
@@ -264,8 +254,7 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     async (request, reply) => {
       const partitionsCount = request.query.partitions_count;
       check(validatePartitionsChangeCount(partitionsCount));
-      const body = encodeRequest({ operation: Operation.deletePartitions, ...topicAddress(request.params), partitionsCount });
-      await ctx.commit(ctx.identity(request), Operation.deletePartitions, body);
+      await ctx.submit(request, { operation: Operation.deletePartitions, ...topicAddress(request.params), partitionsCount });
       return reply.code(204).send();
     },
   );
@@ -274,13 +263,12 @@ export const streamRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = asy
     '/streams/:stream_id/topics/:topic_id/partitions/:partition_id',
     { schema: { params: PartitionParams, querystring: SegmentsCountQuery, response: responses({ 204: Empty }) } },
     async (request, reply) => {
-      const body = encodeRequest({
+      await ctx.submit(request, {
         operation: Operation.deleteSegments,
         ...topicAddress(request.params),
         partitionId: request.params.partition_id,
         segmentsCount: request.query.segments_count,
       });
-      await ctx.commit(ctx.identity(request), Operation.deleteSegments, body);
       return reply.code(204).send();
     },
   );

@@ -108,20 +108,18 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
       noOptions(options);
       const userId = pathIdentifier(request.params.user_id);
       if (username !== undefined && username !== null) check(validateUsername(username));
-      const body = encodeRequest({
+      await ctx.submit(request, {
         operation: Operation.updateUser,
         userId,
         username: username ?? null,
         status: status === undefined || status === null ? null : userStatusCode(status),
       });
-      await ctx.commit(ctx.identity(request), Operation.updateUser, body);
       return reply.code(204).send();
     },
   );
 
   app.delete('/users/:user_id', { schema: { params: UserParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
-    const body = encodeRequest({ operation: Operation.deleteUser, userId: pathIdentifier(request.params.user_id) });
-    await ctx.commit(ctx.identity(request), Operation.deleteUser, body);
+    await ctx.submit(request, { operation: Operation.deleteUser, userId: pathIdentifier(request.params.user_id) });
     return reply.code(204).send();
   });
 
@@ -151,8 +149,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
     async (request, reply) => {
       const permissions = permissionsFromJson(request.body.permissions);
       if (permissions instanceof HttpError) throw permissions;
-      const body = encodeRequest({ operation: Operation.updatePermissions, userId: pathIdentifier(request.params.user_id), permissions });
-      await ctx.commit(ctx.identity(request), Operation.updatePermissions, body);
+      await ctx.submit(request, { operation: Operation.updatePermissions, userId: pathIdentifier(request.params.user_id), permissions });
       return reply.code(204).send();
     },
   );
@@ -180,8 +177,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
   app.delete('/personal-access-tokens/:name', { schema: { params: PatParams, response: responses({ 204: Empty }) } }, async (request, reply) => {
     const { name } = request.params;
     check(validatePatName(name));
-    const body = encodeRequest({ operation: Operation.deletePersonalAccessToken, name, ownerUserId: null, onlyIfExpired: false });
-    await ctx.commit(ctx.identity(request), Operation.deletePersonalAccessToken, body);
+    await ctx.submit(request, { operation: Operation.deletePersonalAccessToken, name, ownerUserId: null, onlyIfExpired: false });
     return reply.code(204).send();
   });
 };
