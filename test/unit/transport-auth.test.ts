@@ -188,19 +188,7 @@ describe('replica auth handshake (state machines)', () => {
   it('the initiator refuses a Challenge in mode none (no downgrade), with status modeMismatch', () => {
     const { initiator } = pair();
     initiator.hello();
-    const downgraded = header(
-      buildFrame(kernels, {
-        command: Command.replicaChallenge,
-        cluster: CLUSTER,
-        view: 0,
-        release: 0,
-        replica: 1,
-        nonce: new Uint8Array(32).fill(9),
-        mac: new Uint8Array(32),
-        mode: ReplicaAuthMode.none,
-        status: ReplicaAuthStatus.ok,
-      }),
-    );
+    const downgraded = unauthenticatedChallenge(1);
     const step = initiator.onFrame(downgraded);
     expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.modeMismatch);
     expect(sent(step)).toMatchObject({ command: Command.replicaFinish, status: ReplicaAuthStatus.modeMismatch });
@@ -209,19 +197,7 @@ describe('replica auth handshake (state machines)', () => {
   it('the initiator refuses a Challenge from a replica it did not dial, or in another mode', () => {
     const { initiator } = pair();
     initiator.hello();
-    const fromReplica2 = header(
-      buildFrame(kernels, {
-        command: Command.replicaChallenge,
-        cluster: CLUSTER,
-        view: 0,
-        release: 0,
-        replica: 2,
-        nonce: new Uint8Array(32).fill(9),
-        mac: new Uint8Array(32),
-        mode: ReplicaAuthMode.none,
-        status: ReplicaAuthStatus.ok,
-      }),
-    );
+    const fromReplica2 = unauthenticatedChallenge(2);
     const step = initiator.onFrame(fromReplica2);
     expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.replicaMismatch);
     expect(sent(step)).toMatchObject({ command: Command.replicaFinish, status: ReplicaAuthStatus.replicaMismatch });
@@ -245,6 +221,23 @@ describe('replica auth handshake (state machines)', () => {
     expect(fresh.acceptor.onFrame(hello)).toMatchObject({ kind: 'refused', failure: AuthFailure.unexpectedFrame });
   });
 });
+
+/** A Challenge in mode none from `replica` (no MAC): what a downgrade or a stranger sends. */
+function unauthenticatedChallenge(replica: number): Header {
+  return header(
+    buildFrame(kernels, {
+      command: Command.replicaChallenge,
+      cluster: CLUSTER,
+      view: 0,
+      release: 0,
+      replica,
+      nonce: new Uint8Array(32).fill(9),
+      mac: new Uint8Array(32),
+      mode: ReplicaAuthMode.none,
+      status: ReplicaAuthStatus.ok,
+    }),
+  );
+}
 
 const harness = new Harness();
 afterEach(() => harness.close());
