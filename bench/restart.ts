@@ -53,6 +53,8 @@ export interface RestartRound {
   readonly probes: number[];
   /** Each replica's `boot phases` record (ms per phase), in the order they were logged. */
   readonly bootPhases: Record<string, number>[];
+  /** Each replica's CPU time (user + system) until its listeners were up (`cpu_ms` of that record). */
+  readonly bootCpuMs: number[];
 }
 
 export interface RestartReport {
@@ -139,9 +141,12 @@ function roundOf(dev: ChildHandle, round: number, build: RestartRound['build'], 
   const reasons: string[] = [];
   const probes: number[] = [];
   const bootPhases: Record<string, number>[] = [];
+  const bootCpuMs: number[] = [];
   for (const { atMs, line } of dev.kept) {
     const phases = bootPhasesOf(line);
     if (phases !== null) bootPhases.push(phases);
+    const cpuMs = /"cpu_ms":(\d+)/.exec(line)?.[1];
+    if (phases !== null && cpuMs !== undefined) bootCpuMs.push(Number(cpuMs));
     if (/listening on http/.test(line)) lastListening = Math.max(lastListening ?? 0, atMs - spawnedAt);
     const reason = /"reason":"([a-z_]+)"[^}]*"msg":"starting an election from recovery"/.exec(line)?.[1];
     if (reason !== undefined) {
@@ -150,7 +155,7 @@ function roundOf(dev: ChildHandle, round: number, build: RestartRound['build'], 
       probes.push(Number(/"probes":(\d+)/.exec(line)?.[1] ?? Number.NaN));
     }
   }
-  return { round, build, readyMs, lastListeningMs: lastListening, electionMs: election, reasons, probes, bootPhases };
+  return { round, build, readyMs, lastListeningMs: lastListening, electionMs: election, reasons, probes, bootPhases, bootCpuMs };
 }
 
 /** The `phases_ms` of a replica's `boot phases` record (a JSON line, after `vrmeta dev`'s prefix). */
@@ -206,12 +211,13 @@ export function formatRestartReport(report: RestartReport): string {
   const lines = [
     `whole-cluster restart of vrmeta dev (3 replicas, ${report.streams} streams); first start ready after ${report.firstStartReadyMs} ms`,
     '',
-    '| round | spawn -> last listener (ms) | spawn -> election (ms) | spawn -> every /readyz 200 (ms) | election reasons (unanswered probe rounds) | build |',
-    '|---:|---:|---:|---:|---|---|',
+    '| round | spawn -> last listener (ms) | spawn -> election (ms) | spawn -> every /readyz 200 (ms) | boot CPU per replica (ms) | election reasons (unanswered probe rounds) | build |',
+    '|---:|---:|---:|---:|---:|---|---|',
   ];
   for (const round of report.rounds) {
+    const cpu = round.bootCpuMs.length === 0 ? '-' : round.bootCpuMs.join(', ');
     lines.push(
-      `| ${round.round} | ${round.lastListeningMs ?? '-'} | ${round.electionMs ?? '-'} | ${round.readyMs} | ${round.reasons.map((reason, index) => `${reason} (${round.probes[index]})`).join(', ')} | ${round.build} |`,
+      `| ${round.round} | ${round.lastListeningMs ?? '-'} | ${round.electionMs ?? '-'} | ${round.readyMs} | ${cpu} | ${round.reasons.map((reason, index) => `${reason} (${round.probes[index]})`).join(', ')} | ${round.build} |`,
     );
   }
   const withPhases = report.rounds.filter((round) => round.bootPhases.length > 0);

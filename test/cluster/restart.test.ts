@@ -34,6 +34,9 @@ it('every replica of a restarted cluster elects at once from recovery, then ever
     // Every replica said where its boot went (its `boot phases` record), phase by phase.
     expect(round.bootPhases).toHaveLength(3);
     for (const phases of round.bootPhases) expect(Object.keys(phases)).toEqual(BOOT_PHASES);
+    // ... and what it cost in CPU time, whatever the machine's load.
+    expect(round.bootCpuMs).toHaveLength(3);
+    for (const cpuMs of round.bootCpuMs) expect(cpuMs).toBeGreaterThan(0);
   }
   const table = formatRestartReport(report);
   expect(table).toContain('| round | spawn -> last listener (ms) |');
