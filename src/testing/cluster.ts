@@ -2,8 +2,9 @@
  * The simulated cluster (TigerBeetle's `testing/cluster.zig`): N real replicas on simulated
  * storage and a simulated network, the workload's clients, the checkers that watch every commit
  * and reply, and the primitives a schedule is made of (tick, crash, restart, lose a disk). It
- * decides nothing on its own: which faults happen when is `faults.ts`, the phases and the
- * verdict are `vopr.ts`; they plug in through `ClusterHooks`.
+ * injects no fault on its own (a storage failure crashes its replica, fail-stop, and a refused
+ * boot is wiped, as an operator would): which faults happen when is `faults.ts`, the phases and
+ * the verdict are `vopr.ts`; they plug in through `ClusterHooks`.
  *
  * One PRNG stream (`prng`) seeds the storage and the replica of every (re)start and draws the
  * random crashes and restarts: a seed's run depends on the order of those draws, so the order of
