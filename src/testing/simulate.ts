@@ -6,7 +6,8 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { Prng } from '../stdx/prng.js';
-import { simulateSeed, type SimResult } from './cluster-sim.js';
+import type { ClusterCounts } from './cluster.js';
+import { simulateSeed, type SimResult } from './vopr.js';
 
 export interface SimulateOptions {
   readonly seed?: number;
@@ -18,19 +19,13 @@ export interface SimulateOptions {
   readonly write: (line: string) => void;
 }
 
-export interface SimulateSummary {
+/** The seeds' counters summed (evictions are not summed), and what the run covered. */
+export interface SimulateSummary extends Omit<ClusterCounts, 'evictions'> {
   readonly seeds: number;
   readonly failures: number;
   readonly failedSeeds: readonly number[];
-  readonly commits: number;
-  readonly viewChanges: number;
-  readonly checkpoints: number;
-  readonly repairs: number;
-  readonly crashes: number;
-  readonly wipes: number;
-  readonly transfers: number;
   readonly seedsWithTransfer: number;
-  /** Targeted faults fired, summed over the seeds (see cluster-sim.ts). */
+  /** Targeted faults fired, summed over the seeds (see faults.ts). */
   readonly targeted: Readonly<Record<string, number>>;
   readonly elapsedMs: number;
 }

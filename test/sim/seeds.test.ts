@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { createTsKernels } from '../../src/kernels/kernels-ts.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
-import { LATER_FAULTS_OFF, TARGETED_FAULTS_OFF, simulateSeed, type SimResult } from '../../src/testing/cluster-sim.js';
+import { LATER_FAULTS_OFF, TARGETED_FAULTS_OFF } from '../../src/testing/swarm.js';
+import { simulateSeed, type SimResult } from '../../src/testing/vopr.js';
 
 const SEED_COUNT = Number(process.env['VRMETA_SIM_SEEDS'] ?? 200);
 
