@@ -18,7 +18,15 @@ import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../met
 import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk } from './disk.js';
-import { DurableWriteError, readUntilStable, temporaryName, writeDurably, type DurableWriteStage } from './durable-file.js';
+import {
+  DurableWriteError,
+  canWriteDurablyAsync,
+  readUntilStable,
+  temporaryName,
+  writeDurably,
+  writeDurablyAsync,
+  type DurableWriteStage,
+} from './durable-file.js';
 import { hex } from './prepare-frame.js';
 import { RefusalReason, StorageRefusal } from './refusal.js';
 
@@ -77,18 +85,50 @@ export class SnapshotFile {
    * succeeds again.
    */
   write(payload: Uint8Array): bigint {
-    assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
-    const trailer = new Uint8Array(TRAILER_SIZE);
-    this.kernels.trailerWrite(payload, trailer, 0);
-    const checksum = new DataView(trailer.buffer).getBigUint64(4, true);
+    const { trailer, checksum } = this.sealed(payload);
     try {
       writeDurably(this.disk, SNAPSHOT_FILE, [payload, trailer]);
     } catch (error) {
-      if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.current = null;
+      this.failed(error);
       throw error;
     }
     this.current = { payloadSizeBytes: payload.byteLength, checksum };
     return checksum;
+  }
+
+  /** The disk can run `writeAsync`'s fsyncs off the event loop. */
+  get canWriteAsync(): boolean {
+    return canWriteDurablyAsync(this.disk);
+  }
+
+  /**
+   * `write` with its fsyncs on the thread pool (`writeDurablyAsync`): `done` runs on a later turn
+   * with the checksum or the DurableWriteError `write` would have thrown; nothing else may touch
+   * the snapshot file until then. `live` as for `writeDurablyAsync`.
+   */
+  writeAsync(payload: Uint8Array, live: () => boolean, done: (result: bigint | DurableWriteError) => void): void {
+    const { trailer, checksum } = this.sealed(payload);
+    writeDurablyAsync(this.disk, SNAPSHOT_FILE, [payload, trailer], live, (error) => {
+      if (error !== null) {
+        this.failed(error);
+        done(error);
+        return;
+      }
+      this.current = { payloadSizeBytes: payload.byteLength, checksum };
+      done(checksum);
+    });
+  }
+
+  private sealed(payload: Uint8Array): { trailer: Uint8Array; checksum: bigint } {
+    assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
+    const trailer = new Uint8Array(TRAILER_SIZE);
+    this.kernels.trailerWrite(payload, trailer, 0);
+    return { trailer, checksum: new DataView(trailer.buffer).getBigUint64(4, true) };
+  }
+
+  /** After a failed write: from the rename on, `snapshot.bin` may be either snapshot. */
+  private failed(error: unknown): void {
+    if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.current = null;
   }
 
   /** Reads and verifies `snapshot.bin`; null when there is none. Throws StorageRefusal. */
