@@ -160,6 +160,23 @@ export class SnapshotFile {
   }
 
   /**
+   * Checks `snapshot.bin` at rest without keeping a copy: null when it verifies (trailer) and its
+   * payload hashes to `checksum`, else why not. IO failures throw.
+   */
+  verify(checksum: bigint): string | null {
+    if (!this.disk.exists(SNAPSHOT_FILE)) return 'missing';
+    const attempt = readUntilStable(
+      SNAPSHOT_FILE,
+      () => this.readOnce(false),
+      (result) => result.ok,
+      (result) => (result.ok ? 'ok' : `${result.reason}:${result.detail}`),
+    );
+    if (!attempt.ok) return `${attempt.reason}: ${attempt.detail}`;
+    if (attempt.checksum !== checksum) return `holds checkpoint id ${hex(attempt.checksum)}, not ${hex(checksum)}`;
+    return null;
+  }
+
+  /**
    * Reads payload bytes [offset, offset + target.byteLength) of the snapshot whose checkpoint
    * checksum is `checksum` into `target`, for serving state-transfer chunks without loading the
    * file again. Returns the byte count (short at the payload end, 0 at or past it), or null when
@@ -247,7 +264,8 @@ export class SnapshotFile {
     if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.remove(SNAPSHOT_TRANSFER_FILE);
   }
 
-  private readOnce(): Attempt {
+  /** One read and trailer check; `copy` keeps the payload (else an empty one is returned). */
+  private readOnce(copy = true): Attempt {
     const sizeBytes = this.disk.size(SNAPSHOT_FILE);
     if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX) {
       return { ok: false, reason: RefusalReason.snapshotTooLarge, detail: `${sizeBytes} bytes` };
@@ -271,7 +289,7 @@ export class SnapshotFile {
             detail: `trailer says ${hex(split.expected)}, payload hashes to ${hex(split.actual, 8)}`,
           };
         case 'valid':
-          return { ok: true, payload: split.payload.slice(), checksum: split.checksum };
+          return { ok: true, payload: copy ? split.payload.slice() : new Uint8Array(0), checksum: split.checksum };
       }
     } finally {
       buffer.release();
