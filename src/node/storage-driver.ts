@@ -12,7 +12,7 @@
  * with another, and a crash between two steps leaves exactly the states recovery was built for.
  * The exceptions are the fsyncs, which run on libuv's thread pool while no other request starts:
  * - the fsync that ends a run of appends (`Wal.syncAsync`): none of the run completes before it;
- * - a checkpoint's snapshot write and every superblock write (`writeDurablyAsync`): the temp file
+ * - a checkpoint's snapshot write, its WAL drain and every superblock write (`writeDurablyAsync`): the temp file
  *   is written, fsynced off the loop, renamed, and the directory fsynced off the loop, in that
  *   order, and the request completes after the directory fsync.
  * The event loop meanwhile serves HTTP and the replication sockets: a blocking fsync was ~12% of
@@ -36,7 +36,7 @@ export interface StorageDriverCounters {
   requests: number;
   walAppends: number;
   walSyncs: number;
-  /** Snapshot and superblock writes whose fsyncs ran on the thread pool. */
+  /** Snapshot, superblock and WAL-drain writes whose fsyncs ran on the thread pool. */
   durableWritesAsync: number;
   failures: number;
 }
@@ -189,10 +189,12 @@ export class StorageDriver implements Storage {
    */
   private startDurableWrite(entry: { id: number; request: StorageRequest }): boolean {
     const { id, request } = entry;
-    const { snapshotFile, superblock } = this.handles;
-    if (request.kind === 'snapshot_write' ? !snapshotFile.canWriteAsync : request.kind !== 'superblock_write' || !superblock.canWriteAsync) {
-      return false;
-    }
+    const { snapshotFile, superblock, wal } = this.handles;
+    const capable =
+      (request.kind === 'snapshot_write' && snapshotFile.canWriteAsync) ||
+      (request.kind === 'superblock_write' && superblock.canWriteAsync) ||
+      (request.kind === 'wal_drain' && wal.canDrainAsync);
+    if (!capable) return false;
     this.counters.requests += 1;
     const token = ++this.syncTokens;
     // Shutdown redoes the whole write synchronously (both are idempotent: same bytes, same slot).
@@ -207,6 +209,8 @@ export class StorageDriver implements Storage {
     };
     if (request.kind === 'snapshot_write') {
       snapshotFile.writeAsync(request.payload, live, (result) => finish(typeof result === 'bigint' ? null : result));
+    } else if (request.kind === 'wal_drain') {
+      wal.drainAsync(request.keepFromOp, live, finish);
     } else {
       assert(request.kind === 'superblock_write');
       superblock.writeAsync(request.state, { stateTransfer: request.stateTransfer }, live, finish);

@@ -237,6 +237,31 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
     expect(reopened.superblock.state?.view).toBe(3);
   });
 
+  it('a checkpoint\'s WAL drain rewrites the journal with its fsyncs on the thread pool', async () => {
+    const { driver, held, heldDirectory, completed, calls, root, disk, kernels } = instrumented();
+    const prepares = chain(1, 3);
+    for (const prepare of prepares) driver.submit(prepare.op, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
+    await until(() => held.length === 1);
+    held[0]!.release();
+    await until(() => completed.length === 3);
+    calls.length = 0;
+    driver.submit(10, { kind: 'wal_drain', keepFromOp: 3 });
+    await until(() => held.length === 2);
+    expect(completed).toHaveLength(3);
+    held[1]!.release();
+    await until(() => heldDirectory.length === 1);
+    expect(completed).toHaveLength(3);
+    heldDirectory[0]!.release();
+    await until(() => completed.length === 4);
+    expect(completed[3]).toEqual({ id: 10, result: { ok: true } });
+    expect(calls.filter((call) => call.includes('Sync'))).toEqual([]);
+    expect(calls).toContain('rename journal.wal.tmp journal.wal');
+    disk.close();
+    const reopened = recover(new FsDisk(root), kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
+    expect(reopened.wal.get(3)?.op).toBe(3);
+    expect(reopened.wal.get(2)).toBeNull();
+  });
+
   it('a failed directory fsync fails the write with its stage', async () => {
     const { driver, held, heldDirectory, completed, kernels } = instrumented();
     driver.submit(1, { kind: 'snapshot_write', op: 4, payload: snapshotPayload(kernels, 4) });
