@@ -2569,11 +2569,11 @@ export class Replica {
     this.offers.set(requester, offer);
     this.counters.offersServed += 1;
     this.sendTarget(requester, offer);
-    this.checkOfferSourceAtRest(source);
   }
 
   /**
-   * The first offer of a source checks, in the background, that the snapshot file at rest still
+   * An offer of a source that went idle (no chunk asked for a tick: not mid-fetch, where a whole
+   * read would stall the chunks) checks, in the background, that the snapshot file at rest still
    * holds it: the offer itself is served from memory and is right either way, but a file that
    * rotted would refuse the next boot. Damage found withdraws this source's offers with a vouch
    * (their requesters take another server's copy) and fetches the file back from a peer.
@@ -2687,6 +2687,7 @@ export class Replica {
     const idleMax = 10 * this.config.timeouts.repair;
     for (const [requester, offer] of this.offers) {
       offer.idleTicks += 1;
+      if (offer.idleTicks >= OFFER_CHECK_IDLE_TICKS) this.checkOfferSourceAtRest(offer.source);
       const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
       if (offer.idleTicks >= limit) this.offers.delete(requester);
     }
@@ -3215,6 +3216,9 @@ function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): 
   assert(index >= 0, 'the entry is in its manifest');
   return index;
 }
+
+/** Ticks without a chunk request before an offer's file at rest is checked (not mid-fetch). */
+const OFFER_CHECK_IDLE_TICKS = 2;
 
 export class StorageFailure extends Error {
   override readonly name = 'StorageFailure';
