@@ -67,15 +67,6 @@ export class SnapshotFile {
   private readonly kernels: Kernels;
   /** What `snapshot.bin` holds as far as this instance knows: its payload size and checksum. */
   private current: { readonly payloadSizeBytes: number; readonly checksum: bigint } | null = null;
-  /**
-   * The transfer's payload as it arrives, in one buffer of the artifact's length (`transferWrite`
-   * with `len`): chunks are copied in and written to the file positionally from it, and the
-   * install hashes and decodes it without reading the file back. `receivedBytes` counts the
-   * prefix received in order; anything else (no length, a gap) drops it and the install reads.
-   */
-  private received: { readonly bytes: Uint8Array; receivedBytes: number } | null = null;
-  /** Installs that decoded the payload kept in memory instead of reading the transfer file. */
-  installsFromMemory = 0;
 
   constructor(disk: Disk, kernels: Kernels) {
     this.disk = disk;
@@ -207,32 +198,13 @@ export class SnapshotFile {
   // State transfer (receiving side): chunks stream to a temp file, so memory does not grow with
   // the snapshot while it arrives; the install verifies everything before touching snapshot.bin.
 
-  /**
-   * Writes one received chunk at `offset` of the transfer file; offset 0 starts a new file. With
-   * the artifact's length `sizeBytes`, the payload is also kept (see `received`).
-   */
-  transferWrite(offset: number, bytes: Uint8Array, sizeBytes?: number): void {
+  /** Writes one received chunk at `offset` of the transfer file; offset 0 starts a new file. */
+  transferWrite(offset: number, bytes: Uint8Array): void {
     assert(Number.isSafeInteger(offset) && offset >= 0, 'transfer offset');
     // The core checks chunks against the manifest length; this bound keeps a bug from filling the disk.
     assert(offset + bytes.byteLength <= SNAPSHOT_FILE_SIZE_MAX - TRAILER_SIZE, 'transfer size is bounded');
-    if (offset === 0) {
-      this.received = null;
-      if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.truncate(SNAPSHOT_TRANSFER_FILE, 0);
-      if (sizeBytes !== undefined && Number.isSafeInteger(sizeBytes) && sizeBytes >= bytes.byteLength && sizeBytes <= SNAPSHOT_FILE_SIZE_MAX - TRAILER_SIZE) {
-        this.received = { bytes: new Uint8Array(sizeBytes), receivedBytes: 0 };
-      }
-    }
-    const received = this.received;
-    const end = offset + bytes.byteLength;
-    if (received === null || received.receivedBytes !== offset || end > received.bytes.byteLength) {
-      this.received = null;
-      this.disk.write(SNAPSHOT_TRANSFER_FILE, offset, bytes);
-      return;
-    }
-    received.bytes.set(bytes, offset);
-    received.receivedBytes = end;
-    // Positional, from the one payload buffer: no per-chunk buffer of ours outlives the call.
-    this.disk.write(SNAPSHOT_TRANSFER_FILE, offset, received.bytes.subarray(offset, end));
+    if (offset === 0 && this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.truncate(SNAPSHOT_TRANSFER_FILE, 0);
+    this.disk.write(SNAPSHOT_TRANSFER_FILE, offset, bytes);
   }
 
   /**
@@ -246,18 +218,9 @@ export class SnapshotFile {
     const actualSize = this.disk.size(SNAPSHOT_TRANSFER_FILE);
     if (actualSize !== sizeBytes) return { ok: false, error: `received ${actualSize} bytes, the manifest says ${sizeBytes}` };
     if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX - TRAILER_SIZE) return { ok: false, error: `${sizeBytes} bytes exceed the snapshot bound` };
-    // The bytes written are the bytes kept (a write that lands elsewhere is the same exposure as
-    // a checkpoint's own write: the boot's trailer check and the offer's check at rest catch it).
-    const received = this.received;
-    let payload: Uint8Array;
-    if (received !== null && received.receivedBytes === sizeBytes && received.bytes.byteLength === sizeBytes) {
-      payload = received.bytes;
-      this.installsFromMemory += 1;
-    } else {
-      payload = new Uint8Array(sizeBytes);
-      const count = this.disk.read(SNAPSHOT_TRANSFER_FILE, 0, payload);
-      if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_TRANSFER_FILE, new Error(`short read ${count}/${sizeBytes}`));
-    }
+    const payload = new Uint8Array(sizeBytes);
+    const count = this.disk.read(SNAPSHOT_TRANSFER_FILE, 0, payload);
+    if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_TRANSFER_FILE, new Error(`short read ${count}/${sizeBytes}`));
     const actual = this.kernels.xxh3_64(payload);
     if (actual !== checksum) return { ok: false, error: `payload hashes to ${hex(actual, 8)}, the checkpoint id is ${hex(checksum)}` };
     const version = peekSnapshotVersion(payload);
@@ -293,13 +256,11 @@ export class SnapshotFile {
       throw error;
     }
     this.current = { payloadSizeBytes: sizeBytes, checksum: actual };
-    this.received = null;
     return { ok: true, snapshot, payload };
   }
 
   /** Drops an abandoned transfer's file. */
   transferDiscard(): void {
-    this.received = null;
     if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.remove(SNAPSHOT_TRANSFER_FILE);
   }
 

@@ -59,7 +59,7 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         break;
       }
       case 'transfer_write':
-        handles.snapshotFile.transferWrite(request.offset, request.bytes, request.len);
+        handles.snapshotFile.transferWrite(request.offset, request.bytes);
         break;
       case 'transfer_install': {
         const installed = handles.snapshotFile.transferInstall(request.op, request.len, request.checksum);

@@ -72,12 +72,8 @@ export type StorageRequest =
    * without returning the payload. An error carries the real cause.
    */
   | { readonly kind: 'snapshot_verify'; readonly op: number; readonly checksum: bigint }
-  /**
-   * State transfer: write a verified chunk into the temp file (offset 0 truncates it). `len`, the
-   * artifact's length, lets the storage keep the payload as it arrives so the install need not
-   * read the file back.
-   */
-  | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array; readonly len?: number }
+  /** State transfer: write a verified chunk into the temp file (offset 0 truncates it). */
+  | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array }
   /**
    * State transfer: fsync the temp file, verify its length and XXH3-64 against the manifest,
    * decode it, then install it as `snapshot.bin` durably (trailer, rename, fsync dir). Returns the

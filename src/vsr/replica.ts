@@ -2912,7 +2912,7 @@ export class Replica {
     const before = session.received;
     for (let chunk = session.ahead.get(session.received); chunk !== undefined; chunk = session.ahead.get(session.received)) {
       session.ahead.delete(session.received);
-      this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk, len: accepted.entry.len }, (result) => {
+      this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
         if (!result.ok) this.fatal('transfer_write', result);
       });
       session.received += chunk.byteLength;

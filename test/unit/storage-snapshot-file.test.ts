@@ -8,7 +8,7 @@ import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/format/snapshot-model.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';
-import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SNAPSHOT_TRANSFER_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
+import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
 import { referenceSnapshot, REFERENCE_SNAPSHOT_SMALL } from '../../src/testing/snapshot-fixtures.js';
 import { Prng } from '../../src/stdx/prng.js';
 import { kernelVariants, snapshotPayload } from './storage-fixtures.js';
@@ -28,73 +28,6 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     }
     throw new Error('expected a refusal');
   }
-
-  /** A disk that logs the transfer file's writes (offset, the buffer written from) and reads. */
-  function spied(): { disk: SimDisk; file: SnapshotFile; writes: { offset: number; bytes: Uint8Array }[]; reads: number[] } {
-    const { disk, file } = fresh();
-    const writes: { offset: number; bytes: Uint8Array }[] = [];
-    const reads: number[] = [];
-    const write = disk.write.bind(disk);
-    const read = disk.read.bind(disk);
-    disk.write = (name, offset, bytes) => {
-      if (name === SNAPSHOT_TRANSFER_FILE) writes.push({ offset, bytes });
-      write(name, offset, bytes);
-    };
-    disk.read = (name, offset, target) => {
-      if (name === SNAPSHOT_TRANSFER_FILE) reads.push(offset);
-      return read(name, offset, target);
-    };
-    return { disk, file, writes, reads };
-  }
-
-  function chunksOf(payload: Uint8Array, chunkSize: number): { offset: number; bytes: Uint8Array }[] {
-    const chunks: { offset: number; bytes: Uint8Array }[] = [];
-    // Each chunk in a buffer of its own, as the frame decoder hands them over.
-    for (let offset = 0; offset < payload.byteLength; offset += chunkSize) chunks.push({ offset, bytes: payload.slice(offset, offset + chunkSize) });
-    return chunks;
-  }
-
-  it('transfer: chunks are written positionally from one payload buffer, and the install decodes it without reading back', () => {
-    const { disk, file, writes, reads } = spied();
-    const model = { ...referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }), sequenceNumber: 77 };
-    const payload = kernels.snapshotEncode(model);
-    const chunks = chunksOf(payload, 1000);
-    expect(chunks.length).toBeGreaterThan(2);
-    for (const { offset, bytes } of chunks) file.transferWrite(offset, bytes, payload.byteLength);
-    // One write per chunk at its offset (the trailer comes at the install), all views of one buffer.
-    expect(writes.map(({ offset }) => offset)).toEqual(chunks.map(({ offset }) => offset));
-    const buffers = new Set(writes.map(({ bytes }) => bytes.buffer));
-    expect(buffers.size).toBe(1);
-    expect(writes.every(({ bytes }, index) => bytes.buffer !== chunks[index]!.bytes.buffer)).toBe(true);
-    const installed = file.transferInstall(77, payload.byteLength, kernels.xxh3_64(payload));
-    expect(installed).toMatchObject({ ok: true, snapshot: { sequenceNumber: 77 } });
-    expect(reads).toEqual([]);
-    expect(file.installsFromMemory).toBe(1);
-    expect(file.read()?.payload).toEqual(payload);
-    expect(disk.exists(SNAPSHOT_TRANSFER_FILE)).toBe(false);
-  });
-
-  it('transfer: without the length, or after an out-of-order write, the install reads the file it wrote', () => {
-    for (const mode of ['no length', 'gap'] as const) {
-      const { file, reads } = spied();
-      const payload = kernels.snapshotEncode({ ...referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 6 }), sequenceNumber: 78 });
-      const chunks = chunksOf(payload, 1000);
-      if (mode === 'gap') [chunks[1], chunks[2]] = [chunks[2]!, chunks[1]!];
-      for (const { offset, bytes } of chunks) file.transferWrite(offset, bytes, mode === 'no length' ? undefined : payload.byteLength);
-      expect(file.transferInstall(78, payload.byteLength, kernels.xxh3_64(payload))).toMatchObject({ ok: true });
-      expect(reads).toEqual([0]);
-      expect(file.installsFromMemory).toBe(0);
-      expect(file.read()?.payload).toEqual(payload);
-    }
-  });
-
-  it('transfer: a payload kept in memory that does not hash to the checkpoint id is refused, and nothing installed', () => {
-    const { file } = spied();
-    const payload = kernels.snapshotEncode({ ...referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 7 }), sequenceNumber: 79 });
-    for (const { offset, bytes } of chunksOf(payload, 1000)) file.transferWrite(offset, bytes, payload.byteLength);
-    expect(file.transferInstall(79, payload.byteLength, kernels.xxh3_64(payload) ^ 1n)).toMatchObject({ ok: false, error: expect.stringMatching(/checkpoint id/) });
-    expect(file.read()).toBeNull();
-  });
 
   it('has no snapshot until one is written', () => {
     expect(fresh().file.read()).toBeNull();
