@@ -10,12 +10,16 @@
  *
  * The work is synchronous (node:fs sync calls) on purpose: a storage request is never interleaved
  * with another, and a crash between two steps leaves exactly the states recovery was built for.
- * The one exception is the fsync that ends a run of appends: it runs on libuv's thread pool
- * (`Wal.syncAsync`), and until it returns no other request starts and none of the run completes.
+ * The exceptions are the fsyncs, which run on libuv's thread pool while no other request starts:
+ * - the fsync that ends a run of appends (`Wal.syncAsync`): none of the run completes before it;
+ * - a checkpoint's snapshot write, its WAL drain and every superblock write (`writeDurablyAsync`): the temp file
+ *   is written, fsynced off the loop, renamed, and the directory fsynced off the loop, in that
+ *   order, and the request completes after the directory fsync.
  * The event loop meanwhile serves HTTP and the replication sockets: a blocking fsync was ~12% of
- * the primary's wall time at 64 concurrent writers (`vrmeta bench cluster`), time in which no
- * request could be parsed and no prepare sent. A crash while it is in flight is a crash between
- * write and fsync, which recovery handles; nothing of the run was acknowledged.
+ * the primary's wall time at 64 concurrent writers (`vrmeta bench cluster`), and a checkpoint's
+ * two blocking fsyncs of a multi-megabyte snapshot stalled every client for their duration. A
+ * crash while one is in flight is a crash between two steps of the synchronous version, which
+ * recovery handles; nothing that depends on the request was acknowledged.
  */
 import { performance } from 'node:perf_hooks';
 import { readPrepareFields } from '../storage/prepare-frame.js';
@@ -32,6 +36,8 @@ export interface StorageDriverCounters {
   requests: number;
   walAppends: number;
   walSyncs: number;
+  /** Snapshot, superblock and WAL-drain writes whose fsyncs ran on the thread pool. */
+  durableWritesAsync: number;
   failures: number;
 }
 
@@ -42,12 +48,15 @@ export class StorageDriver implements Storage {
   private readonly queue: { id: number; request: StorageRequest }[] = [];
   private scheduled = false;
   private closed = false;
-  /** An append run waiting for its fsync on the thread pool (the token tells a stale callback). */
-  private syncing: { readonly token: number; readonly ids: readonly number[] } | null = null;
+  /**
+   * Requests waiting for IO on the thread pool: an append run's fsync, or one durable write (the
+   * token tells a stale callback). `redo` completes them synchronously (shutdown).
+   */
+  private syncing: { readonly token: number; readonly ids: readonly number[]; readonly redo: () => Completion[] } | null = null;
   private syncTokens = 0;
   /** Where completions go (the replica's onStorageDone); set once the replica exists. */
   onDone: ((id: number, result: StorageResult) => void) | null = null;
-  readonly counters: StorageDriverCounters = { requests: 0, walAppends: 0, walSyncs: 0, failures: 0 };
+  readonly counters: StorageDriverCounters = { requests: 0, walAppends: 0, walSyncs: 0, durableWritesAsync: 0, failures: 0 };
   /** Metrics: the duration of each successful WAL fsync, in seconds. */
   onFsync: ((seconds: number) => void) | null = null;
 
@@ -69,7 +78,7 @@ export class StorageDriver implements Storage {
     const syncing = this.syncing;
     if (syncing !== null) {
       this.syncing = null;
-      this.deliver(this.syncRun(syncing.ids));
+      this.deliver(syncing.redo());
     }
     while (this.queue.length > 0) this.runBatch(false);
   }
@@ -131,6 +140,11 @@ export class StorageDriver implements Storage {
         index = end;
         continue;
       }
+      if (async && this.startDurableWrite(first)) {
+        this.queue.unshift(...batch.slice(index + 1));
+        this.deliver(done);
+        return;
+      }
       this.counters.requests += 1;
       const result = executeStorageRequest(this.handles, first.request);
       if (!result.ok) this.counters.failures += 1;
@@ -168,9 +182,45 @@ export class StorageDriver implements Storage {
     }
   }
 
+  /**
+   * Starts a snapshot or superblock write with its fsyncs on the thread pool; false when the
+   * request is another kind or the disk cannot. Completes like `syncRunAsync`: when the directory
+   * fsync returns, with nothing behind it started before.
+   */
+  private startDurableWrite(entry: { id: number; request: StorageRequest }): boolean {
+    const { id, request } = entry;
+    const { snapshotFile, superblock, wal } = this.handles;
+    const capable =
+      (request.kind === 'snapshot_write' && snapshotFile.canWriteAsync) ||
+      (request.kind === 'superblock_write' && superblock.canWriteAsync) ||
+      (request.kind === 'wal_drain' && wal.canDrainAsync);
+    if (!capable) return false;
+    this.counters.requests += 1;
+    const token = ++this.syncTokens;
+    // Shutdown redoes the whole write synchronously (both are idempotent: same bytes, same slot).
+    this.syncing = { token, ids: [id], redo: () => [{ id, result: executeStorageRequest(this.handles, request) }] };
+    const live = (): boolean => this.syncing?.token === token && !this.closed;
+    const finish = (error: Error | null): void => {
+      assert(live(), 'a durable write completes while it is the one in flight');
+      this.syncing = null;
+      if (error === null) this.counters.durableWritesAsync += 1;
+      this.deliver(error === null ? [{ id, result: { ok: true } }] : this.failRun([id], error));
+      if (!this.scheduled) this.drain();
+    };
+    if (request.kind === 'snapshot_write') {
+      snapshotFile.writeAsync(request.payload, live, (result) => finish(typeof result === 'bigint' ? null : result));
+    } else if (request.kind === 'wal_drain') {
+      wal.drainAsync(request.keepFromOp, live, finish);
+    } else {
+      assert(request.kind === 'superblock_write');
+      superblock.writeAsync(request.state, { stateTransfer: request.stateTransfer }, live, finish);
+    }
+    return true;
+  }
+
   private syncRunAsync(ids: readonly number[]): void {
     const token = ++this.syncTokens;
-    this.syncing = { token, ids };
+    this.syncing = { token, ids, redo: () => this.syncRun(ids) };
     const startedMs = performance.now();
     this.handles.wal.syncAsync((error) => {
       // Stale: flush() completed the run synchronously (shutdown).

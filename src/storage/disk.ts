@@ -43,6 +43,8 @@ export interface Disk {
    * file again only after `done`.
    */
   fsyncAsync?(name: string, done: (error: FsyncError | null) => void): void;
+  /** `fsyncDirectory` off the calling thread, where the implementation can (as `fsyncAsync`). */
+  fsyncDirectoryAsync?(done: (error: FsyncError | null) => void): void;
   rename(from: string, to: string): void;
   /** Removes a file; removing a missing file is a no-op. */
   remove(name: string): void;

@@ -12,6 +12,7 @@
  * boot. Two consecutive reads that agree are the answer; reads that never agree are a hardware
  * fault the operator has to see.
  */
+import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk } from './disk.js';
 
 export type DurableWriteStage = 'write' | 'sync' | 'rename' | 'dir_sync';
@@ -65,14 +66,7 @@ export function writeDurably(disk: Disk, name: string, parts: readonly Uint8Arra
   const temporary = temporaryName(name);
   let stage: DurableWriteStage = 'write';
   try {
-    // A temp file left by a crash may be longer than this one; never let its tail survive.
-    if (disk.exists(temporary)) disk.truncate(temporary, 0);
-    let offset = 0;
-    for (const part of parts) {
-      disk.write(temporary, offset, part);
-      offset += part.byteLength;
-    }
-    if (offset === 0) disk.write(temporary, 0, new Uint8Array(0));
+    writeTemporary(disk, temporary, parts);
     stage = 'sync';
     disk.fsync(temporary);
     stage = 'rename';
@@ -83,6 +77,74 @@ export function writeDurably(disk: Disk, name: string, parts: readonly Uint8Arra
     if (error instanceof DiskError) throw new DurableWriteError(name, stage, error);
     throw error;
   }
+}
+
+/** Writes `parts` as the whole of `temporary` (not durable yet). */
+function writeTemporary(disk: Disk, temporary: string, parts: readonly Uint8Array[]): void {
+  // A temp file left by a crash may be longer than this one; never let its tail survive.
+  if (disk.exists(temporary)) disk.truncate(temporary, 0);
+  let offset = 0;
+  for (const part of parts) {
+    disk.write(temporary, offset, part);
+    offset += part.byteLength;
+  }
+  if (offset === 0) disk.write(temporary, 0, new Uint8Array(0));
+}
+
+/** The disk can run both of a durable write's fsyncs off the event loop. */
+export function canWriteDurablyAsync(disk: Disk): boolean {
+  return disk.fsyncAsync !== undefined && disk.fsyncDirectoryAsync !== undefined;
+}
+
+/**
+ * `writeDurably` with its two fsyncs on the thread pool (the writes into the page cache and the
+ * rename stay synchronous: they do not wait for the device). Same stages in the same order, so
+ * the crash states are exactly those of `writeDurably`; `done` runs once, on a later turn, with
+ * null or the DurableWriteError the synchronous version would have thrown. Anything else thrown
+ * by a step (an assertion, a simulated crash) propagates from the callback and crashes.
+ *
+ * `live` is asked before each step after an fsync: false abandons the write without touching
+ * the disk again and without calling `done` (the owner redid the write synchronously at
+ * shutdown; a late rename here would race it).
+ */
+export function writeDurablyAsync(
+  disk: Disk,
+  name: string,
+  parts: readonly Uint8Array[],
+  live: () => boolean,
+  done: (error: DurableWriteError | null) => void,
+): void {
+  const fsyncAsync = disk.fsyncAsync;
+  const fsyncDirectoryAsync = disk.fsyncDirectoryAsync;
+  assert(fsyncAsync !== undefined && fsyncDirectoryAsync !== undefined, 'writeDurablyAsync needs a disk with async fsyncs');
+  const temporary = temporaryName(name);
+  const fail = (stage: DurableWriteStage, error: unknown): void => {
+    if (!(error instanceof DiskError)) throw error;
+    done(new DurableWriteError(name, stage, error));
+  };
+  try {
+    writeTemporary(disk, temporary, parts);
+  } catch (error) {
+    // Deliver on a later turn like every other outcome: the caller never sees `done` re-entrantly.
+    setImmediate(() => {
+      if (live()) fail('write', error);
+    });
+    return;
+  }
+  fsyncAsync.call(disk, temporary, (syncError) => {
+    if (!live()) return;
+    if (syncError !== null) return fail('sync', syncError);
+    try {
+      disk.rename(temporary, name);
+    } catch (error) {
+      return fail('rename', error);
+    }
+    fsyncDirectoryAsync.call(disk, (directoryError) => {
+      if (!live()) return;
+      if (directoryError !== null) return fail('dir_sync', directoryError);
+      done(null);
+    });
+  });
 }
 
 /** Reads of one file before giving up on getting the same answer twice. */

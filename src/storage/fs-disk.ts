@@ -12,6 +12,7 @@
  * - Every failure is a DiskError naming the operation, the full path and the platform error.
  */
 import {
+  close,
   closeSync,
   constants,
   existsSync,
@@ -20,6 +21,7 @@ import {
   fsyncSync,
   ftruncateSync,
   mkdirSync,
+  open,
   openSync,
   readdirSync,
   readSync,
@@ -190,6 +192,20 @@ export class FsDisk implements Disk {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       this.fail('remove', name, error);
     }
+  }
+
+  fsyncDirectoryAsync(done: (error: FsyncError | null) => void): void {
+    assert(!this.closed, 'FsDisk used after close');
+    const location = this.location;
+    open(location, 'r', (openError, fd) => {
+      if (openError !== null) {
+        done(new FsyncError(location, openError));
+        return;
+      }
+      fsync(fd, (syncError) => {
+        close(fd, () => done(syncError === null ? null : new FsyncError(location, syncError)));
+      });
+    });
   }
 
   fsyncDirectory(): void {

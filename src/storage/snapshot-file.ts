@@ -18,7 +18,15 @@ import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../met
 import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk } from './disk.js';
-import { DurableWriteError, readUntilStable, temporaryName, writeDurably, type DurableWriteStage } from './durable-file.js';
+import {
+  DurableWriteError,
+  canWriteDurablyAsync,
+  readUntilStable,
+  temporaryName,
+  writeDurably,
+  writeDurablyAsync,
+  type DurableWriteStage,
+} from './durable-file.js';
 import { hex } from './prepare-frame.js';
 import { RefusalReason, StorageRefusal } from './refusal.js';
 
@@ -77,18 +85,50 @@ export class SnapshotFile {
    * succeeds again.
    */
   write(payload: Uint8Array): bigint {
-    assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
-    const trailer = new Uint8Array(TRAILER_SIZE);
-    this.kernels.trailerWrite(payload, trailer, 0);
-    const checksum = new DataView(trailer.buffer).getBigUint64(4, true);
+    const { trailer, checksum } = this.sealed(payload);
     try {
       writeDurably(this.disk, SNAPSHOT_FILE, [payload, trailer]);
     } catch (error) {
-      if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.current = null;
+      this.failed(error);
       throw error;
     }
     this.current = { payloadSizeBytes: payload.byteLength, checksum };
     return checksum;
+  }
+
+  /** The disk can run `writeAsync`'s fsyncs off the event loop. */
+  get canWriteAsync(): boolean {
+    return canWriteDurablyAsync(this.disk);
+  }
+
+  /**
+   * `write` with its fsyncs on the thread pool (`writeDurablyAsync`): `done` runs on a later turn
+   * with the checksum or the DurableWriteError `write` would have thrown; nothing else may touch
+   * the snapshot file until then. `live` as for `writeDurablyAsync`.
+   */
+  writeAsync(payload: Uint8Array, live: () => boolean, done: (result: bigint | DurableWriteError) => void): void {
+    const { trailer, checksum } = this.sealed(payload);
+    writeDurablyAsync(this.disk, SNAPSHOT_FILE, [payload, trailer], live, (error) => {
+      if (error !== null) {
+        this.failed(error);
+        done(error);
+        return;
+      }
+      this.current = { payloadSizeBytes: payload.byteLength, checksum };
+      done(checksum);
+    });
+  }
+
+  private sealed(payload: Uint8Array): { trailer: Uint8Array; checksum: bigint } {
+    assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
+    const trailer = new Uint8Array(TRAILER_SIZE);
+    this.kernels.trailerWrite(payload, trailer, 0);
+    return { trailer, checksum: new DataView(trailer.buffer).getBigUint64(4, true) };
+  }
+
+  /** After a failed write: from the rename on, `snapshot.bin` may be either snapshot. */
+  private failed(error: unknown): void {
+    if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.current = null;
   }
 
   /** Reads and verifies `snapshot.bin`; null when there is none. Throws StorageRefusal. */
@@ -117,6 +157,23 @@ export class SnapshotFile {
     }
     this.current = { payloadSizeBytes: attempt.payload.byteLength, checksum: attempt.checksum };
     return { payload: attempt.payload, checksum: attempt.checksum, version };
+  }
+
+  /**
+   * Checks `snapshot.bin` at rest without keeping a copy: null when it verifies (trailer) and its
+   * payload hashes to `checksum`, else why not. IO failures throw.
+   */
+  verify(checksum: bigint): string | null {
+    if (!this.disk.exists(SNAPSHOT_FILE)) return 'missing';
+    const attempt = readUntilStable(
+      SNAPSHOT_FILE,
+      () => this.readOnce(false),
+      (result) => result.ok,
+      (result) => (result.ok ? 'ok' : `${result.reason}:${result.detail}`),
+    );
+    if (!attempt.ok) return `${attempt.reason}: ${attempt.detail}`;
+    if (attempt.checksum !== checksum) return `holds checkpoint id ${hex(attempt.checksum)}, not ${hex(checksum)}`;
+    return null;
   }
 
   /**
@@ -207,7 +264,8 @@ export class SnapshotFile {
     if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.remove(SNAPSHOT_TRANSFER_FILE);
   }
 
-  private readOnce(): Attempt {
+  /** One read and trailer check; `copy` keeps the payload (else an empty one is returned). */
+  private readOnce(copy = true): Attempt {
     const sizeBytes = this.disk.size(SNAPSHOT_FILE);
     if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX) {
       return { ok: false, reason: RefusalReason.snapshotTooLarge, detail: `${sizeBytes} bytes` };
@@ -231,7 +289,7 @@ export class SnapshotFile {
             detail: `trailer says ${hex(split.expected)}, payload hashes to ${hex(split.actual, 8)}`,
           };
         case 'valid':
-          return { ok: true, payload: split.payload.slice(), checksum: split.checksum };
+          return { ok: true, payload: copy ? split.payload.slice() : new Uint8Array(0), checksum: split.checksum };
       }
     } finally {
       buffer.release();

@@ -53,13 +53,18 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         if (read === null) return { ok: false, error: `no ${SNAPSHOT_FILE} for checkpoint op ${request.op}` };
         return { ok: true, payload: read.payload };
       }
+      case 'snapshot_verify': {
+        const problem = handles.snapshotFile.verify(request.checksum);
+        if (problem !== null) return { ok: false, error: `${SNAPSHOT_FILE} for checkpoint op ${request.op}: ${problem}` };
+        break;
+      }
       case 'transfer_write':
         handles.snapshotFile.transferWrite(request.offset, request.bytes);
         break;
       case 'transfer_install': {
         const installed = handles.snapshotFile.transferInstall(request.op, request.len, request.checksum);
         if (!installed.ok) return installed;
-        return { ok: true, snapshot: installed.snapshot };
+        return { ok: true, snapshot: installed.snapshot, installedPayload: installed.payload };
       }
       case 'transfer_discard':
         handles.snapshotFile.transferDiscard();

@@ -39,7 +39,7 @@ import { REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { VIEW_HEADERS_MAX, VSR_FLAG_CHECKPOINT_ANCHOR, VSR_FLAGS_KNOWN, type Logger, type VsrState } from '../vsr/io.js';
 import type { Disk } from './disk.js';
-import { DurableWriteError, readUntilStable, temporaryName, writeDurably } from './durable-file.js';
+import { DurableWriteError, canWriteDurablyAsync, readUntilStable, temporaryName, writeDurably, writeDurablyAsync } from './durable-file.js';
 import { hex } from './prepare-frame.js';
 import { RefusalReason, silentLogger, StorageRefusal } from './refusal.js';
 
@@ -324,6 +324,17 @@ export interface SuperblockWriteOptions {
   readonly stateTransfer?: boolean;
 }
 
+/** A record checked and encoded, not yet durable. */
+interface PendingRecord {
+  readonly name: string;
+  readonly slotIndex: number;
+  readonly sequence: number;
+  readonly parentChecksum: bigint;
+  readonly checksum: bigint;
+  readonly bytes: Uint8Array;
+  readonly state: StoredVsrState;
+}
+
 export class Superblock {
   private readonly disk: Disk;
   private readonly kernels: Kernels;
@@ -379,6 +390,37 @@ export class Superblock {
    * crash between attempts can leave two records that do not verify as a pair.
    */
   write(state: VsrState, options: SuperblockWriteOptions = {}): void {
+    const next = this.next(state, options);
+    try {
+      writeDurably(this.disk, next.name, [next.bytes]);
+    } catch (error) {
+      this.failed(next, error);
+      throw error;
+    }
+    this.committed(next);
+  }
+
+  /** The disk can run `writeAsync`'s fsyncs off the event loop. */
+  get canWriteAsync(): boolean {
+    return canWriteDurablyAsync(this.disk);
+  }
+
+  /**
+   * `write` with its fsyncs on the thread pool: the same checks up front (assertions throw here),
+   * then `done` on a later turn with null or the DurableWriteError `write` would have thrown.
+   * Nothing else may write the superblock until then; the record becomes `state` only on success.
+   */
+  writeAsync(state: VsrState, options: SuperblockWriteOptions, live: () => boolean, done: (error: DurableWriteError | null) => void): void {
+    const next = this.next(state, options);
+    writeDurablyAsync(this.disk, next.name, [next.bytes], live, (error) => {
+      if (error !== null) this.failed(next, error);
+      else this.committed(next);
+      done(error);
+    });
+  }
+
+  /** Checks `state` against the newest record and encodes the next one (nothing written). */
+  private next(state: VsrState, options: SuperblockWriteOptions): PendingRecord {
     const stored: StoredVsrState = state;
     assert(Number.isSafeInteger(state.commitMax) && state.commitMax >= 0, 'commit_max is an op');
     assert(Number.isSafeInteger(state.checkpointOp) && state.checkpointOp >= 0, 'checkpoint_op is an op');
@@ -404,17 +446,19 @@ export class Superblock {
     const sequence = (previous?.sequence ?? 0) + 1;
     const slotIndex = (sequence - 1) % 2;
     assert(previous === null || slotIndex !== this.newestSlotIndex, 'a write never targets the newest slot');
-    const name = SUPERBLOCK_FILES[slotIndex]!;
     const record = encodeSuperblockRecord(this.kernels, sequence, previous?.checksum ?? 0n, state);
-    try {
-      writeDurably(this.disk, name, [record.bytes]);
-    } catch (error) {
-      if (error instanceof DurableWriteError) {
-        this.logger.log('warn', 'superblock_write_failed', { file: name, sequence, stage: error.stage, error: error.message });
-      }
-      throw error;
-    }
-    this.newest = { sequence, parentChecksum: previous?.checksum ?? 0n, checksum: record.checksum, state: stored };
-    this.newestSlotIndex = slotIndex;
+    return { name: SUPERBLOCK_FILES[slotIndex]!, slotIndex, sequence, parentChecksum: previous?.checksum ?? 0n, checksum: record.checksum, bytes: record.bytes, state: stored };
   }
+
+  private failed(next: PendingRecord, error: unknown): void {
+    if (error instanceof DurableWriteError) {
+      this.logger.log('warn', 'superblock_write_failed', { file: next.name, sequence: next.sequence, stage: error.stage, error: error.message });
+    }
+  }
+
+  private committed(next: PendingRecord): void {
+    this.newest = { sequence: next.sequence, parentChecksum: next.parentChecksum, checksum: next.checksum, state: next.state };
+    this.newestSlotIndex = next.slotIndex;
+  }
+
 }

@@ -32,6 +32,8 @@ import type { Logger } from '../vsr/io.js';
 import { DiskError, type Disk } from './disk.js';
 import {
   DurableWriteError,
+  canWriteDurablyAsync,
+  writeDurablyAsync,
   readUntilStable,
   StoragePoisoned,
   temporaryName,
@@ -345,6 +347,47 @@ export class Wal {
     const kept = this.entries().filter((entry) => entry.op >= keepFromOp);
     // Stale and superseded entries are physical only; rewrite whenever the file holds any.
     if (kept.length !== this.fileEntryCount) this.rewrite(kept);
+    this.drained(keepFromOp);
+  }
+
+  /**
+   * `drain` with the rewrite's fsyncs on the thread pool (`writeDurablyAsync`); `done` runs on a
+   * later turn with null or the error `drain` would have thrown. Nothing else may touch the WAL
+   * until then. `live` as for `writeDurablyAsync`.
+   */
+  drainAsync(keepFromOp: number, live: () => boolean, done: (error: Error | null) => void): void {
+    this.checkUsable();
+    assert(
+      Number.isSafeInteger(keepFromOp) && keepFromOp >= this.checkpoint,
+      `drain(${keepFromOp}) below checkpoint op ${this.checkpoint}`,
+    );
+    const kept = this.entries().filter((entry) => entry.op >= keepFromOp);
+    if (kept.length === this.fileEntryCount) {
+      this.drained(keepFromOp);
+      setImmediate(() => {
+        if (live()) done(null);
+      });
+      return;
+    }
+    const plan = this.rewritePlan(kept);
+    writeDurablyAsync(this.disk, WAL_FILE, [plan.image], live, (error) => {
+      if (error !== null) {
+        if (error.targetUncertain) this.poison(error);
+        done(error);
+        return;
+      }
+      this.rewritten(plan);
+      this.drained(keepFromOp);
+      done(null);
+    });
+  }
+
+  /** The disk can run `drainAsync`'s fsyncs off the event loop. */
+  get canDrainAsync(): boolean {
+    return canWriteDurablyAsync(this.disk);
+  }
+
+  private drained(keepFromOp: number): void {
     this.checkpoint = keepFromOp;
     for (let index = 0; index < this.slots.length; index++) {
       const entry = this.slots[index] ?? null;
@@ -365,6 +408,19 @@ export class Wal {
 
   /** Replaces the file with `kept` (op order, chained by the invariant) and re-indexes. */
   private rewrite(kept: readonly WalEntry[]): void {
+    const plan = this.rewritePlan(kept);
+    try {
+      writeDurably(this.disk, WAL_FILE, [plan.image]);
+    } catch (error) {
+      // Before the rename `journal.wal` is untouched and this view still matches it.
+      if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.poison(error);
+      throw error;
+    }
+    this.rewritten(plan);
+  }
+
+  /** The file image and index of a rewrite to `kept`, verified, nothing written. */
+  private rewritePlan(kept: readonly WalEntry[]): RewritePlan {
     let sizeBytes = 0;
     for (const entry of kept) sizeBytes += entry.frame.byteLength;
     const image = new Uint8Array(sizeBytes);
@@ -379,13 +435,11 @@ export class Wal {
     // boot scan would not accept in full is a bug here, and must not become a refused boot.
     const scan = this.kernels.journalScan(image);
     assert(scan.failure === null && scan.entryCount === kept.length, `WAL rewrite does not verify: ${scan.failure?.reason}`);
-    try {
-      writeDurably(this.disk, WAL_FILE, [image]);
-    } catch (error) {
-      // Before the rename `journal.wal` is untouched and this view still matches it.
-      if (!(error instanceof DurableWriteError && !error.targetUncertain)) this.poison(error);
-      throw error;
-    }
+    return { kept, image, slots, sizeBytes };
+  }
+
+  private rewritten(plan: RewritePlan): void {
+    const { kept, slots, sizeBytes } = plan;
     this.slots = slots;
     this.fileSizeBytes = sizeBytes;
     this.fileEntryCount = kept.length;
@@ -401,6 +455,13 @@ export class Wal {
     this.poisonedBy ??= cause;
     this.logger.log('error', 'wal_poisoned', { file: WAL_FILE, error: String(cause) });
   }
+}
+
+interface RewritePlan {
+  readonly kept: readonly WalEntry[];
+  readonly image: Uint8Array;
+  readonly slots: (WalEntry | null)[];
+  readonly sizeBytes: number;
 }
 
 interface OpenedFile {

@@ -100,6 +100,14 @@ export class MemoryReplicaStore implements ReplicaStore {
         }
         return { ok: true, payload: this.snapshot.payload.slice() };
       }
+      case 'snapshot_verify': {
+        if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
+        if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
+          return { ok: false, error: 'snapshot.bin: trailer checksum mismatch (corruption at rest)' };
+        }
+        if (this.snapshot.checksum !== request.checksum) return { ok: false, error: 'snapshot.bin: another checkpoint' };
+        return { ok: true };
+      }
       case 'transfer_write': {
         const end = request.offset + request.bytes.byteLength;
         const grown = new Uint8Array(Math.max(end, request.offset === 0 ? 0 : this.transfer.byteLength));

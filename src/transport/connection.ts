@@ -81,6 +81,8 @@ export interface ConnectionEvents {
   onFrame(connection: Connection, frame: DecodedFrame): void;
   onRejected(connection: Connection, reason: RejectionReason): void;
   onAuthFailure(connection: Connection, failure: AuthFailure): void;
+  /** An unauthenticated announcement that higher index `peer` (re)started; the connection closes. */
+  onAnnounce(connection: Connection, peer: number): void;
   /** A ReplicaAdvertise from the authenticated peer (consumed by the bus, never the core). */
   onAdvertisement(connection: Connection, frame: DecodedFrame): void;
   /** Backpressure cleared: the socket wants more frames. */
@@ -302,6 +304,13 @@ export class Connection {
         return;
       case 'refused':
         this.#failHandshake(step.failure, step.send);
+        return;
+      case 'announced':
+        // Not a failure: the peer closes this connection itself; nothing else may flow on it.
+        this.#state = 'closing';
+        this.#clearTimer();
+        this.#events.onAnnounce(this, step.peer);
+        this.destroy();
         return;
       case 'established':
         if (step.send !== null) this.#socket.write(step.send);

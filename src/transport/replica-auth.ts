@@ -160,7 +160,13 @@ export type HandshakeStep =
   /** Authenticated: send `send` (if any) first, then frames may flow both ways. */
   | { readonly kind: 'established'; readonly peer: number; readonly send: Uint8Array | null }
   /** Refused: send `send` (if any, it carries the status), then close. */
-  | { readonly kind: 'refused'; readonly failure: AuthFailure; readonly send: Uint8Array | null };
+  | { readonly kind: 'refused'; readonly failure: AuthFailure; readonly send: Uint8Array | null }
+  /**
+   * A higher index announced that it (re)started (`announceHello`): close, and dial it now
+   * instead of at the end of the reconnect backoff. Unauthenticated, so it may only ever make
+   * us run the authenticated dial to the address we have configured for `peer` sooner.
+   */
+  | { readonly kind: 'announced'; readonly peer: number };
 
 export interface HandshakeOptions {
   readonly kernels: ChecksumKernels;
@@ -269,6 +275,26 @@ export class InitiatorHandshake {
   }
 }
 
+/**
+ * What a freshly started replica sends to each LOWER index, on a connection of its own that it
+ * closes right after: a Hello naming itself (the higher index) and the peer. The peer never
+ * answers it as a handshake (only the lower index dials); it dials us at once instead of waiting
+ * out the reconnect backoff it was in since our previous incarnation died.
+ */
+export function announceHello(options: Omit<HandshakeOptions, 'key'>, peer: number): Uint8Array {
+  assert(peer < options.replicaCount && dials(peer, options.replica), 'announce to a lower index (one that dials us)');
+  return buildFrame(options.kernels, {
+    command: Command.replicaHello,
+    cluster: options.cluster,
+    view: 0,
+    release: 0,
+    replica: options.replica,
+    nonce: options.nonce?.() ?? new Uint8Array(randomBytes(AUTH_NONCE_SIZE)),
+    mode: ReplicaAuthMode.psk,
+    peerReplica: peer,
+  });
+}
+
 /** The listening side: checks Hello, sends Challenge, checks Finish. */
 export class AcceptorHandshake {
   readonly #options: HandshakeOptions;
@@ -299,6 +325,11 @@ export class AcceptorHandshake {
     this.claimedPeer = hello.replica;
     if (hello.mode !== this.#mode) return this.#refuse(ReplicaAuthStatus.modeMismatch);
     const replica = this.#options.replica;
+    if (hello.replica < this.#options.replicaCount && dials(replica, hello.replica) && hello.peerReplica === replica) {
+      // A higher index never dials; its Hello to us is an announcement (`announceHello`).
+      this.#stage = 'done';
+      return { kind: 'announced', peer: hello.replica };
+    }
     // The initiator must be another replica of this cluster with a lower index (only the lower
     // index dials), and must have meant to reach us (its address list agrees with ours).
     if (

@@ -43,6 +43,7 @@ import type { DecodedFrame } from './frame-decoder.js';
 import {
   AcceptorHandshake,
   InitiatorHandshake,
+  announceHello,
   authFailureCounters,
   deriveAuthKey,
   dials,
@@ -123,6 +124,10 @@ export interface PeerStats {
   readonly droppedQueueFull: number;
   readonly droppedQueueBytes: number;
   readonly dialAttempts: number;
+  /** Outbound: announcements that the peer (re)started, each answered by an immediate dial if not connected. */
+  readonly announcesHeard: number;
+  /** Inbound: announcements of our start sent to the peer (one per `listen()`). */
+  readonly announcesSent: number;
   /** Authenticated connections established, and how many of them replaced an earlier one. */
   readonly connects: number;
   readonly reconnects: number;
@@ -175,6 +180,8 @@ interface Peer {
   sent: number;
   received: number;
   dialAttempts: number;
+  announcesHeard: number;
+  announcesSent: number;
   connects: number;
   readonly rejected: Record<RejectionReason, number>;
   readonly authFailures: Record<AuthFailure, number>;
@@ -209,6 +216,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   readonly #inboundHandshaking = new Set<Connection>();
   /** Every live connection, so close() can wait for each socket to close. */
   readonly #connections = new Set<Connection>();
+  /** Announcement sockets in flight (at most one per lower peer, each closed within the handshake timeout). */
+  readonly #announcing = new Set<Socket>();
   readonly #events: ConnectionEvents;
 
   #server: Server | null = null;
@@ -272,6 +281,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
             sent: 0,
             received: 0,
             dialAttempts: 0,
+            announcesHeard: 0,
+            announcesSent: 0,
             connects: 0,
             rejected: rejectionCounters(),
             authFailures: authFailureCounters(),
@@ -284,6 +295,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       onFrame: (connection, frame) => this.#onFrame(connection, frame),
       onRejected: (connection, reason) => this.#onRejected(connection, reason),
       onAuthFailure: (connection, failure) => this.#onAuthFailure(connection, failure),
+      onAnnounce: (connection, peer) => this.#onAnnounce(connection, peer),
       onAdvertisement: (connection, frame) => this.#onAdvertisement(connection, frame),
       onWritable: (connection) => this.#onWritable(connection),
       onClose: (connection) => this.#onClose(connection),
@@ -332,7 +344,11 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     this.#port = bound.port;
     this.#logger.log('info', 'replica bus: listening', { host: this.#listenAddress.host, port: bound.port, tls: tls !== undefined });
     if (this.#closed) return { port: bound.port };
-    for (const peer of this.#peers) if (peer !== null && peer.outbound) this.#dial(peer);
+    for (const peer of this.#peers) {
+      if (peer === null) continue;
+      if (peer.outbound) this.#dial(peer);
+      else this.#announce(peer);
+    }
     return { port: bound.port };
   }
 
@@ -419,6 +435,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
       connection.destroy();
       return connection.closed;
     });
+    for (const socket of this.#announcing) socket.destroy();
+    this.#announcing.clear();
     const server = this.#server;
     const listening = this.#listening ?? Promise.resolve();
     const listener =
@@ -468,6 +486,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
         droppedQueueFull: peer.queue.droppedCountFull,
         droppedQueueBytes: peer.queue.droppedSizeFull,
         dialAttempts: peer.dialAttempts,
+        announcesHeard: peer.announcesHeard,
+        announcesSent: peer.announcesSent,
         connects: peer.connects,
         reconnects: Math.max(0, peer.connects - 1),
         rejected: nonZero(peer.rejected),
@@ -528,6 +548,44 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
     this.#connections.add(connection);
     peer.dialing = connection;
     connection.start(handshake.hello());
+  }
+
+  /**
+   * Tells a lower index that we (re)started, so it dials us now: its reconnect backoff since our
+   * previous incarnation died could otherwise hold the link down for up to `delayMaxMs` after we
+   * are ready (the restarted replica could not hear its peers, nor they it). Best effort: a peer
+   * that is down dials us when it starts anyway (the lower index dials on `listen()`).
+   */
+  #announce(peer: Peer): void {
+    assert(!peer.outbound);
+    if (this.#closed || peer.address === null) return;
+    const tls = this.#options.tls;
+    const address = peer.address;
+    const socket =
+      tls === undefined ? connect({ host: address.host, port: address.port }) : tlsConnect({ ...tls.client, host: address.host, port: address.port });
+    this.#announcing.add(socket);
+    peer.announcesSent += 1;
+    const hello = announceHello({ kernels: this.#options.kernels, cluster: this.cluster, replica: this.replica, replicaCount: this.replicaCount }, peer.replica);
+    // Written once connected (buffered until then); the peer closes after reading it.
+    socket.end(hello);
+    socket.setTimeout(this.#handshakeTimeoutMs, () => socket.destroy());
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => this.#announcing.delete(socket));
+  }
+
+  #onAnnounce(connection: Connection, replica: number): void {
+    this.#inboundHandshaking.delete(connection);
+    if (this.#closed) return;
+    const peer = this.#peers[replica];
+    assert(peer !== null && peer !== undefined && peer.outbound, 'only a higher index announces to us');
+    peer.announcesHeard += 1;
+    this.#logger.log('info', 'replica bus: peer announced its start', { peer: replica, connected: peer.connection !== null });
+    // A dial in flight may be failing against the old incarnation: its retry starts from the
+    // shortest delay. Connected: the old connection's close (or keepalive) reports it.
+    peer.attempt = 0;
+    if (peer.connection !== null || peer.dialing !== null) return;
+    this.#clearReconnect(peer);
+    this.#dial(peer);
   }
 
   #onAccept(socket: Socket): void {

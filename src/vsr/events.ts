@@ -13,6 +13,7 @@ export const REPLICA_EVENTS = {
   view_adopted: 'adopting view from StartView',
   election_from_recovery: 'starting an election from recovery',
   offer_refused_snapshot_unreadable: 'state transfer offer refused: snapshot unreadable',
+  offer_source_ready: 'state transfer offer ready for the checkpoint',
   state_transfer_started: 'state transfer started',
   state_transfer_target_accepted: 'state transfer target accepted',
   state_transfer_behind_frontier: 'state transfer: offered snapshot is behind the local frontier; keeping local state',

@@ -67,6 +67,11 @@ export type StorageRequest =
    * stripped). An error carries the real cause (missing, unreadable, checksum mismatch).
    */
   | { readonly kind: 'snapshot_read'; readonly op: number }
+  /**
+   * Check that `snapshot.bin` at rest still verifies (trailer) and is the checkpoint `checksum`,
+   * without returning the payload. An error carries the real cause.
+   */
+  | { readonly kind: 'snapshot_verify'; readonly op: number; readonly checksum: bigint }
   /** State transfer: write a verified chunk into the temp file (offset 0 truncates it). */
   | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array }
   /**
@@ -85,6 +90,8 @@ export type StorageResult =
       readonly payload?: Uint8Array;
       /** transfer_install: the decoded snapshot that is now durable. */
       readonly snapshot?: MetadataSnapshot;
+      /** transfer_install: its payload, when the storage holds it (the receiver offers it on). */
+      readonly installedPayload?: Uint8Array;
     }
   | { readonly ok: false; readonly error: string };
 

@@ -190,8 +190,15 @@ export interface ReplicaCounters {
   stateChunksDamaged: number;
   offersServed: number;
   offersRefused: number;
-  /** Offer sources built (once per checkpoint: read, verified and chunk-checksummed). */
+  /**
+   * Offer sources built: once per checkpoint, when its snapshot write completes (from the payload
+   * in memory), or on the first request after a boot or an install (from the payload they hold).
+   */
   offerSourcesBuilt: number;
+  /** Offer sources that had to be read back from the snapshot file (no payload in memory). */
+  offerSourceReads: number;
+  /** Checks that the snapshot file at rest still is the offered checkpoint (once per source). */
+  offerSourceChecks: number;
   /** Our snapshot file failed verification when an offer was built (it is repaired from a peer). */
   snapshotsDamaged: number;
   /** Damaged snapshot files rewritten from a peer's copy of the same checkpoint. */
@@ -211,7 +218,10 @@ export interface StateTransferProgress {
   readonly checkpointOp: number | null;
 }
 
-/** A checkpoint offer, built once per checkpoint from the verified snapshot file. */
+/**
+ * A checkpoint offer, built once per checkpoint from the payload whose hash is the checkpoint id
+ * (the one just written durably, or verified when read at boot or installed).
+ */
 interface OfferSource {
   readonly op: number;
   readonly checksum: bigint;
@@ -220,6 +230,8 @@ interface OfferSource {
   readonly payload: Uint8Array;
   readonly manifest: Manifest;
   readonly manifestBytes: Uint8Array;
+  /** The file at rest was checked against this source (`checkOfferSourceAtRest`), or is being. */
+  checkedAtRest: boolean;
 }
 
 /** What one requester was offered: first-wins per (requester, nonce). */
@@ -254,6 +266,8 @@ export class Replica {
     offersServed: 0,
     offersRefused: 0,
     offerSourcesBuilt: 0,
+    offerSourceReads: 0,
+    offerSourceChecks: 0,
     snapshotsDamaged: 0,
     snapshotRepairs: 0,
     clientTableEvictions: 0,
@@ -302,11 +316,21 @@ export class Replica {
   /** The latest durable checkpoint (snapshot written and paired in the superblock). */
   checkpointOp = 0;
   checkpointChecksum = 0n;
-  /** The durable snapshot payload of `checkpointOp`, kept for serving state transfer. */
-  checkpointPayload: Uint8Array | null = null;
+  /**
+   * The durable snapshot payload of `checkpointOp` when no offer source holds it yet (read at boot,
+   * or installed): the first offer request builds the source from it without reading the file.
+   * Null once the source holds it (one payload per replica).
+   */
+  private checkpointPayload: { readonly op: number; readonly payload: Uint8Array } | null = null;
   /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
   readonly checkpointIds = new Map<number, bigint>();
-  private checkpointInProgress: { op: number; checksum: bigint; payload: Uint8Array; anchor: bigint } | null = null;
+  private checkpointInProgress: {
+    op: number;
+    checksum: bigint;
+    payload: Uint8Array;
+    anchor: bigint;
+    chunkChecksums: readonly bigint[];
+  } | null = null;
   /** Identity of the prepare at `checkpointOp` (persisted: a transferred checkpoint has no WAL entry there). */
   private checkpointAnchor: bigint | null = 0n;
 
@@ -454,7 +478,7 @@ export class Replica {
       this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);
       this.checkpointOp = snapshot.decoded.sequenceNumber;
       this.checkpointChecksum = snapshot.checksum;
-      this.checkpointPayload = snapshot.payload;
+      this.checkpointPayload = { op: this.checkpointOp, payload: snapshot.payload };
       this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
       this.commitMin = this.checkpointOp;
       this.commitMax = this.checkpointOp;
@@ -1425,13 +1449,16 @@ export class Replica {
       revokedTokens: machine.revokedTokens,
     };
     const payload = this.env.kernels.snapshotEncode(snapshot);
-    const checksum = this.env.kernels.xxh3_64(payload);
+    // One pass gives the checkpoint id (XXH3-64 of the payload) and the offer's chunk sums, so
+    // the offer is ready when the write completes, without reading the file back on request.
+    const chunks = this.env.kernels.chunkManifest(payload, this.config.stateChunkSize);
+    const checksum = chunks.checksum;
     this.checkpointIds.set(header.op, checksum);
     this.onCheckpoint?.(header.op, checksum);
     for (const op of [...this.checkpointIds.keys()]) {
       if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
     }
-    this.checkpointInProgress = { op: header.op, checksum, payload, anchor: header.checksum };
+    this.checkpointInProgress = { op: header.op, checksum, payload, anchor: header.checksum, chunkChecksums: [...chunks.chunkChecksums] };
     this.submit({ kind: 'snapshot_write', op: header.op, payload }, (result) => {
       if (!result.ok) this.fatal('snapshot_write', result);
       const done = this.checkpointInProgress;
@@ -1441,7 +1468,9 @@ export class Replica {
       this.checkpointOp = done.op;
       this.checkpointChecksum = done.checksum;
       this.checkpointAnchor = done.anchor;
-      this.checkpointPayload = done.payload;
+      // What is offered is what was just written durably, and it hashes to the checkpoint id.
+      this.checkpointPayload = null;
+      this.offerSource = this.buildOfferSource(done.op, done.checksum, done.anchor, done.payload, done.chunkChecksums);
       this.persistView();
     });
   }
@@ -2424,8 +2453,10 @@ export class Replica {
    * A peer asks for our latest checkpoint. The offer is first-wins per (requester, nonce): a
    * retried request with the same nonce gets the same manifest, even if a newer checkpoint
    * landed, so a retry can never swap the manifest the receiver already accepted (seed review,
-   * defect 4). The source (verified payload + manifest) is built once per checkpoint from the
-   * snapshot file on disk, so corruption at rest is detected here and refused, never re-sealed.
+   * defect 4). The source (payload + manifest) is built once per checkpoint, when its snapshot is
+   * written (or from the payload a boot or an install holds), so the offer goes out at once; the
+   * file at rest is checked against it in the background, and damage found there withdraws the
+   * offers (`checkOfferSourceAtRest`). Only a replica holding no payload reads the file.
    */
   private onRequestStateTransfer(header: RequestStateTransferHeader): void {
     const requester = header.replica;
@@ -2440,15 +2471,24 @@ export class Replica {
       this.refuseTarget(requester, header.nonce, this.checkpointOp !== 0);
       return;
     }
-    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {
-      this.createOffer(requester, header.nonce, this.offerSource);
-      return;
-    }
     if (this.offerSourceDamaged?.op === this.checkpointOp) {
       // We cannot serve the bytes, but the id is ours (computed when we took the checkpoint and
       // paired in the superblock): vouch for it so another server's copy can be accepted.
       this.refuseTarget(requester, header.nonce, true, true);
       this.startSnapshotRepair();
+      return;
+    }
+    if (this.offerSource?.op !== this.checkpointOp && this.checkpointPayload?.op === this.checkpointOp) {
+      const { op, payload } = this.checkpointPayload;
+      this.checkpointPayload = null;
+      this.offerSourceFromPayload(op, this.checkpointChecksum, payload);
+      if (this.offerSourceDamaged?.op === op) {
+        this.refuseTarget(requester, header.nonce, true, true);
+        return;
+      }
+    }
+    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {
+      this.createOffer(requester, header.nonce, this.offerSource);
       return;
     }
     this.offerWaiting.set(requester, header.nonce);
@@ -2463,11 +2503,46 @@ export class Replica {
     this.startSnapshotRepair();
   }
 
+  /**
+   * The offer source of checkpoint `op` from a payload held in memory. The payload must hash to
+   * the checkpoint id; one that does not is refused like a damaged file.
+   */
+  private offerSourceFromPayload(op: number, checksum: bigint, payload: Uint8Array): void {
+    // One pass gives the chunk sums and the whole artifact's XXH3-64, which must be the
+    // checkpoint id.
+    const chunks = this.env.kernels.chunkManifest(payload, this.config.stateChunkSize);
+    if (chunks.checksum !== checksum) {
+      this.env.logger.log('error', 'state transfer offer refused: snapshot does not match its checkpoint id', {
+        checkpoint_op: op,
+        expected: checksum.toString(16),
+        actual: chunks.checksum.toString(16),
+      });
+      this.offerSourceFailed(op, `payload hashes to ${chunks.checksum.toString(16)}`, []);
+      return;
+    }
+    const anchor = this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? this.checkpointAnchor ?? 0n;
+    this.offerSource = this.buildOfferSource(op, checksum, anchor, payload, [...chunks.chunkChecksums]);
+  }
+
+  private buildOfferSource(op: number, checksum: bigint, anchor: bigint, payload: Uint8Array, chunkChecksums: readonly bigint[]): OfferSource {
+    const chunkSize = this.config.stateChunkSize;
+    assert(chunkChecksums.length === chunkCount(payload.byteLength, chunkSize), 'one chunk sum per chunk');
+    const manifest: Manifest = {
+      chunkSize,
+      entries: [{ kind: ArtifactKind.metadataSnapshot, frontier: op, len: payload.byteLength, checksum, chunkChecksums }],
+    };
+    this.counters.offerSourcesBuilt += 1;
+    this.emit('debug', 'offer_source_ready', { checkpoint_op: op, bytes: payload.byteLength });
+    return { op, checksum, anchor, payload, manifest, manifestBytes: encodeManifest(this.env.kernels, manifest), checkedAtRest: false };
+  }
+
+  /** No payload in memory (a snapshot repaired from a peer): read the file, verify, build. */
   private loadOfferSource(): void {
     if (this.offerLoading) return;
     this.offerLoading = true;
     const op = this.checkpointOp;
     const checksum = this.checkpointChecksum;
+    this.counters.offerSourceReads += 1;
     this.submit({ kind: 'snapshot_read', op }, (result) => {
       this.offerLoading = false;
       const waiting = [...this.offerWaiting];
@@ -2478,37 +2553,19 @@ export class Replica {
         this.offerSourceFailed(op, cause, waiting);
         return;
       }
-      const payload = result.payload;
-      // One pass gives the chunk sums and the whole artifact's XXH3-64, which must be the
-      // checkpoint id (the storage read already verified the file's trailer).
-      const chunkSize = this.config.stateChunkSize;
-      const chunks = this.env.kernels.chunkManifest(payload, chunkSize);
-      const actual = chunks.checksum;
-      if (actual !== checksum) {
-        this.env.logger.log('error', 'state transfer offer refused: snapshot does not match its checkpoint id', {
-          checkpoint_op: op,
-          expected: checksum.toString(16),
-          actual: actual.toString(16),
-        });
-        this.offerSourceFailed(op, `payload hashes to ${actual.toString(16)}`, waiting);
+      // A checkpoint written meanwhile built a newer source: keep it for later requests.
+      const newer = this.offerSource !== null && this.offerSource.op > op ? this.offerSource : null;
+      this.offerSourceFromPayload(op, checksum, result.payload);
+      const source = this.offerSource;
+      if (newer !== null) this.offerSource = newer;
+      if (this.offerSourceDamaged?.op === op) {
+        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true, true);
         return;
       }
-      const manifest: Manifest = {
-        chunkSize,
-        entries: [
-          {
-            kind: ArtifactKind.metadataSnapshot,
-            frontier: op,
-            len: payload.byteLength,
-            checksum: chunks.checksum,
-            chunkChecksums: [...chunks.chunkChecksums],
-          },
-        ],
-      };
-      const anchor = this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? 0n;
-      this.counters.offerSourcesBuilt += 1;
-      this.offerSource = { op, checksum, anchor, payload, manifest, manifestBytes: encodeManifest(this.env.kernels, manifest) };
-      for (const [requester, nonce] of waiting) this.createOffer(requester, nonce, this.offerSource);
+      assert(source !== null && source.op === op, 'a verified payload builds its source');
+      // Read and verified just now: no background check needed.
+      source.checkedAtRest = true;
+      for (const [requester, nonce] of waiting) this.createOffer(requester, nonce, source);
     });
   }
 
@@ -2517,6 +2574,32 @@ export class Replica {
     this.offers.set(requester, offer);
     this.counters.offersServed += 1;
     this.sendTarget(requester, offer);
+  }
+
+  /**
+   * An offer of a source that went idle (no chunk asked for a tick: not mid-fetch, where a whole
+   * read would stall the chunks) checks, in the background, that the snapshot file at rest still
+   * holds it: the offer itself is served from memory and is right either way, but a file that
+   * rotted would refuse the next boot. Damage found withdraws this source's offers with a vouch
+   * (their requesters take another server's copy) and fetches the file back from a peer.
+   */
+  private checkOfferSourceAtRest(source: OfferSource): void {
+    if (source.checkedAtRest) return;
+    source.checkedAtRest = true;
+    this.counters.offerSourceChecks += 1;
+    this.submit({ kind: 'snapshot_verify', op: source.op, checksum: source.checksum }, (result) => {
+      // A newer checkpoint rewrote the file since (requests run in order): nothing to repair.
+      if (result.ok || source.op !== this.checkpointOp) return;
+      this.emit('error', 'offer_refused_snapshot_unreadable', { checkpoint_op: source.op, cause: result.error });
+      const withdrawn: (readonly [number, bigint])[] = [];
+      for (const [requester, offer] of this.offers) {
+        if (offer.source !== source) continue;
+        this.offers.delete(requester);
+        withdrawn.push([requester, offer.nonce]);
+      }
+      if (this.offerSource === source) this.offerSource = null;
+      this.offerSourceFailed(source.op, result.error, withdrawn);
+    });
   }
 
   private sendTarget(requester: number, offer: Offer): void {
@@ -2604,15 +2687,15 @@ export class Replica {
     );
   }
 
-  /** Offers expire when idle; the cached source is released when no offer needs it. */
+  /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
   private tickOffers(): void {
     const idleMax = 10 * this.config.timeouts.repair;
     for (const [requester, offer] of this.offers) {
       offer.idleTicks += 1;
+      if (offer.idleTicks >= OFFER_CHECK_IDLE_TICKS) this.checkOfferSourceAtRest(offer.source);
       const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
       if (offer.idleTicks >= limit) this.offers.delete(requester);
     }
-    if (this.offers.size === 0 && !this.offerLoading && this.offerWaiting.size === 0) this.offerSource = null;
     // A newer checkpoint rewrote the file: the damage, and any repair of it, is moot.
     if (this.offerSourceDamaged !== null && this.offerSourceDamaged.op !== this.checkpointOp) this.offerSourceDamaged = null;
   }
@@ -2948,6 +3031,9 @@ export class Replica {
       this.checkpointOp = accepted.op;
       this.checkpointChecksum = accepted.checksum;
       this.checkpointIds.set(accepted.op, accepted.checksum);
+      // The installed payload is what we offer on (one payload: the old source goes).
+      this.offerSource = null;
+      this.checkpointPayload = result.installedPayload === undefined ? null : { op: accepted.op, payload: result.installedPayload };
       this.superblockStateTransfer = true;
       this.persistView();
       this.stateTransfer.clear();
@@ -3047,6 +3133,7 @@ export class Replica {
       }
       this.offerSourceDamaged = null;
       this.offerSource = null;
+      this.checkpointPayload = result.installedPayload === undefined ? null : { op: accepted.op, payload: result.installedPayload };
       this.counters.snapshotRepairs += 1;
       this.env.logger.log('info', 'snapshot repaired from a peer', { checkpoint_op: accepted.op, peer: session.peer });
     });
@@ -3134,6 +3221,9 @@ function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): 
   assert(index >= 0, 'the entry is in its manifest');
   return index;
 }
+
+/** Ticks without a chunk request before an offer's file at rest is checked (not mid-fetch). */
+const OFFER_CHECK_IDLE_TICKS = 2;
 
 export class StorageFailure extends Error {
   override readonly name = 'StorageFailure';

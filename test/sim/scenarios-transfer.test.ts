@@ -434,30 +434,39 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     expect([reborn.sizeBytes, reborn.messagesCount, reborn.segmentsCount]).toEqual([0, 0, 0]);
   });
 
-  it('3. the offer is built once per checkpoint and served from cache to repeated requests', () => {
+  it('3. the offer is built when the checkpoint is written and served from it, never read back, to repeated requests', () => {
     // 3 x (register + 14 requests) = 45 ops: the cluster comes to rest above its third checkpoint
     // (36), so every offer below is of one checkpoint.
     const cluster = sim({ clientCount: 3, requestsPerClient: 14 });
     const backup = lagBehindCheckpoints(cluster);
+    const servers = [0, 1, 2].filter((i) => i !== backup);
+    // Each server built one source per checkpoint it wrote, before anyone asked.
+    for (const index of servers) {
+      const replica = cluster.replica(index);
+      expect(replica.checkpointOp).toBeGreaterThan(0);
+      expect(replica.counters.offerSourcesBuilt).toBe(replica.checkpointOp / replica.config.checkpointInterval);
+    }
     // Duplicate every message, RequestStateTransfer included.
     cluster.network.filter = ({ frame }) => frame;
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 1 };
     cluster.restart(backup);
     expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
     cluster.network.options = { ...cluster.network.options, duplicateProbability: 0 };
-    const servers = [0, 1, 2].filter((i) => i !== backup);
     for (const index of servers) {
       const replica = cluster.replica(index);
-      expect(replica.counters.offerSourcesBuilt).toBeLessThanOrEqual(1);
+      // Requests built nothing: one source per checkpoint written, the cluster kept checkpointing.
+      expect(replica.counters.offerSourcesBuilt).toBe(replica.checkpointOp / replica.config.checkpointInterval);
+      expect(replica.counters.offerSourceReads).toBe(0);
+      // The file at rest was checked once, in the background, for the one source offered.
+      expect(replica.counters.offerSourceChecks).toBeLessThanOrEqual(1);
       expect(replica.checkpointOp).toBe(cluster.replica(backup).checkpointOp);
     }
     // A second requester (a new session, so no cached offer of its own) asks for the same
-    // checkpoint: it is offered from the cached source, which is not read or built again.
+    // checkpoint: it is offered at once, in the same step, from the source built at the checkpoint.
     const [server, other] = servers as [number, number];
     const replica = cluster.replica(server);
     const built = replica.counters.offerSourcesBuilt;
     const served = replica.counters.offersServed;
-    expect(built).toBe(1);
     const request = buildFrame(kernels, {
       command: Command.requestStateTransfer,
       cluster: replica.config.cluster,
@@ -470,10 +479,28 @@ describe('state transfer: each defect of the seed review is impossible', () => {
     const decoded = decodeFrame(kernels, request);
     expect(decoded.ok).toBe(true);
     if (decoded.ok) replica.onMessage(decoded);
-    cluster.runUntil(() => cluster.replicas[server]!.storage.inFlight === 0, 100);
     expect(replica.counters.offersServed).toBe(served + 1);
+    cluster.runUntil(() => cluster.replicas[server]!.storage.inFlight === 0, 100);
     expect(replica.counters.offerSourcesBuilt).toBe(built);
+    expect(replica.counters.offerSourceReads).toBe(0);
     cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('3. a restarted server offers from the payload its boot read, without reading the file again', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 14 });
+    const backup = lagBehindCheckpoints(cluster);
+    const server = (backup + 1) % 3;
+    cluster.runUntil(() => cluster.replicas[server]!.storage.inFlight === 0, 100);
+    cluster.crash(server);
+    cluster.restart(server);
+    expect(cluster.runUntil(() => cluster.replica(server).status === 'normal', 5_000), cluster.describe()).toBe(true);
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    const replica = cluster.replica(server);
+    expect(replica.counters.offersServed).toBeGreaterThan(0);
+    expect(replica.counters.offerSourcesBuilt).toBe(1);
+    expect(replica.counters.offerSourceReads).toBe(0);
     cluster.converge();
   });
 

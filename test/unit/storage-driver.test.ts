@@ -14,7 +14,9 @@ import { FsyncError } from '../../src/storage/disk.js';
 import { FsDisk } from '../../src/storage/fs-disk.js';
 import { recover } from '../../src/storage/recovery.js';
 import type { StorageResult } from '../../src/vsr/io.js';
-import { chain, CLUSTER, tsKernels } from './storage-fixtures.js';
+import { chain, CLUSTER, snapshotPayload, tsKernels, vsrState } from './storage-fixtures.js';
+import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
+import { SUPERBLOCK_FILES } from '../../src/storage/superblock.js';
 
 const roots: string[] = [];
 afterEach(() => {
@@ -138,5 +140,153 @@ describe('storage driver: group commit with the fsync off the event loop', () =>
     await until(() => completed.length === 3);
     expect(completed[2]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/poisoned/) });
     expect(driver.counters.failures).toBe(2);
+  });
+});
+
+describe('storage driver: checkpoint IO with its fsyncs off the event loop', () => {
+  /** `setup()` plus a log of every disk call that matters for the crash order, and held directory fsyncs. */
+  function instrumented() {
+    const context = setup();
+    const { disk } = context;
+    const calls: string[] = [];
+    const heldDirectory: { release: (error?: FsyncError) => void }[] = [];
+    const realWrite = disk.write.bind(disk);
+    const realRename = disk.rename.bind(disk);
+    const realFsync = disk.fsync.bind(disk);
+    const realFsyncDirectory = disk.fsyncDirectory.bind(disk);
+    const realFsyncDirectoryAsync = disk.fsyncDirectoryAsync.bind(disk);
+    const heldFsyncAsync = disk.fsyncAsync;
+    disk.write = (name, offset, bytes) => {
+      calls.push(`write ${name}`);
+      realWrite(name, offset, bytes);
+    };
+    disk.rename = (from, to) => {
+      calls.push(`rename ${from} ${to}`);
+      realRename(from, to);
+    };
+    disk.fsync = (name) => {
+      calls.push(`fsyncSync ${name}`);
+      realFsync(name);
+    };
+    disk.fsyncDirectory = () => {
+      calls.push('fsyncDirectorySync');
+      realFsyncDirectory();
+    };
+    /** Every async fsync's callback, to answer late without touching the disk. */
+    const answers: ((error: FsyncError | null) => void)[] = [];
+    disk.fsyncAsync = (name, done) => {
+      calls.push(`fsyncAsync ${name}`);
+      answers.push(done);
+      heldFsyncAsync(name, done);
+    };
+    disk.fsyncDirectoryAsync = (done) => {
+      calls.push('fsyncDirectoryAsync');
+      heldDirectory.push({ release: (error) => realFsyncDirectoryAsync((real) => done(error ?? real)) });
+    };
+    return { ...context, calls, heldDirectory, answers };
+  }
+
+  it('a snapshot write completes after its directory fsync, in crash-safe order, with no fsync on the loop', async () => {
+    const { driver, held, heldDirectory, completed, calls, kernels, disk } = instrumented();
+    const payload = snapshotPayload(kernels, 4);
+    const prepares = chain(1, 1);
+    driver.submit(1, { kind: 'snapshot_write', op: 4, payload });
+    driver.submit(2, { kind: 'wal_append', op: prepares[0]!.op, frame: prepares[0]!.frame });
+    await turn();
+    // The temp file is written and its fsync is on the thread pool; nothing behind it started.
+    expect(completed).toEqual([]);
+    expect(held).toHaveLength(1);
+    expect(calls).toEqual([`write ${SNAPSHOT_FILE}.tmp`, `write ${SNAPSHOT_FILE}.tmp`, `fsyncAsync ${SNAPSHOT_FILE}.tmp`]);
+    await turn();
+    expect(completed).toEqual([]);
+    held[0]!.release();
+    await until(() => heldDirectory.length === 1);
+    expect(calls.slice(3)).toEqual([`rename ${SNAPSHOT_FILE}.tmp ${SNAPSHOT_FILE}`, 'fsyncDirectoryAsync']);
+    expect(completed).toEqual([]);
+    heldDirectory[0]!.release();
+    await until(() => completed.length === 1);
+    expect(completed[0]).toEqual({ id: 1, result: { ok: true } });
+    // Only now does the append behind it run.
+    await until(() => held.length === 2);
+    held[1]!.release();
+    await until(() => completed.length === 2);
+    expect(completed[1]).toEqual({ id: 2, result: { ok: true } });
+    expect(calls.filter((call) => call.includes('Sync'))).toEqual([]);
+    expect(driver.counters.durableWritesAsync).toBe(1);
+    const stored = disk.readAll(SNAPSHOT_FILE);
+    expect(kernels.trailerSplit(stored).status).toBe('valid');
+  });
+
+  it('a superblock write runs its fsyncs on the thread pool and becomes the newest record only when durable', async () => {
+    const { driver, held, heldDirectory, completed, calls, root, disk, kernels } = instrumented();
+    const state = vsrState({ view: 3, logView: 3, commitMax: 0 });
+    driver.submit(1, { kind: 'superblock_write', state, stateTransfer: false });
+    await turn();
+    expect(held).toHaveLength(1);
+    held[0]!.release();
+    await until(() => heldDirectory.length === 1);
+    expect(completed).toEqual([]);
+    heldDirectory[0]!.release();
+    await until(() => completed.length === 1);
+    expect(completed[0]).toEqual({ id: 1, result: { ok: true } });
+    const slot = calls.find((call) => call.startsWith('rename '))!.split(' ')[2]!;
+    expect(SUPERBLOCK_FILES).toContain(slot);
+    expect(calls.filter((call) => call.includes('Sync'))).toEqual([]);
+    disk.close();
+    const reopened = recover(new FsDisk(root), kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
+    expect(reopened.superblock.state?.view).toBe(3);
+  });
+
+  it('a checkpoint\'s WAL drain rewrites the journal with its fsyncs on the thread pool', async () => {
+    const { driver, held, heldDirectory, completed, calls, root, disk, kernels } = instrumented();
+    const prepares = chain(1, 3);
+    for (const prepare of prepares) driver.submit(prepare.op, { kind: 'wal_append', op: prepare.op, frame: prepare.frame });
+    await until(() => held.length === 1);
+    held[0]!.release();
+    await until(() => completed.length === 3);
+    calls.length = 0;
+    driver.submit(10, { kind: 'wal_drain', keepFromOp: 3 });
+    await until(() => held.length === 2);
+    expect(completed).toHaveLength(3);
+    held[1]!.release();
+    await until(() => heldDirectory.length === 1);
+    expect(completed).toHaveLength(3);
+    heldDirectory[0]!.release();
+    await until(() => completed.length === 4);
+    expect(completed[3]).toEqual({ id: 10, result: { ok: true } });
+    expect(calls.filter((call) => call.includes('Sync'))).toEqual([]);
+    expect(calls).toContain('rename journal.wal.tmp journal.wal');
+    disk.close();
+    const reopened = recover(new FsDisk(root), kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
+    expect(reopened.wal.get(3)?.op).toBe(3);
+    expect(reopened.wal.get(2)).toBeNull();
+  });
+
+  it('a failed directory fsync fails the write with its stage', async () => {
+    const { driver, held, heldDirectory, completed, kernels } = instrumented();
+    driver.submit(1, { kind: 'snapshot_write', op: 4, payload: snapshotPayload(kernels, 4) });
+    await turn();
+    held[0]!.release();
+    await until(() => heldDirectory.length === 1);
+    heldDirectory[0]!.release(new FsyncError('/x', new Error('EIO')));
+    await until(() => completed.length === 1);
+    expect(completed[0]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/dir_sync/) });
+  });
+
+  it('shutdown redoes a durable write in flight synchronously, exactly once', async () => {
+    const { driver, held, completed, calls, kernels, disk, answers } = instrumented();
+    driver.submit(1, { kind: 'snapshot_write', op: 4, payload: snapshotPayload(kernels, 4) });
+    await turn();
+    expect(held).toHaveLength(1);
+    driver.close();
+    expect(completed).toEqual([{ id: 1, result: { ok: true } }]);
+    expect(calls).toContain('fsyncDirectorySync');
+    const renames = calls.filter((call) => call.startsWith('rename')).length;
+    // The late fsync answer neither renames again nor completes anything.
+    answers[0]!(null);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls.filter((call) => call.startsWith('rename')).length).toBe(renames);
+    expect(completed).toHaveLength(1);
+    expect(kernels.trailerSplit(disk.readAll(SNAPSHOT_FILE)).status).toBe('valid');
   });
 });

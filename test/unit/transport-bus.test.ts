@@ -127,6 +127,30 @@ describe('ReplicaBus', () => {
     await waitFor(() => commitsFrom(node0, 1).includes(100) && commitsFrom(node2, 1).includes(200), 'frames from the restarted replica');
   });
 
+  it('a restarted higher index announces itself: the lower one dials at once instead of waiting out its backoff', async () => {
+    // Replica 0 dials 1 with a backoff no test could wait out: only the announcement reconnects it.
+    const slow = { reconnect: { delayMinMs: 600_000, delayMaxMs: 600_000, jitter: 0 } };
+    const { nodes, ports } = await harness.start(2, { node: () => slow });
+    const [node0] = nodes as [Node, Node];
+    await waitFor(() => allConnected(nodes), 'connected');
+    await nodes[1]!.bus.close();
+    await waitFor(() => !node0.bus.connected(1), 'replica 0 notices replica 1 is gone');
+    // Replica 0 is now in its backoff (one dial, refused or pending, then the long timer).
+    const before = node0.bus.stats().peers[0]!;
+    expect(before.announcesHeard).toBe(0);
+    const node1 = createNode(1, ports.map((port) => `${HOST}:${port}`), slow);
+    const restarted = harness.track(node1.bus);
+    expect((await restarted.listen()).port).toBe(ports[1]);
+    await waitFor(() => node0.bus.connected(1) && restarted.connected(0), 'replica 0 dialled the restarted replica 1');
+    const after = node0.bus.stats().peers[0]!;
+    expect(after.announcesHeard).toBe(1);
+    expect(after.authFailures).toEqual({});
+    expect(restarted.stats().peers[0]).toMatchObject({ announcesSent: 1, connected: true });
+    expect(node0.bus.stats().inbound.authFailures).toEqual({});
+    restarted.sendToReplica(0, commitFrame(1, 5));
+    await waitFor(() => commitsFrom(node0, 1).includes(5), 'a frame from the restarted replica');
+  });
+
   it('a restarted replica receives what was queued for it while it was down', async () => {
     const { nodes, ports } = await harness.start(2);
     await waitFor(() => allConnected(nodes), 'connected');

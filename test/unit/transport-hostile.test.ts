@@ -173,7 +173,6 @@ describe('replica bus: hostile input', () => {
     const { node1, port1 } = await cluster();
     const cases = [
       { replica: 7, peerReplica: 1 }, // not a replica of this 3-replica cluster
-      { replica: 2, peerReplica: 1 }, // a higher index dialling: only lower indexes dial
       { replica: 0, peerReplica: 2 }, // meant to reach replica 2: address lists disagree
     ];
     for (const { replica, peerReplica } of cases) {
@@ -194,8 +193,29 @@ describe('replica bus: hostile input', () => {
       const challenge = peer.frames()[0]?.header;
       expect(challenge?.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.replicaMismatch);
     }
-    expect(node1.bus.stats().inbound.authFailures).toEqual({ replica_mismatch: 3 });
+    expect(node1.bus.stats().inbound.authFailures).toEqual({ replica_mismatch: 2 });
     expect(node1.bus.connected(0)).toBe(false);
+  });
+
+  it('a Hello from a higher index is an announcement: no challenge, no failure, at most a sooner dial', async () => {
+    const { node1, port1 } = await cluster();
+    const peer = new RawPeer(harness, port1);
+    peer.write(
+      buildFrame(kernels, {
+        command: Command.replicaHello,
+        cluster: CLUSTER,
+        view: 0,
+        release: 0,
+        replica: 2,
+        nonce: randomBytes(32),
+        mode: ReplicaAuthMode.psk,
+        peerReplica: 1,
+      }),
+    );
+    await waitFor(() => peer.closed, 'closed without an answer');
+    expect(peer.frames()).toEqual([]);
+    expect(node1.bus.stats().inbound.authFailures).toEqual({});
+    expect(node1.bus.stats().peers.find((stats) => stats.replica === 2)?.announcesHeard).toBe(1);
   });
 
   it('a bus dialling an address that answers as another replica refuses it', async () => {
