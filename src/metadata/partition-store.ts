@@ -8,8 +8,8 @@
  * 4.4 million partitions cost 35 MB instead of 4.4 million heap objects (issue 14).
  *
  * Invariants (checked by `invariants()`):
- * - `count <= countMax`, `count * 8 <= bytes.byteLength` (capacity), capacity <= countMax * 8
- *   unless the column was adopted at exactly its size.
+ * - `count <= countMax` and `count * 8 <= bytes.byteLength` (capacity); growth never allocates
+ *   past countMax partitions, so a topic's column is bounded by its limit.
  * - Every stored value is an integer in [0, 2^53 - 1].
  * - While `shared`, bytes [0, count * 8) may be referenced by a snapshot (`column()`, or the
  *   decoded snapshot a restore adopted): the store copies before its next write (copy-on-write),
@@ -67,7 +67,7 @@ export class PartitionStore {
     store.size = count;
     store.shared = true;
     // The values were checked by the caller (one pass at restore is enough); `invariants()`
-    // re-checks them where the simulator asks for it.
+    // re-checks them on demand.
     return store;
   }
 
