@@ -89,8 +89,11 @@ describe('PartitionStore', () => {
     store.append(3, T);
     const taken = store.column();
     const before = u64s(taken);
+    // Within the capacity: without copy-on-write this would overwrite partition 1 in place.
     store.truncate(1);
-    store.append(5, T + 1);
+    store.append(1, T + 1);
+    expect(u64s(taken)).toEqual(before);
+    store.append(4, T + 1);
     expect(u64s(taken)).toEqual(before);
     expect(u64s(store.column())).toEqual([BigInt(T), ...Array.from({ length: 5 }, () => BigInt(T + 1))]);
     // A column taken and never followed by a write costs no copy: two takes share the bytes.
@@ -102,15 +105,18 @@ describe('PartitionStore', () => {
   it('adopts a decoded column without a copy and never writes into it', () => {
     const column = columnOf([T, T + 1, T + 2]);
     const original = column.slice();
+    expect(PartitionStore.adopt(column, 10).column().buffer).toBe(column.buffer);
     const store = PartitionStore.adopt(column, 10);
     expect(store.count).toBe(3);
-    expect(store.column().buffer).toBe(column.buffer);
-    store.truncate(2);
+    // Within the adopted length: without copy-on-write this would write into the snapshot.
+    store.truncate(1);
+    store.append(1, 99);
+    expect(column).toEqual(original);
     store.append(4, 7);
     expect(column).toEqual(original);
     expect(contents(store)).toEqual([
       [0, T],
-      [1, T + 1],
+      [1, 99],
       [2, 7],
       [3, 7],
       [4, 7],
