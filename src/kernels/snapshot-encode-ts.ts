@@ -30,6 +30,7 @@ import {
   type TopicSnapshot,
   type UserSnapshot,
 } from '../format/snapshot-model.js';
+import { columnFirstUnsafe } from '../format/partition-column.js';
 import { assert } from '../stdx/assert.js';
 
 const U32_MAX = 0xffff_ffff;
@@ -288,9 +289,8 @@ function encodePartitionColumn(column: Uint8Array, streamIndex: number, topicInd
   if (!(column instanceof Uint8Array)) fail(`${path()} is not a Uint8Array`);
   const length = column.byteLength;
   if (length % PARTITION_CREATED_AT_SIZE !== 0) fail(`${path()} is ${length} bytes, not a multiple of ${PARTITION_CREATED_AT_SIZE}`);
-  for (let at = 0; at < length; at += PARTITION_CREATED_AT_SIZE) {
-    if (column[at + 7] !== 0 || column[at + 6]! > 0x1f) fail(`${path()}[${at / PARTITION_CREATED_AT_SIZE}] exceeds 2^53 - 1`);
-  }
+  const unsafe = columnFirstUnsafe(column);
+  if (unsafe >= 0) fail(`${path()}[${unsafe}] exceeds 2^53 - 1`);
   writeBin(column);
 }
 

@@ -17,6 +17,9 @@
  */
 import { assert } from '../stdx/assert.js';
 import { PARTITION_CREATED_AT_SIZE } from '../format/snapshot-model.js';
+import { columnCount, columnCreatedAtUs, columnFirstUnsafe } from '../format/partition-column.js';
+
+export { columnCount, columnCreatedAtUs, columnFirstUnsafe };
 
 const TWO_POW_32 = 0x1_0000_0000;
 /** High word of Number.MAX_SAFE_INTEGER (2^53 - 1). */
@@ -151,19 +154,6 @@ export class PartitionStore {
     this.words = new Uint32Array(bytes.buffer);
     this.shared = false;
   }
-}
-
-/** Partitions in a snapshot column (its byte length was validated as a multiple of 8). */
-export function columnCount(column: Uint8Array): number {
-  return Math.floor(column.byteLength / PARTITION_CREATED_AT_SIZE);
-}
-
-/** Partition `index`'s createdAtUs from a snapshot column at any alignment. */
-export function columnCreatedAtUs(column: Uint8Array, index: number): number {
-  const at = index * PARTITION_CREATED_AT_SIZE;
-  const low = (column[at]! | (column[at + 1]! << 8) | (column[at + 2]! << 16) | (column[at + 3]! << 24)) >>> 0;
-  const high = (column[at + 4]! | (column[at + 5]! << 8) | (column[at + 6]! << 16) | (column[at + 7]! << 24)) >>> 0;
-  return high * TWO_POW_32 + low;
 }
 
 /** A snapshot column from createdAtUs values (fixtures, tests and the bench build models with it). */

@@ -37,6 +37,7 @@ import {
   type UserSnapshot,
   type UserStatus,
 } from '../format/snapshot-model.js';
+import { columnFirstUnsafe } from '../format/partition-column.js';
 import { ErrorCode } from './errors.js';
 import { TOPIC_OPTIONS_MAX, validateTopicOptionEntries } from './options.js';
 
@@ -349,13 +350,10 @@ function decodePartitionColumn(reader: Reader): Uint8Array {
       `${length} bytes is not a whole number of ${PARTITION_CREATED_AT_SIZE}-byte values`,
     );
   }
-  // Bytes 6 and 7 of a little-endian u64 hold bits 48..63: at most 0x1f and 0 below 2^53.
-  for (let at = 0; at < length; at += PARTITION_CREATED_AT_SIZE) {
-    if (column[at + 7] !== 0 || column[at + 6]! > 0x1f) {
-      const index = at / PARTITION_CREATED_AT_SIZE;
-      const value = new DataView(column.buffer, column.byteOffset + at, PARTITION_CREATED_AT_SIZE).getBigUint64(0, true);
-      throw new SnapshotDecodeError('out_of_range', reader.pathTo(`partitionsCreatedAtUs[${index}]`), offset, `${value} exceeds 2^53 - 1`);
-    }
+  const index = columnFirstUnsafe(column);
+  if (index >= 0) {
+    const value = new DataView(column.buffer, column.byteOffset + index * PARTITION_CREATED_AT_SIZE, PARTITION_CREATED_AT_SIZE).getBigUint64(0, true);
+    throw new SnapshotDecodeError('out_of_range', reader.pathTo(`partitionsCreatedAtUs[${index}]`), offset, `${value} exceeds 2^53 - 1`);
   }
   return column;
 }

@@ -33,7 +33,7 @@ import {
 } from './state.js';
 import { PAT_TOKEN_HASH_SIZE, type MetadataLimits } from './validation.js';
 import { PARTITION_CREATED_AT_SIZE } from '../format/snapshot-model.js';
-import { PartitionStore, columnCount } from './partition-store.js';
+import { PartitionStore, columnCount, columnFirstUnsafe } from './partition-store.js';
 
 /** UTF-16 code unit order, as Array#sort: the snapshot's canonical token order. */
 function byName(left: TokenState, right: TokenState): number {
@@ -195,9 +195,7 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
   check(column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0, `topic ${topic.id} partition column is not whole u64 values`);
   const partitionsCount = columnCount(column);
   check(partitionsCount <= limits.partitionsPerTopicMax, `topic ${topic.id} has more partitions than the limit`);
-  for (let at = 0; at < column.byteLength; at += PARTITION_CREATED_AT_SIZE) {
-    check(column[at + 7] === 0 && column[at + 6]! <= 0x1f, `topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
-  }
+  check(columnFirstUnsafe(column) < 0, `topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
   checkIds(topic.consumerGroups, limits.consumerGroupsPerTopicMax, `topic ${topic.id} group`);
   const groups: [number, GroupState][] = [];
   const groupIndex = new Map<string, number>();

@@ -3,7 +3,7 @@
  * u64 little-endian bytes, copy-on-write against the snapshots that share it, bounded by countMax.
  */
 import { describe, expect, it } from 'vitest';
-import { PartitionStore, columnCount, columnCreatedAtUs, columnOf } from '../../src/metadata/partition-store.js';
+import { PartitionStore, columnCount, columnCreatedAtUs, columnFirstUnsafe, columnOf } from '../../src/metadata/partition-store.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 
 const T = 1_796_071_487_896_000;
@@ -156,5 +156,26 @@ describe('PartitionStore', () => {
     // Capacity is at most countMax: the shared column's buffer is exactly countMax * 8 here.
     expect(store.column().buffer.byteLength).toBeLessThanOrEqual(1_000 * 8);
     store.invariants();
+  });
+});
+
+describe('columnFirstUnsafe', () => {
+  /** A column of `count` safe values with `value` at `index`, at byte offset `offset` of its buffer. */
+  function columnWith(count: number, index: number, value: bigint, offset: number): Uint8Array {
+    const column = new Uint8Array(offset + count * 8).subarray(offset);
+    const view = new DataView(column.buffer, column.byteOffset);
+    for (let at = 0; at < count; at++) view.setBigUint64(at * 8, BigInt(Number.MAX_SAFE_INTEGER - at), true);
+    if (index >= 0) view.setBigUint64(index * 8, value, true);
+    return column;
+  }
+
+  it.each([0, 1, 4])('finds the first value above 2^53 - 1 (any of bits 53..63), aligned or not (offset %d)', (offset) => {
+    expect(columnFirstUnsafe(columnWith(0, -1, 0n, offset))).toBe(-1);
+    expect(columnFirstUnsafe(columnWith(1_000, -1, 0n, offset))).toBe(-1);
+    for (const bit of [53n, 56n, 60n, 63n]) {
+      expect(columnFirstUnsafe(columnWith(1_000, 617, 1n << bit, offset))).toBe(617);
+    }
+    expect(columnFirstUnsafe(columnWith(1_000, 999, 2n ** 53n, offset))).toBe(999);
+    expect(columnFirstUnsafe(columnWith(1_000, 3, 2n ** 53n - 1n, offset))).toBe(-1);
   });
 });
