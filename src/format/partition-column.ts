@@ -26,7 +26,8 @@ export function columnCreatedAtUs(column: Uint8Array, index: number): number {
 
 /** The u32 little-endian at byte `at`. */
 function wordAt(column: Uint8Array, at: number): number {
-  return (column[at]! | (column[at + 1]! << 8) | (column[at + 2]! << 16) | (column[at + 3]! << 24)) >>> 0;
+  const low = column[at]! | (column[at + 1]! << 8);
+  return (low | (column[at + 2]! << 16) | (column[at + 3]! << 24)) >>> 0;
 }
 
 /**
