@@ -53,6 +53,8 @@
 @inline const T_STREAMS: u32 = 4;
 // @ts-ignore: decorator
 @inline const T_TOPICS: u32 = 5;
+// Version 3's partition records; since version 4 partitions are a column in the heap and this
+// table is always empty. The kind keeps its slot so the descriptor layout stays put.
 // @ts-ignore: decorator
 @inline const T_PARTITIONS: u32 = 6;
 // @ts-ignore: decorator
@@ -98,17 +100,15 @@
 // @ts-ignore: decorator
 @inline const STREAM_SIZE: usize = 32;
 // topic: f64 id, f64 createdAtUs, u64 messageExpiryUs, u64 maxTopicSizeBytes, f64 compression,
-// f64 replicationFactor, u32 name (offset, len), u32 partition count, u32 consumer-group count,
-// u32 option count (snapshot version 3), u32 padding
+// f64 replicationFactor, u32 name (offset, len), u32 partition column (offset, len; snapshot
+// version 4: createdAtUs as u64 little-endian, 8 bytes per partition), u32 consumer-group count,
+// u32 option count (snapshot version 3)
 // @ts-ignore: decorator
 @inline const TOPIC_SIZE: usize = 72;
 // topic option (snapshot version 3): u32 key (offset, len), u32 value (offset, len), u32 hasValue,
 // u32 padding. Key order is checked by the JS side (UTF-16 order, as token names).
 // @ts-ignore: decorator
 @inline const TOPIC_OPTION_SIZE: usize = 24;
-// partition: f64 id, f64 createdAtUs
-// @ts-ignore: decorator
-@inline const PARTITION_SIZE: usize = 16;
 // consumer group: f64 id, f64 generation, u32 name (offset, len), u32 member count
 // @ts-ignore: decorator
 @inline const GROUP_SIZE: usize = 32;
@@ -143,11 +143,9 @@
 // @ts-ignore: decorator
 @inline const STREAM_MAX: u64 = 1 + 5 + 5 + 9 + 5;
 // @ts-ignore: decorator
-@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5 + 5;
+@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5 + 5; // partition column: bin header up to 5
 // @ts-ignore: decorator
 @inline const TOPIC_OPTION_MAX: u64 = 1 + 5 + 5; // [key, value | nil]
-// @ts-ignore: decorator
-@inline const PARTITION_MAX: u64 = 1 + 5 + 9;
 // @ts-ignore: decorator
 @inline const GROUP_MAX: u64 = 1 + 5 + 5 + 9 + 5;
 // @ts-ignore: decorator
@@ -160,7 +158,12 @@
 @inline const REVOKED_MAX: u64 = 1 + 5 + 5 + 9; // bin header up to 5: the bound holds for any length
 
 // @ts-ignore: decorator
-@inline const SNAPSHOT_FORMAT_VERSION: f64 = 3;
+@inline const SNAPSHOT_FORMAT_VERSION: f64 = 4;
+// Bytes per partition in the column, and the largest high word (bits 32..63) of a value <= 2^53 - 1.
+// @ts-ignore: decorator
+@inline const PARTITION_CREATED_AT_SIZE: u32 = 8;
+// @ts-ignore: decorator
+@inline const SAFE_HIGH_WORD_MAX: u32 = 0x1f_ffff;
 // @ts-ignore: decorator
 @inline const U8_MAX: f64 = 255;
 // @ts-ignore: decorator
@@ -404,18 +407,17 @@ function layoutSizeMax(tables: usize): u64 {
 
   const topicCount = tableCount(tables, T_TOPICS);
   record = tablePtr(tables, T_TOPICS);
-  let partitionTotal: u64 = 0;
   let groupTotal: u64 = 0;
   let optionTotal: u64 = 0;
   for (let index: u32 = 0; index < topicCount; index++, record += TOPIC_SIZE) {
     const name = heapRange(record, 48, heapSize);
-    broken = broken || name < 0;
-    payload += <u64>name;
-    partitionTotal += load<u32>(record, 56);
-    groupTotal += load<u32>(record, 60);
-    optionTotal += load<u32>(record, 64);
+    const column = heapRange(record, 56, heapSize);
+    broken = broken || name < 0 || column < 0;
+    payload += <u64>name + <u64>column;
+    groupTotal += load<u32>(record, 64);
+    optionTotal += load<u32>(record, 68);
   }
-  broken = broken || partitionTotal != tableCount(tables, T_PARTITIONS);
+  broken = broken || tableCount(tables, T_PARTITIONS) != 0;
   broken = broken || groupTotal != tableCount(tables, T_GROUPS);
   broken = broken || optionTotal != tableCount(tables, T_TOPIC_OPTIONS);
 
@@ -474,7 +476,6 @@ function layoutSizeMax(tables: usize): u64 {
     <u64>streamCount * STREAM_MAX +
     <u64>topicCount * TOPIC_MAX +
     <u64>optionCount * TOPIC_OPTION_MAX +
-    <u64>tableCount(tables, T_PARTITIONS) * PARTITION_MAX +
     <u64>groupCount * GROUP_MAX +
     <u64>memberCount * MEMBER_MAX +
     <u64>tableCount(tables, T_MEMBER_PARTITIONS) * MEMBER_PARTITION_MAX +
@@ -501,8 +502,6 @@ let permTopicRecord: usize = 0;
 let permTopicIndex: u32 = 0;
 let topicRecord: usize = 0;
 let topicIndex: u32 = 0;
-let partitionRecord: usize = 0;
-let partitionIndex: u32 = 0;
 let groupRecord: usize = 0;
 let groupIndex: u32 = 0;
 let memberRecord: usize = 0;
@@ -536,8 +535,6 @@ export function snapshot_encode(tables: usize, out: usize, outCapacity: usize): 
   permTopicIndex = 0;
   topicRecord = tablePtr(tables, T_TOPICS);
   topicIndex = 0;
-  partitionRecord = tablePtr(tables, T_PARTITIONS);
-  partitionIndex = 0;
   groupRecord = tablePtr(tables, T_GROUPS);
   groupIndex = 0;
   memberRecord = tablePtr(tables, T_MEMBERS);
@@ -687,24 +684,11 @@ function encodeTopic(o: usize, record: usize, id: u64): usize {
   o = writeUint(o, load<u64>(record, 24));
   o = writeUint(o, uintOf(load<f64>(record, 40), U8_MAX, T_TOPICS, topicIndex));
 
-  const partitionCount = load<u32>(record, 56);
-  o = writeArrayHeader(o, partitionCount);
-  let previousId: i64 = -1;
-  let partition = partitionRecord;
-  for (let index: u32 = 0; index < partitionCount; index++, partition += PARTITION_SIZE) {
-    const partitionId = uintOf(load<f64>(partition), U32_MAX, T_PARTITIONS, partitionIndex + index);
-    if (<i64>partitionId <= previousId) noteFailure(F_ORDER, T_PARTITIONS, partitionIndex + index);
-    previousId = <i64>partitionId;
-    store<u8>(o, 0x92);
-    o = writeUint(o + 1, partitionId);
-    o = writeUint(o, uintOf(load<f64>(partition, 8), SAFE_MAX, T_PARTITIONS, partitionIndex + index));
-  }
-  partitionRecord = partition;
-  partitionIndex += partitionCount;
+  o = writePartitionColumn(o, heap + load<u32>(record, 56), load<u32>(record, 60));
 
-  const groupCount = load<u32>(record, 60);
+  const groupCount = load<u32>(record, 64);
   o = writeArrayHeader(o, groupCount);
-  previousId = -1;
+  let previousId: i64 = -1;
   for (let index: u32 = 0; index < groupCount; index++) {
     const group = groupRecord;
     const groupId = uintOf(load<f64>(group), U32_MAX, T_GROUPS, groupIndex);
@@ -720,7 +704,7 @@ function encodeTopic(o: usize, record: usize, id: u64): usize {
     o = encodeMembers(o, memberCount);
   }
 
-  const optionCount = load<u32>(record, 64);
+  const optionCount = load<u32>(record, 68);
   o = writeArrayHeader(o, optionCount);
   for (let index: u32 = 0; index < optionCount; index++) {
     const option = topicOptionRecord;
@@ -735,6 +719,22 @@ function encodeTopic(o: usize, record: usize, id: u64): usize {
     topicOptionRecord += TOPIC_OPTION_SIZE;
   }
   return o;
+}
+
+// Topic field 7 (version 4): the createdAtUs column, copied as one bin. A length that is not whole
+// u64 values, or a value above 2^53 - 1 (high word above SAFE_HIGH_WORD_MAX), is a bad model: it is
+// recorded (the failure index is the topic) and the bytes are still copied, which the bound covers.
+function writePartitionColumn(o: usize, column: usize, len: u32): usize {
+  if (len % PARTITION_CREATED_AT_SIZE != 0) noteFailure(F_RANGE, T_PARTITIONS, topicIndex);
+  const end = column + <usize>(len & ~(PARTITION_CREATED_AT_SIZE - 1));
+  // Every high-word load is inside [column, column + len): whole values only.
+  for (let at = column; at < end; at += PARTITION_CREATED_AT_SIZE) {
+    if (load<u32>(at, 4) > SAFE_HIGH_WORD_MAX) {
+      noteFailure(F_RANGE, T_PARTITIONS, topicIndex);
+      break;
+    }
+  }
+  return writeBin(o, column, len);
 }
 
 function encodeMembers(o: usize, count: u32): usize {

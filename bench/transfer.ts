@@ -4,8 +4,8 @@
  *
  * Per kernel mode, one 3-replica cluster grows its metadata through the HTTP API to each snapshot
  * size in turn (ascending; `--sizes`, MiB of snapshot.bin). The cheapest real volume is partitions:
- * one `POST /streams/{s}/topics/{t}/partitions` adds 1000 (Iggy's per-request maximum) at ~13-15
- * snapshot bytes each ([id, created_at] in msgpack), for a ~30-byte prepare. The bench predicts the
+ * one `POST /streams/{s}/topics/{t}/partitions` adds 1000 (Iggy's per-request maximum) at 8
+ * snapshot bytes each (a u64 created_at in the topic's partition column), for a ~30-byte prepare. The bench predicts the
  * snapshot size from the partition ids it created, then advances to the next checkpoint with tiny
  * filler writes (create-stream), so snapshot.bin lands just above the size asked for. At each size:
  *
@@ -41,6 +41,7 @@ import {
   type EtcdReport,
 } from './procs.js';
 import { formatMiB, formatNumber, machineLine } from './load.js';
+import { PARTITION_CREATED_AT_SIZE } from '../src/format/snapshot-model.js';
 import { runSocketBaseline, type SocketBaselineRow } from './socket-baseline.js';
 
 const MB = 1e6;
@@ -156,20 +157,13 @@ export interface TransferBenchReport {
 
 // ------------------------------------------------------------------------------ vrmeta volume
 
-/** msgpack size of a non-negative integer (the encoder picks the smallest form). */
-function uintBytes(value: number): number {
-  if (value < 128) return 1;
-  if (value < 256) return 2;
-  if (value < 65536) return 3;
-  if (value < 2 ** 32) return 5;
-  return 9;
-}
-
-/** Snapshot bytes of partitions with ids [from, to): fixarray + id + u64 created_at. */
+/**
+ * Snapshot bytes of partitions with ids [from, to): since snapshot format 4 a topic's partitions
+ * are one bin of u64 created_at values (ids implicit), 8 bytes each; the per-topic bin header
+ * (at most 5 bytes) is left out like the rest of the topic record.
+ */
 function partitionBytes(from: number, to: number): number {
-  let bytes = 0;
-  for (let id = from; id < to; id++) bytes += 1 + uintBytes(id) + 9;
-  return bytes;
+  return (to - from) * PARTITION_CREATED_AT_SIZE;
 }
 
 interface Writer {

@@ -10,7 +10,9 @@
  * (`Kernels.snapshotEncode`) writes each record as a positional msgpack array, in the field order
  * documented on each interface below, with the smallest integer encodings, u64 as msgpack integers
  * (never floats) and u128 as a 16-byte big-endian `bin`. Strings are UTF-8 `str`, byte strings are
- * `bin`, absent optional values are `nil`.
+ * `bin`, absent optional values are `nil`. One exception to "records are arrays": a topic's
+ * partitions are a column, one `bin` of u64 little-endian values (TopicSnapshot), so the bulk of
+ * a large state encodes and decodes as a byte copy.
  *
  * Data-plane counters (the stats registry) are deliberately NOT part of the snapshot: they are
  * updated outside the log and would make two replicas' checkpoint bytes at the same op differ
@@ -23,15 +25,16 @@
 
 /**
  * Bumped whenever the encoding changes; writers write only this one. Version 2 added the
- * revoked access tokens (field 7); version 3 the topic options (topic field 9).
+ * revoked access tokens (field 7); version 3 the topic options (topic field 9); version 4 made a
+ * topic's partitions (topic field 7) one `bin` column instead of an array of [id, createdAtUs].
  */
-export const SNAPSHOT_FORMAT_VERSION = 3;
+export const SNAPSHOT_FORMAT_VERSION = 4;
 /**
  * Versions readers accept. Only the current one: there is no migration, so a data directory
- * written before the topic options is refused at boot with the version it holds (the operator
+ * written before the partition column is refused at boot with the version it holds (the operator
  * wipes it and the replica rejoins by state transfer).
  */
-export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [3];
+export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [4];
 
 export function isReadableSnapshotVersion(version: number | null): boolean {
   return version !== null && SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version);
@@ -176,7 +179,7 @@ export type CompressionAlgorithm = (typeof CompressionAlgorithm)[keyof typeof Co
 
 /**
  * Encoded as [id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes,
- * replicationFactor, partitions, consumerGroups, options].
+ * replicationFactor, partitionsCreatedAtUs, consumerGroups, options].
  */
 export interface TopicSnapshot {
   readonly id: number;
@@ -189,8 +192,14 @@ export interface TopicSnapshot {
   readonly maxTopicSizeBytes: bigint;
   /** u8. */
   readonly replicationFactor: number;
-  /** Ordered by `id` ascending. */
-  readonly partitions: readonly PartitionSnapshot[];
+  /**
+   * Field 7 (version 4): the partitions as one column, encoded as ONE msgpack `bin` (smallest
+   * header) holding each partition's `createdAtUs` as a u64 little-endian, 8 bytes per partition.
+   * Partition ids are implicit: dense 0..n-1 in column order (n = byteLength / 8). Canonical
+   * rules: the length is a multiple of PARTITION_CREATED_AT_SIZE and every value is at most
+   * 2^53 - 1 (a µs timestamp the model holds as a number). Readers must not write into it.
+   */
+  readonly partitionsCreatedAtUs: Uint8Array;
   /** Ordered by `id` ascending. */
   readonly consumerGroups: readonly ConsumerGroupSnapshot[];
   /**
@@ -209,11 +218,8 @@ export interface TopicOptionSnapshot {
   readonly value: string | null;
 }
 
-/** Encoded as [id, createdAtUs]. */
-export interface PartitionSnapshot {
-  readonly id: number;
-  readonly createdAtUs: number;
-}
+/** Bytes per partition in `TopicSnapshot.partitionsCreatedAtUs`: one u64 little-endian. */
+export const PARTITION_CREATED_AT_SIZE = 8;
 
 /** Encoded as [id, name, generation, members]. */
 export interface ConsumerGroupSnapshot {

@@ -18,6 +18,7 @@
  */
 import {
   ACCESS_TOKEN_ID_SIZE,
+  PARTITION_CREATED_AT_SIZE,
   SNAPSHOT_FORMAT_VERSION,
   U64_MAX,
   type ClientEntrySnapshot,
@@ -29,6 +30,7 @@ import {
   type TopicSnapshot,
   type UserSnapshot,
 } from '../format/snapshot-model.js';
+import { columnFirstUnsafe } from '../format/partition-column.js';
 import { assert } from '../stdx/assert.js';
 
 const U32_MAX = 0xffff_ffff;
@@ -242,21 +244,7 @@ function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: numb
     fail(`streams[${streamIndex}].topics[${topicIndex}].replicationFactor ${replicationFactor} is not a u8`);
   }
   writeUint(replicationFactor);
-  const partitions = topic.partitions;
-  const partitionCount = partitions.length;
-  writeArrayHeader(partitionCount);
-  let previousPartitionId = -1;
-  for (let index = 0; index < partitionCount; index++) {
-    const partition = partitions[index]!;
-    if (!(partition.id > previousPartitionId)) {
-      fail(`streams[${streamIndex}].topics[${topicIndex}].partitions[${index}].id is not ascending`);
-    }
-    previousPartitionId = partition.id;
-    ensure(24);
-    buffer[position++] = 0x92;
-    writeU32(partition.id, 'partition.id');
-    writeU64Number(partition.createdAtUs, 'partition.createdAtUs');
-  }
+  encodePartitionColumn(topic.partitionsCreatedAtUs, streamIndex, topicIndex);
   const groups = topic.consumerGroups;
   writeArrayHeader(groups.length);
   let previousGroupId = -1;
@@ -288,6 +276,22 @@ function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: numb
       writeString(option.value);
     }
   }
+}
+
+/**
+ * Topic field 7 (version 4): the createdAtUs column as one bin, copied as it is. Its canonical
+ * rules are checked here (whole u64 values, each <= 2^53 - 1: bytes 6 and 7 of a little-endian
+ * value hold its bits 48..63) so the bytes never carry a value a reader must refuse.
+ */
+function encodePartitionColumn(column: Uint8Array, streamIndex: number, topicIndex: number): void {
+  // Built only on failure: a snapshot has up to millions of topics.
+  const path = (): string => `streams[${streamIndex}].topics[${topicIndex}].partitionsCreatedAtUs`;
+  if (!(column instanceof Uint8Array)) fail(`${path()} is not a Uint8Array`);
+  const length = column.byteLength;
+  if (length % PARTITION_CREATED_AT_SIZE !== 0) fail(`${path()} is ${length} bytes, not a multiple of ${PARTITION_CREATED_AT_SIZE}`);
+  const unsafe = columnFirstUnsafe(column);
+  if (unsafe >= 0) fail(`${path()}[${unsafe}] exceeds 2^53 - 1`);
+  writeBin(column);
 }
 
 function encodeConsumerGroup(group: ConsumerGroupSnapshot): void {

@@ -60,7 +60,8 @@ const Table = {
   permTopics: 3,
   streams: 4,
   topics: 5,
-  partitions: 6,
+  /** Unused since version 4 (partitions are a column in the heap): always empty. */
+  partitionsReserved: 6,
   groups: 7,
   members: 8,
   memberPartitions: 9,
@@ -236,7 +237,6 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
   const streams = snapshot.streams;
   table[Table.streams] = streams.length;
   let topicCount = 0;
-  let partitionCount = 0;
   for (let index = 0; index < streams.length; index++) {
     const stream = streams[index]!;
     heapBytesMax += stream.name.length * UTF8_BYTES_PER_UNIT_MAX;
@@ -244,8 +244,7 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
     topicCount += topics.length;
     for (let topicIndex = 0; topicIndex < topics.length; topicIndex++) {
       const topic = topics[topicIndex]!;
-      heapBytesMax += topic.name.length * UTF8_BYTES_PER_UNIT_MAX;
-      partitionCount += topic.partitions.length;
+      heapBytesMax += topic.name.length * UTF8_BYTES_PER_UNIT_MAX + topic.partitionsCreatedAtUs.byteLength;
       const options = topic.options;
       table[Table.topicOptions]! += options.length;
       for (let optionIndex = 0; optionIndex < options.length; optionIndex++) {
@@ -267,7 +266,6 @@ function countSnapshot(snapshot: MetadataSnapshot): Capacity {
     }
   }
   table[Table.topics] = topicCount;
-  table[Table.partitions] = partitionCount;
   const clients = snapshot.clientTable;
   table[Table.clients] = clients.length;
   for (let index = 0; index < clients.length; index++) heapBytesMax += clients[index]!.reply.byteLength;
@@ -432,24 +430,14 @@ function marshalTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: num
   f64[word + 4] = topic.compressionAlgorithm;
   f64[word + 5] = topic.replicationFactor;
   putString(topic.name, field + 12);
-  const partitions = topic.partitions;
-  const partitionCount = partitions.length;
-  u32[field + 14] = partitionCount;
-  reserve(Table.partitions, partitionCount);
-  let partitionWord = cursor[Table.partitions]! >> 3;
-  for (let index = 0; index < partitionCount; index++, partitionWord += 2) {
-    const partition = partitions[index]!;
-    f64[partitionWord] = partition.id;
-    f64[partitionWord + 1] = partition.createdAtUs;
-  }
-  cursor[Table.partitions] = partitionWord << 3;
+  // Version 4: the partition column is a byte string; the kernel checks its length and values.
+  putBytes(topic.partitionsCreatedAtUs, field + 14);
   const groups = topic.consumerGroups;
-  u32[field + 15] = groups.length;
+  u32[field + 16] = groups.length;
   if (groups.length !== 0) reserve(Table.groups, groups.length);
   for (let index = 0; index < groups.length; index++) marshalGroup(groups[index]!);
   marshalTopicOptions(topic, streamIndex, topicIndex);
-  u32[field + 16] = topic.options.length;
-  u32[field + 17] = 0;
+  u32[field + 17] = topic.options.length;
 }
 
 /** Key order is UTF-16 order, which the kernel cannot see in UTF-8 bytes: checked here. */

@@ -13,22 +13,23 @@
  * data plane); vrmeta has no data plane in the loop, so every change is an eager recomputation.
  */
 import { assert } from '../stdx/assert.js';
-import type { GroupState, MemberState, PartitionState } from './state.js';
+import type { GroupState, MemberState } from './state.js';
 
-/** Partition i -> member i mod n, members by ascending id. Returns one ascending list per member. */
-export function assignPartitions(memberCount: number, partitions: readonly PartitionState[]): number[][] {
+/**
+ * Partition i -> member i mod n, members by ascending id. Returns one ascending list per member.
+ * Partition ids are dense (0..partitionsCount-1, partition-store.ts), so the count is all it needs.
+ */
+export function assignPartitions(memberCount: number, partitionsCount: number): number[][] {
   const assignment: number[][] = Array.from({ length: memberCount }, () => []);
   if (memberCount === 0) return assignment;
-  for (let index = 0; index < partitions.length; index++) {
-    assignment[index % memberCount]!.push(partitions[index]!.id);
-  }
+  for (let id = 0; id < partitionsCount; id++) assignment[id % memberCount]!.push(id);
   return assignment;
 }
 
-/** Recomputes every member's partitions and bumps the generation. */
-export function rebalance(group: GroupState, partitions: readonly PartitionState[]): void {
+/** Recomputes every member's partitions for a topic of `partitionsCount` and bumps the generation. */
+export function rebalance(group: GroupState, partitionsCount: number): void {
   const members = group.members.toArray();
-  const assignment = assignPartitions(members.length, partitions);
+  const assignment = assignPartitions(members.length, partitionsCount);
   members.forEach((member, index) => {
     member.partitions = Object.freeze(assignment[index]!);
   });
@@ -42,17 +43,17 @@ export function memberOf(group: GroupState, clientId: bigint): MemberState | und
 }
 
 /** Adds `clientId` at the lowest free member id and rebalances. The caller checks capacity. */
-export function join(group: GroupState, clientId: bigint, partitions: readonly PartitionState[]): void {
+export function join(group: GroupState, clientId: bigint, partitionsCount: number): void {
   assert(memberOf(group, clientId) === undefined, 'a client joins a group once');
   group.members.insert((id) => ({ id, clientId, partitions: [] }));
-  rebalance(group, partitions);
+  rebalance(group, partitionsCount);
 }
 
 /** Removes `clientId` and rebalances; false when the client is not a member. */
-export function leave(group: GroupState, clientId: bigint, partitions: readonly PartitionState[]): boolean {
+export function leave(group: GroupState, clientId: bigint, partitionsCount: number): boolean {
   const member = memberOf(group, clientId);
   if (member === undefined) return false;
   group.members.remove(member.id);
-  rebalance(group, partitions);
+  rebalance(group, partitionsCount);
   return true;
 }

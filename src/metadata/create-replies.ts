@@ -10,7 +10,7 @@
 import type { ApplyResult } from '../vsr/state-machine.js';
 import { encodeConsumerGroupDetails, encodeStreamDetails, encodeTopicDetails, encodeUserDetails } from './binary-responses.js';
 import { ErrorCode } from './errors.js';
-import { PARTITION_SEGMENTS_MIN } from './queries.js';
+import { PARTITION_SEGMENTS_MIN, type PartitionView } from './queries.js';
 import type { GroupState, StreamState, TopicState, UserState } from './state.js';
 
 function ok(payload: Uint8Array): ApplyResult {
@@ -31,6 +31,16 @@ export function createdStreamReply(stream: StreamState): ApplyResult {
   );
 }
 
+/** A new topic's partitions as the reply lists them. */
+function partitionViews(topic: TopicState): PartitionView[] {
+  const views: PartitionView[] = [];
+  topic.partitions.forEach((id, createdAtUs) => {
+    // A new partition has its one empty segment, as the topic reads show it (queries.ts).
+    views.push({ id, createdAtUs, segmentsCount: PARTITION_SEGMENTS_MIN, currentOffset: 0, sizeBytes: 0, messagesCount: 0 });
+  });
+  return views;
+}
+
 export function createdTopicReply(topic: TopicState): ApplyResult {
   return ok(
     encodeTopicDetails({
@@ -41,19 +51,11 @@ export function createdTopicReply(topic: TopicState): ApplyResult {
       compressionAlgorithm: topic.compressionAlgorithm,
       maxTopicSizeBytes: topic.maxTopicSizeBytes,
       replicationFactor: topic.replicationFactor,
-      partitionsCount: topic.partitions.length,
+      partitionsCount: topic.partitions.count,
       sizeBytes: 0,
       messagesCount: 0,
       options: topic.options,
-      partitions: topic.partitions.map((partition) => ({
-        id: partition.id,
-        createdAtUs: partition.createdAtUs,
-        // A new partition has its one empty segment, as the topic reads show it (queries.ts).
-        segmentsCount: PARTITION_SEGMENTS_MIN,
-        currentOffset: 0,
-        sizeBytes: 0,
-        messagesCount: 0,
-      })),
+      partitions: partitionViews(topic),
     }),
   );
 }
@@ -63,7 +65,7 @@ export function createdGroupReply(topic: TopicState, group: GroupState): ApplyRe
     encodeConsumerGroupDetails({
       id: group.id,
       name: group.name,
-      partitionsCount: topic.partitions.length,
+      partitionsCount: topic.partitions.count,
       membersCount: 0,
       generation: group.generation,
       members: [],

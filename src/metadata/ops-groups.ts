@@ -77,7 +77,7 @@ export function joinConsumerGroup(ctx: OpContext, request: JoinConsumerGroupRequ
   if (memberOf(group, ctx.clientId) !== undefined) return OK;
   if (group.members.isFull()) return rejected(ErrorCode.consumerGroupMembersLimitReached);
   if (!ctx.commit) return OK;
-  join(group, ctx.clientId, topic.partitions);
+  join(group, ctx.clientId, topic.partitions.count);
   return OK;
 }
 
@@ -87,7 +87,7 @@ export function leaveConsumerGroup(ctx: OpContext, request: LeaveConsumerGroupRe
   const { topic, group } = resolved;
   if (memberOf(group, ctx.clientId) === undefined) return rejected(ErrorCode.consumerGroupMemberNotFound);
   if (!ctx.commit) return OK;
-  const left = leave(group, ctx.clientId, topic.partitions);
+  const left = leave(group, ctx.clientId, topic.partitions.count);
   assert(left, 'the member checked above leaves');
   return OK;
 }
@@ -99,7 +99,7 @@ export function removeClientFromGroups(state: MetadataState, clientId: bigint): 
     for (const topic of stream.topics.values()) {
       if (topic.groups.count === 0) continue;
       for (const group of topic.groups.values()) {
-        if (leave(group, clientId, topic.partitions)) removed += 1;
+        if (leave(group, clientId, topic.partitions.count)) removed += 1;
       }
     }
   }

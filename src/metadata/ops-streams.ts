@@ -36,7 +36,7 @@ import type {
 } from './operations.js';
 import { canCreateStream, canCreateTopic, canManageStream, canManageTopic, withoutStream, withoutTopic } from './permissions.js';
 import type { CompressionAlgorithm } from '../format/snapshot-model.js';
-import { resolveStream, resolveTopic, type MetadataState, type PartitionState, type StreamState, type TopicState } from './state.js';
+import { resolveStream, resolveTopic, type MetadataState, type StreamState, type TopicState } from './state.js';
 import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from './validation.js';
 
 export function createStream(ctx: OpContext, request: CreateStreamRequest): ApplyResult {
@@ -101,7 +101,7 @@ export function purgeStream(ctx: OpContext, request: PurgeStreamRequest): ApplyR
 }
 
 function purgeCounters(ctx: OpContext, stream: StreamState, topic: TopicState): void {
-  for (const partition of topic.partitions) ctx.stats.purgePartition(stream, topic, partition, ctx.op);
+  topic.partitions.forEach((id, createdAtUs) => ctx.stats.purgePartition(stream, topic, { id, createdAtUs }, ctx.op));
 }
 
 export interface ResolvedTopic {
@@ -155,11 +155,11 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
     maxTopicSizeBytes: request.maxTopicSizeBytes,
     replicationFactor: request.replicationFactor,
     options: Object.freeze(request.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value }))),
-    partitions: [],
+    partitions: ctx.state.newPartitionStore(),
     groups: ctx.state.newGroupSlab(),
     groupIndex: new Map(),
   }));
-  addPartitions(topic, request.partitionsCount, ctx.timestampUs);
+  topic.partitions.append(request.partitionsCount, ctx.timestampUs);
   stream.topicIndex.set(topic.name, topic.id);
   return createdTopicReply(topic);
 }
@@ -228,18 +228,10 @@ export function purgeTopic(ctx: OpContext, request: PurgeTopicRequest): ApplyRes
   return OK;
 }
 
-function addPartitions(topic: TopicState, count: number, createdAtUs: number): void {
-  const base = topic.partitions.length;
-  for (let index = 0; index < count; index++) {
-    const partition: PartitionState = Object.freeze({ id: base + index, createdAtUs });
-    topic.partitions.push(partition);
-  }
-}
-
 /** Every group sees the new partition set at once, each with a new generation (Iggy's
  * `rebalance_consumer_groups` on repartition). */
 function rebalanceGroups(topic: TopicState): void {
-  for (const group of topic.groups.values()) rebalance(group, topic.partitions);
+  for (const group of topic.groups.values()) rebalance(group, topic.partitions.count);
 }
 
 export function createPartitions(ctx: OpContext, request: CreatePartitionsRequest): ApplyResult {
@@ -248,11 +240,11 @@ export function createPartitions(ctx: OpContext, request: CreatePartitionsReques
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   const { topic } = resolved;
-  if (topic.partitions.length + request.partitionsCount > ctx.state.limits.partitionsPerTopicMax) {
+  if (topic.partitions.count + request.partitionsCount > ctx.state.limits.partitionsPerTopicMax) {
     return rejected(ErrorCode.partitionIdSpaceExhausted);
   }
   if (!ctx.commit) return OK;
-  addPartitions(topic, request.partitionsCount, ctx.timestampUs);
+  topic.partitions.append(request.partitionsCount, ctx.timestampUs);
   rebalanceGroups(topic);
   return OK;
 }
@@ -263,11 +255,12 @@ export function deletePartitions(ctx: OpContext, request: DeletePartitionsReques
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   const { stream, topic } = resolved;
-  if (request.partitionsCount > topic.partitions.length) return rejected(ErrorCode.invalidPartitionsCount);
+  if (request.partitionsCount > topic.partitions.count) return rejected(ErrorCode.invalidPartitionsCount);
   if (!ctx.commit) return OK;
   // The highest ids go, so the remaining ids stay dense (Iggy truncates the partition list).
-  const removed = topic.partitions.splice(topic.partitions.length - request.partitionsCount);
-  for (const partition of removed) ctx.stats.removePartition(stream, topic, partition);
+  const kept = topic.partitions.count - request.partitionsCount;
+  for (let id = kept; id < topic.partitions.count; id++) ctx.stats.removePartition(stream, topic, topic.partitions.ref(id)!);
+  topic.partitions.truncate(kept);
   rebalanceGroups(topic);
   return OK;
 }
@@ -280,6 +273,6 @@ export function deletePartitions(ctx: OpContext, request: DeletePartitionsReques
 export function deleteSegments(ctx: OpContext, request: DeleteSegmentsRequest): ApplyResult {
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
-  if (request.partitionId >= resolved.topic.partitions.length) return rejected(ErrorCode.partitionNotFound);
+  if (request.partitionId >= resolved.topic.partitions.count) return rejected(ErrorCode.partitionNotFound);
   return OK;
 }

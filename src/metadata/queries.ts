@@ -146,7 +146,7 @@ export class MetadataQueries {
       compressionAlgorithm: topic.compressionAlgorithm,
       maxTopicSizeBytes: topic.maxTopicSizeBytes,
       replicationFactor: topic.replicationFactor,
-      partitionsCount: topic.partitions.length,
+      partitionsCount: topic.partitions.count,
       sizeBytes: counters.sizeBytes,
       messagesCount: counters.messagesCount,
       options: topic.options,
@@ -173,16 +173,17 @@ export class MetadataQueries {
     const stream = resolveStream(this.state(), streamId);
     const topic = stream === undefined ? undefined : resolveTopic(stream, topicId);
     if (stream === undefined || topic === undefined) return null;
-    const partitions = topic.partitions.map((partition): PartitionView => {
-      const counters = this.stats.partitionGet(stream, topic, partition) ?? ZERO;
-      return {
-        id: partition.id,
-        createdAtUs: partition.createdAtUs,
+    const partitions: PartitionView[] = [];
+    topic.partitions.forEach((id, createdAtUs) => {
+      const counters = this.stats.partitionGet(stream, topic, { id, createdAtUs }) ?? ZERO;
+      partitions.push({
+        id,
+        createdAtUs,
         segmentsCount: segmentsOf(counters.segmentsCount),
         currentOffset: counters.currentOffset,
         sizeBytes: counters.sizeBytes,
         messagesCount: counters.messagesCount,
-      };
+      });
     });
     return { ...this.topicView(stream, topic), partitions };
   }
@@ -238,9 +239,11 @@ export class MetadataQueries {
 
   /** The sum of the topic's partitions' segments as listed (O(1) for a topic no data plane touched). */
   private topicSegmentsCount(stream: StreamState, topic: TopicState): number {
-    if (this.stats.topicGet(stream, topic) === undefined) return topic.partitions.length * PARTITION_SEGMENTS_MIN;
+    if (this.stats.topicGet(stream, topic) === undefined) return topic.partitions.count * PARTITION_SEGMENTS_MIN;
     let count = 0;
-    for (const partition of topic.partitions) count += segmentsOf(this.stats.partitionGet(stream, topic, partition)?.segmentsCount ?? 0);
+    topic.partitions.forEach((id, createdAtUs) => {
+      count += segmentsOf(this.stats.partitionGet(stream, topic, { id, createdAtUs })?.segmentsCount ?? 0);
+    });
     return count;
   }
 
@@ -258,7 +261,7 @@ export class MetadataQueries {
       messagesSizeBytes += counters.sizeBytes;
       topicsCount += stream.topics.count;
       for (const topic of stream.topics.values()) {
-        partitionsCount += topic.partitions.length;
+        partitionsCount += topic.partitions.count;
         consumerGroupsCount += topic.groups.count;
         segmentsCount += this.topicSegmentsCount(stream, topic);
       }
@@ -276,7 +279,7 @@ export class MetadataQueries {
 }
 
 function groupView(topic: TopicState, group: GroupState): ConsumerGroupView {
-  return { id: group.id, name: group.name, partitionsCount: topic.partitions.length, membersCount: group.members.count };
+  return { id: group.id, name: group.name, partitionsCount: topic.partitions.count, membersCount: group.members.count };
 }
 
 function userView(user: UserState): UserView {

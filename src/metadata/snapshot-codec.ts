@@ -19,13 +19,13 @@
  */
 import {
   ACCESS_TOKEN_ID_SIZE,
+  PARTITION_CREATED_AT_SIZE,
   SNAPSHOT_FORMAT_VERSIONS_READABLE,
   type ClientEntrySnapshot,
   type CompressionAlgorithm,
   type ConsumerGroupMemberSnapshot,
   type ConsumerGroupSnapshot,
   type MetadataSnapshot,
-  type PartitionSnapshot,
   type PermissionsSnapshot,
   type PersonalAccessTokenSnapshot,
   type RevokedTokenSnapshot,
@@ -37,6 +37,7 @@ import {
   type UserSnapshot,
   type UserStatus,
 } from '../format/snapshot-model.js';
+import { columnFirstUnsafe } from '../format/partition-column.js';
 import { ErrorCode } from './errors.js';
 import { TOPIC_OPTIONS_MAX, validateTopicOptionEntries } from './options.js';
 
@@ -300,25 +301,12 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
   const maxTopicSizeBytes = reader.u64('maxTopicSizeBytes');
   const replicationFactor = reader.uint('replicationFactor', U8_MAX);
 
-  const partitionCount = reader.arrayHeader('partitions');
-  const partitions: PartitionSnapshot[] = [];
-  let depth = reader.enter('partitions');
-  let previousId = -1;
-  for (let index = 0; index < partitionCount; index++) {
-    reader.at(depth, index);
-    reader.record(2);
-    const partitionId = reader.uint('id', U32_MAX);
-    if (partitionId <= previousId) reader.fail('not_canonical_order', 'id', `${partitionId} does not follow ${previousId}`);
-    previousId = partitionId;
-    // Frozen as the state machine keeps them, so a restore adopts them without a copy.
-    partitions.push(Object.freeze({ id: partitionId, createdAtUs: reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER) }));
-  }
-  reader.leave(depth);
+  const partitionsCreatedAtUs = decodePartitionColumn(reader);
 
   const groupCount = reader.arrayHeader('consumerGroups');
   const consumerGroups: ConsumerGroupSnapshot[] = [];
-  depth = reader.enter('consumerGroups');
-  previousId = -1;
+  const depth = reader.enter('consumerGroups');
+  let previousId = -1;
   for (let index = 0; index < groupCount; index++) {
     reader.at(depth, index);
     reader.record(4);
@@ -330,7 +318,7 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     consumerGroups.push({ id: groupId, name: groupName, generation, members: decodeMembers(reader) });
   }
   reader.leave(depth);
-  const options = decodeTopicOptions(reader, partitions.length);
+  const options = decodeTopicOptions(reader, partitionsCreatedAtUs.byteLength / PARTITION_CREATED_AT_SIZE);
   return {
     id,
     name,
@@ -339,10 +327,35 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     compressionAlgorithm: compression as CompressionAlgorithm,
     maxTopicSizeBytes,
     replicationFactor,
-    partitions,
+    partitionsCreatedAtUs,
     consumerGroups,
     options,
   };
+}
+
+/**
+ * Topic field 7 (version 4): the createdAtUs column, one bin of u64 little-endian values. One copy
+ * (`bin` slices it out, aligned, owned) and one pass over the high words: nothing is allocated
+ * per partition, and the state adopts the copy as its store (partition-store.ts).
+ */
+function decodePartitionColumn(reader: Reader): Uint8Array {
+  const offset = reader.position;
+  const column = reader.bin('partitionsCreatedAtUs');
+  const length = column.byteLength;
+  if (length % PARTITION_CREATED_AT_SIZE !== 0) {
+    throw new SnapshotDecodeError(
+      'malformed',
+      reader.pathTo('partitionsCreatedAtUs'),
+      offset,
+      `${length} bytes is not a whole number of ${PARTITION_CREATED_AT_SIZE}-byte values`,
+    );
+  }
+  const index = columnFirstUnsafe(column);
+  if (index >= 0) {
+    const value = new DataView(column.buffer, column.byteOffset + index * PARTITION_CREATED_AT_SIZE, PARTITION_CREATED_AT_SIZE).getBigUint64(0, true);
+    throw new SnapshotDecodeError('out_of_range', reader.pathTo(`partitionsCreatedAtUs[${index}]`), offset, `${value} exceeds 2^53 - 1`);
+  }
+  return column;
 }
 
 /** Topic field 9: explicit options, keys ascending; the entries must satisfy the catalog rules. */

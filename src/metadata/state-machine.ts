@@ -259,7 +259,7 @@ export class MetadataStateMachine implements StateMachine {
   partitionStats(streamId: number, topicId: number, partitionId: number): PartitionStats | null {
     const stream = resolveStream(this.state, { kind: 'id', id: streamId });
     const topic = stream === undefined ? undefined : resolveTopic(stream, { kind: 'id', id: topicId });
-    const partition = topic?.partitions[partitionId];
+    const partition = topic?.partitions.ref(partitionId);
     if (stream === undefined || topic === undefined || partition === undefined) return null;
     return this.stats.partition(stream, topic, partition);
   }

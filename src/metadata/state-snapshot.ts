@@ -32,6 +32,8 @@ import {
   type UserState,
 } from './state.js';
 import { PAT_TOKEN_HASH_SIZE, type MetadataLimits } from './validation.js';
+import { PARTITION_CREATED_AT_SIZE } from '../format/snapshot-model.js';
+import { PartitionStore, columnCount, columnFirstUnsafe } from './partition-store.js';
 
 /** UTF-16 code unit order, as Array#sort: the snapshot's canonical token order. */
 function byName(left: TokenState, right: TokenState): number {
@@ -79,8 +81,8 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
         compressionAlgorithm: topic.compressionAlgorithm,
         maxTopicSizeBytes: topic.maxTopicSizeBytes,
         replicationFactor: topic.replicationFactor,
-        // Partition records are immutable; copying the array keeps later adds and deletes out.
-        partitions: topic.partitions.slice(),
+        // Shared copy-on-write: later adds and deletes copy the store's column, not this one.
+        partitionsCreatedAtUs: topic.partitions.column(),
         consumerGroups,
         // Frozen and replaced wholesale on change, so sharing it is safe.
         options: topic.options,
@@ -187,8 +189,13 @@ function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): Metadata
 }
 
 function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicState {
-  check(topic.partitions.length <= limits.partitionsPerTopicMax, `topic ${topic.id} has more partitions than the limit`);
-  topic.partitions.forEach((partition, index) => check(partition.id === index, `topic ${topic.id} partition ids are not dense`));
+  // The decoder proved the column canonical (whole u64 values, each <= 2^53 - 1); a model built in
+  // memory (tests, a peer's bug) is checked here so the store's assertions never see a bad one.
+  const column = topic.partitionsCreatedAtUs;
+  check(column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0, `topic ${topic.id} partition column is not whole u64 values`);
+  const partitionsCount = columnCount(column);
+  check(partitionsCount <= limits.partitionsPerTopicMax, `topic ${topic.id} has more partitions than the limit`);
+  check(columnFirstUnsafe(column) < 0, `topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
   checkIds(topic.consumerGroups, limits.consumerGroupsPerTopicMax, `topic ${topic.id} group`);
   const groups: [number, GroupState][] = [];
   const groupIndex = new Map<string, number>();
@@ -197,7 +204,7 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     groupIndex.set(group.name, group.id);
     checkIds(group.members, limits.consumerGroupMembersMax, `group ${group.id} member`);
     const members: [number, MemberState][] = group.members.map((member) => {
-      check(member.partitions.every((id) => id < topic.partitions.length), `group ${group.id} assigns a partition the topic lacks`);
+      check(member.partitions.every((id) => id < partitionsCount), `group ${group.id} assigns a partition the topic lacks`);
       return [member.id, { id: member.id, clientId: member.clientId, partitions: Object.freeze(member.partitions.slice()) }];
     });
     groups.push([
@@ -213,10 +220,8 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     compressionAlgorithm: topic.compressionAlgorithm,
     maxTopicSizeBytes: topic.maxTopicSizeBytes,
     replicationFactor: topic.replicationFactor,
-    // Immutable either way: a frozen record (decoded, or our own snapshot's) is adopted as it is.
-    partitions: topic.partitions.map((partition) =>
-      Object.isFrozen(partition) && Object.keys(partition).length === 2 ? partition : Object.freeze({ id: partition.id, createdAtUs: partition.createdAtUs }),
-    ),
+    // Adopted without a copy (copy-on-write): the snapshot's column stays as it was.
+    partitions: PartitionStore.adopt(column, limits.partitionsPerTopicMax),
     groups: IdSlab.from(limits.consumerGroupsPerTopicMax, groups),
     groupIndex,
     options: Object.isFrozen(topic.options)

@@ -10,13 +10,11 @@ import { assert } from '../stdx/assert.js';
 import { IdSlab } from './id-slab.js';
 import type { Identifier } from './operations.js';
 import type { TopicOptionEntry } from './options.js';
-import type { CompressionAlgorithm, PartitionSnapshot, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
+import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
+import { PartitionStore } from './partition-store.js';
 import type { MetadataLimits } from './validation.js';
 
 export const ROOT_USER_ID = 0;
-
-/** Immutable once created, so snapshots share these records instead of copying them. */
-export type PartitionState = PartitionSnapshot;
 
 export interface MemberState {
   readonly id: number;
@@ -42,8 +40,11 @@ export interface TopicState {
   replicationFactor: number;
   /** Explicit catalog options, ascending by key, frozen (options.ts): replaced, never edited. */
   options: readonly TopicOptionEntry[];
-  /** Dense ids 0..n-1, ascending: partitions are added at the top and deleted from the top. */
-  readonly partitions: PartitionState[];
+  /**
+   * Dense ids 0..n-1: partitions are added at the top and deleted from the top, so they are a
+   * createdAtUs column (partition-store.ts), not one object each.
+   */
+  readonly partitions: PartitionStore;
   readonly groups: IdSlab<GroupState>;
   readonly groupIndex: Map<string, number>;
 }
@@ -127,6 +128,11 @@ export class MetadataState {
 
   newMemberSlab(): IdSlab<MemberState> {
     return new IdSlab(this.limits.consumerGroupMembersMax);
+  }
+
+  /** An empty partition store bounded by this state's limits. */
+  newPartitionStore(): PartitionStore {
+    return new PartitionStore(this.limits.partitionsPerTopicMax);
   }
 }
 

@@ -22,7 +22,8 @@
  *     purge's op number) and rolls the parents back by exactly what it removed.
  */
 import { assert } from '../stdx/assert.js';
-import type { PartitionSnapshot, StreamSnapshot, TopicSnapshot } from '../format/snapshot-model.js';
+import type { StreamSnapshot, TopicSnapshot } from '../format/snapshot-model.js';
+import { columnCount, columnCreatedAtUs } from './partition-store.js';
 
 /** A resource's key: its id and its incarnation. Stream/topic/partition states satisfy this. */
 export interface StatsRef {
@@ -136,10 +137,9 @@ interface StreamEntry {
   readonly topics: Map<string, TopicEntry>;
 }
 
-/** Partition ids are dense (a restored snapshot was checked for it): index first, search if not. */
-function partitionOf(topic: TopicSnapshot, id: number): PartitionSnapshot | undefined {
-  const candidate = topic.partitions[id];
-  return candidate?.id === id ? candidate : topic.partitions.find((partition) => partition.id === id);
+/** Partition `id`'s incarnation in a snapshot topic (ids are the column's indexes), if it exists. */
+function partitionCreatedAtUs(topic: TopicSnapshot, id: number): number | undefined {
+  return id < columnCount(topic.partitionsCreatedAtUs) ? columnCreatedAtUs(topic.partitionsCreatedAtUs, id) : undefined;
 }
 
 function keyOf(ref: StatsRef): string {
@@ -285,8 +285,7 @@ export class StatsRegistry {
           continue;
         }
         for (const [partitionKey, partitionEntry] of [...topicEntry.partitions]) {
-          const partition = partitionOf(topic, partitionEntry.ref.id);
-          if (partition !== undefined && partition.createdAtUs === partitionEntry.ref.createdAtUs) continue;
+          if (partitionCreatedAtUs(topic, partitionEntry.ref.id) === partitionEntry.ref.createdAtUs) continue;
           partitionEntry.stats.drain();
           topicEntry.partitions.delete(partitionKey);
         }

@@ -31,6 +31,7 @@ import {
   type UserSnapshot,
 } from '../format/snapshot-model.js';
 import { compareBytes } from '../metadata/snapshot-codec.js';
+import { columnOf } from '../metadata/partition-store.js';
 import { Prng } from '../stdx/prng.js';
 
 export interface ReferenceSnapshotOptions {
@@ -180,10 +181,7 @@ function tokens(prng: Prng, createdAtUs: number): PersonalAccessTokenSnapshot[] 
 }
 
 function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: number): TopicSnapshot {
-  const partitions = [];
-  for (let index = 0; index < partitionCount; index++) {
-    partitions.push({ id: index + 1, createdAtUs: createdAtUs + index });
-  }
+  const partitionsCreatedAtUs = columnOf(Array.from({ length: partitionCount }, (_, index) => createdAtUs + index));
   const consumerGroups: ConsumerGroupSnapshot[] = [];
   const groupCount = prng.chance(0.2) ? 1 + prng.int(2) : 0;
   for (let index = 0; index < groupCount; index++) {
@@ -193,9 +191,9 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
       members.push({
         id: memberIndex + 1,
         clientId: prng.u128(),
-        // Round-robin assignment: member m owns partitions m+1, m+1+memberCount, ...
-        partitions: Array.from({ length: partitionCount }, (_, partition) => partition + 1).filter(
-          (partitionId) => (partitionId - 1) % memberCount === memberIndex,
+        // Round-robin assignment: member m owns partitions m, m+memberCount, ... (ids dense from 0)
+        partitions: Array.from({ length: partitionCount }, (_, partition) => partition).filter(
+          (partitionId) => partitionId % memberCount === memberIndex,
         ),
       });
     }
@@ -210,7 +208,7 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
     compressionAlgorithm: prng.chance(0.8) ? CompressionAlgorithm.none : CompressionAlgorithm.gzip,
     maxTopicSizeBytes: prng.chance(0.5) ? U64_MAX : BigInt(1 + prng.int(100)) * 1_073_741_824n,
     replicationFactor: 1 + prng.int(3),
-    partitions,
+    partitionsCreatedAtUs,
     consumerGroups,
     // Chosen by id, not drawn, so adding topic options left every other field's draws as they were.
     options: id % 4 === 1 ? TOPIC_OPTIONS_SAMPLE : [],

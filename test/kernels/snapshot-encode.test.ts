@@ -8,7 +8,8 @@
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import { unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/format/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type TopicSnapshot } from '../../src/format/snapshot-model.js';
+import { columnOf } from '../../src/metadata/partition-store.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { goldenSnapshot } from './snapshot-golden.js';
@@ -16,7 +17,7 @@ import { freshSnapshotEncoder, hex, positional, snapshotEncoders } from './snaps
 
 /** Persisted in every checkpoint: changing these bytes needs a SNAPSHOT_FORMAT_VERSION bump. */
 const GOLDEN_HEX =
-  '9803cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
+  '9804cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
   '6424763d3139246d3d31393435362c743d322c703d31246332467364484e6862' +
   '48527a59577830246147467a6147686863326701cf00060dd71021200192cd03' +
   'ff9193013f9192020f9293a26369c420000102030405060708090a0b0c0d0e0f' +
@@ -26,21 +27,20 @@ const GOLDEN_HEX =
   '6d3d31393435362c743d322c703d312463475677634756792463324673644102' +
   'ccc8c090929401a96f72646572732d6575cf00060dd710212064919a01ad6f72' +
   '6465722e63726561746564cf00060dd7102120c8cfffffffffffffffff01cf00' +
-  '0000028000000003929201cf00060dd7102120c99202cf00060dd7102120ca91' +
-  '9401a762696c6c696e6703919301c4100123456789abcdeffedcba9876543210' +
-  '9201029392b5636f6d7072657373696f6e5f616c676f726974686dc092ad656e' +
-  '666f7263655f6673796e63a47472756592ac7365676d656e745f73697a65a931' +
-  '333432313737323894cd012ca9e38387e383bce382bfcf00060dd71021212c90' +
-  '929700c410fedcba98765432100123456789abcdef1107ce00010000c4100000' +
-  '0000000000000000000000000000c40800010203040506079705c41000000000' +
-  '000000000000000000000001cf00000001000000000000c410ffffffffffffff' +
-  'ffffffffffffffffffc400ce000102009393c410000102030405060708090a0b' +
-  '0c0d0e0f00cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e' +
-  '1f070193c410ffffffffffffffffffffffffffffffffceffffffffcf001fffff' +
-  'ffffffff';
+  '0000028000000003c410c9202110d70d0600ca202110d70d0600919401a76269' +
+  '6c6c696e6703919301c4100123456789abcdeffedcba98765432109200019392' +
+  'b5636f6d7072657373696f6e5f616c676f726974686dc092ad656e666f726365' +
+  '5f6673796e63a47472756592ac7365676d656e745f73697a65a9313334323137' +
+  '37323894cd012ca9e38387e383bce382bfcf00060dd71021212c90929700c410' +
+  'fedcba98765432100123456789abcdef1107ce00010000c41000000000000000' +
+  '000000000000000000c40800010203040506079705c410000000000000000000' +
+  '00000000000001cf00000001000000000000c410ffffffffffffffffffffffff' +
+  'ffffffffc400ce000102009393c410000102030405060708090a0b0c0d0e0f00' +
+  'cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e1f070193c4' +
+  '10ffffffffffffffffffffffffffffffffceffffffffcf001fffffffffffff';
 
 const EMPTY: MetadataSnapshot = {
-  version: 3,
+  version: SNAPSHOT_FORMAT_VERSION,
   createdAtUs: 0,
   sequenceNumber: 0,
   users: [],
@@ -49,6 +49,14 @@ const EMPTY: MetadataSnapshot = {
   writerRelease: 0,
   revokedTokens: [],
 };
+
+/** A partition column of arbitrary u64 values (the model's builder only takes safe integers). */
+function u64Column(values: readonly bigint[]): Uint8Array {
+  const column = new Uint8Array(values.length * 8);
+  const view = new DataView(column.buffer);
+  values.forEach((value, index) => view.setBigUint64(index * 8, value, true));
+  return column;
+}
 
 /** A revoked token whose id is 16 bytes of `fill` (order: by fill). */
 function revoked(fill: number) {
@@ -69,7 +77,7 @@ function topic(overrides: Partial<TopicSnapshot> = {}): TopicSnapshot {
     compressionAlgorithm: 1,
     maxTopicSizeBytes: 0n,
     replicationFactor: 1,
-    partitions: [],
+    partitionsCreatedAtUs: new Uint8Array(0),
     consumerGroups: [],
     options: [],
     ...overrides,
@@ -91,7 +99,7 @@ function withReply(reply: Uint8Array): MetadataSnapshot {
   };
 }
 
-/** Bytes of the stream name field inside `withStreamName`: after 98 03 00 00 90 91 94 01. */
+/** Bytes of the stream name field inside `withStreamName`: after 98 04 00 00 90 91 94 01. */
 const STREAM_NAME_OFFSET = 8;
 
 describe('snapshot encode: format reference', () => {
@@ -104,15 +112,35 @@ describe('snapshot encode: format reference', () => {
     expect(unpack(new Uint8Array(Buffer.from(GOLDEN_HEX, 'hex')))).toEqual(positional(goldenSnapshot()));
   });
 
-  it('version 3 writes a topic as 10 fields, its explicit options last as [key, value | nil]', () => {
+  it('version 4 writes a topic as 10 fields, its partitions a bin, its explicit options last as [key, value | nil]', () => {
     const options = [
       { key: 'compression_algorithm', value: null },
       { key: 'segment_size', value: '134217728' },
     ];
     const bytes = hex(msgpackEncode(positional(withTopic({ options })), { useBigInt64: true }));
-    // [1, "t", 0, 0, 1, 0, 1, [], [], [["compression_algorithm", nil], ["segment_size", "134217728"]]]
+    // [1, "t", 0, 0, 1, 0, 1, bin(0), [], [["compression_algorithm", nil], ["segment_size", "134217728"]]]
     const tail = '9292b5' + hex(Buffer.from('compression_algorithm')) + 'c092ac' + hex(Buffer.from('segment_size')) + 'a9' + hex(Buffer.from('134217728'));
-    expect(bytes).toBe('98030000909194' + '01a173' + '00' + '919a' + '01a174' + '00000100' + '01' + '9090' + tail + '9000' + '90');
+    expect(bytes).toBe('98040000909194' + '01a173' + '00' + '919a' + '01a174' + '00000100' + '01' + 'c400' + '90' + tail + '9000' + '90');
+  });
+});
+
+describe('snapshot encode: the kernels agree on partition columns', () => {
+  it('TS and both WASM builds write identical bytes for empty, small and multi-MiB columns across topics', () => {
+    // Topics with 0, 1, 31, 32, 8,192 and 300,000 partitions (a 2.4 MB column), values spread over
+    // the whole 2^53 range, and one fresh WASM instance per build so table sizes start cold.
+    const counts = [0, 1, 31, 32, 8_192, 300_000];
+    const topics = counts.map((count, index) =>
+      topic({
+        id: index,
+        name: `t${index}`,
+        partitionsCreatedAtUs: columnOf(Array.from({ length: count }, (_, partition) => (partition * 2_654_435_761 * (index + 1)) % Number.MAX_SAFE_INTEGER)),
+      }),
+    );
+    const snapshot: MetadataSnapshot = { ...EMPTY, streams: [{ id: 1, name: 's', createdAtUs: 0, topics }] };
+    const [ts, ...wasm] = snapshotEncoders.map(({ label }) => freshSnapshotEncoder(label).encode(snapshot));
+    expect(ts!.byteLength).toBeGreaterThan(8 * 300_000);
+    for (const bytes of wasm) expect(Buffer.compare(Buffer.from(bytes), Buffer.from(ts!))).toBe(0);
+    expect(hex(ts!)).toBe(referenceEncode(snapshot));
   });
 });
 
@@ -121,8 +149,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     expect(hex(encode(goldenSnapshot()))).toBe(GOLDEN_HEX);
   });
 
-  it('encodes an empty snapshot as 98 03 00 00 90 90 90 00 90', () => {
-    expect(hex(encode(EMPTY))).toBe('980300009090900090');
+  it('encodes an empty snapshot as 98 04 00 00 90 90 90 00 90', () => {
+    expect(hex(encode(EMPTY))).toBe('980400009090900090');
   });
 
   it('matches the generic encoder and msgpackr on the small reference snapshot', () => {
@@ -145,7 +173,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [Number.MAX_SAFE_INTEGER, 'cf001fffffffffffff'],
   ])('writes the u64 number %d in its smallest form %s', (value, expected) => {
     const bytes = encode({ ...EMPTY, createdAtUs: value });
-    expect(hex(bytes)).toBe(`9803${expected}009090900090`);
+    expect(hex(bytes)).toBe(`9804${expected}009090900090`);
     expect(unpack(bytes)[1]).toEqual(value < 2 ** 32 ? value : BigInt(value));
   });
 
@@ -161,8 +189,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [U64_MAX, 'cfffffffffffffffff'],
   ])('writes the u64 bigint %s in its smallest form %s, never a float', (value, expected) => {
     const bytes = encode(withTopic({ messageExpiryUs: value, maxTopicSizeBytes: value }));
-    // topic: 9a 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 90 90 90
-    expect(hex(bytes)).toContain(`9a01a17400${expected}01${expected}01909090`);
+    // topic: 9a 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 c4 00 90 90
+    expect(hex(bytes)).toContain(`9a01a17400${expected}01${expected}01c4009090`);
     const decoded = unpack(bytes) as unknown[][][][][];
     expect(decoded[4]![0]![3]![0]![3]).toEqual(value < 2n ** 32n ? Number(value) : value);
   });
@@ -229,6 +257,39 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     expect(hex(bytes)).toBe(referenceEncode(snapshot));
   });
 
+  it.each([
+    [0, 'c400'],
+    [31, 'c4f8'],
+    [32, 'c50100'],
+    [8_191, 'c5fff8'],
+    [8_192, 'c600010000'],
+    [100_000, 'c6000c3500'],
+  ])('writes a column of %d partitions as one bin with the header %s, values u64 little-endian', (count, header) => {
+    // Values near 2^53 and ones that use every byte, so a byte-order or width slip shows.
+    const values = Array.from({ length: count }, (_, index) => (index % 3 === 0 ? Number.MAX_SAFE_INTEGER - index : index * 0x0102_0304_05));
+    const column = columnOf(values);
+    const snapshot = withTopic({ partitionsCreatedAtUs: column });
+    const bytes = encode(snapshot);
+    // topic: 9a 01 a1 74 00 00 01 00 01 <bin header> <column>
+    const at = hex(bytes).indexOf(`9a01a1740000010001${header}`);
+    expect(at).toBeGreaterThan(0);
+    const start = at / 2 + 9 + header.length / 2;
+    expect(bytes.subarray(start, start + column.byteLength)).toEqual(column);
+    const view = new DataView(bytes.buffer, bytes.byteOffset + start, column.byteLength);
+    for (const index of [0, 1, 2, count - 1].filter((index) => index >= 0 && index < count)) {
+      expect(Number(view.getBigUint64(index * 8, true))).toBe(values[index]);
+    }
+    expect(hex(bytes)).toBe(referenceEncode(snapshot));
+  });
+
+  it('encodes a column that is a view into a larger buffer at an odd offset', () => {
+    const backing = new Uint8Array(8 * 40 + 3);
+    const column = backing.subarray(3, 3 + 8 * 40);
+    column.set(columnOf(Array.from({ length: 40 }, (_, index) => 1_704_067_200_000_000 + index)));
+    const snapshot = withTopic({ partitionsCreatedAtUs: column });
+    expect(hex(encode(snapshot))).toBe(referenceEncode(withTopic({ partitionsCreatedAtUs: column.slice() })));
+  });
+
   it('writes nil for absent permissions and expiry, arrays when present', () => {
     const user = {
       id: 1,
@@ -240,8 +301,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
       tokens: [{ name: 'a', tokenHash: new Uint8Array([1]), expiryAtUs: null }],
     };
     const absent = encode({ ...EMPTY, users: [user] });
-    // 98 03 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
-    expect(hex(absent)).toBe('98030000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
+    // 98 04 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
+    expect(hex(absent)).toBe('98040000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
     const present = encode({
       ...EMPTY,
       users: [
@@ -252,7 +313,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
         },
       ],
     });
-    expect(hex(present)).toBe('98030000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
+    expect(hex(present)).toBe('98040000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
   });
 
   it('writes topic options as [key, value | nil] in key order, like the generic encoder', () => {
@@ -319,7 +380,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
           topics: [
             {
               ...stream.topics[0]!,
-              partitions: Array.from({ length: 500 }, (_, index) => ({ id: index, createdAtUs: index * 1_000_003 })),
+              partitionsCreatedAtUs: columnOf(Array.from({ length: 500 }, (_, index) => index * 1_000_003)),
             },
           ],
         },
@@ -332,7 +393,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
   const invalid: Array<[string, () => MetadataSnapshot, RegExp]> = [
     // Only the current version is written (and read).
     ['version 2', () => ({ ...EMPTY, version: 2 }), /version is 2/],
-    ['version 4', () => ({ ...EMPTY, version: 4 }), /version is 4/],
+    ['version 3', () => ({ ...EMPTY, version: 3 }), /version is 3/],
+    ['version 5', () => ({ ...EMPTY, version: 5 }), /version is 5/],
     [
       'revoked token ids out of order',
       () => ({ ...EMPTY, revokedTokens: [revoked(2), revoked(1)] }),
@@ -362,7 +424,10 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     ['compression 3', () => withTopic({ compressionAlgorithm: 3 as 1 }), /compressionAlgorithm 3/],
     ['a negative u64 bigint', () => withTopic({ messageExpiryUs: -1n }), /messageExpiryUs -1/],
     ['a u64 bigint of 2^64', () => withTopic({ maxTopicSizeBytes: 2n ** 64n }), /maxTopicSizeBytes/],
-    ['partitions out of order', () => withTopic({ partitions: [{ id: 2, createdAtUs: 0 }, { id: 1, createdAtUs: 0 }] }), /partitions\[1\]/],
+    ['a partition column of 12 bytes', () => withTopic({ partitionsCreatedAtUs: new Uint8Array(12) }), /partitionsCreatedAtUs is 12 bytes/],
+    ['a partition createdAtUs of 2^53', () => withTopic({ partitionsCreatedAtUs: u64Column([5n, 2n ** 53n]) }), /partitionsCreatedAtUs\[1\] exceeds 2\^53 - 1/],
+    ['a partition createdAtUs of 2^64 - 1', () => withTopic({ partitionsCreatedAtUs: u64Column([U64_MAX]) }), /partitionsCreatedAtUs\[0\] exceeds 2\^53 - 1/],
+    ['a partition column that is not bytes', () => withTopic({ partitionsCreatedAtUs: [1, 2] as unknown as Uint8Array }), /partitionsCreatedAtUs is not a Uint8Array/],
     ['a lone surrogate (short)', () => withStreamName('a\ud800b'), /lone surrogate/],
     ['a lone surrogate (long)', () => withStreamName(`${'x'.repeat(60)}\udc00`), /lone surrogate/],
     ['client id 0', () => ({ ...withReply(new Uint8Array(0)), clientTable: [{ ...withReply(new Uint8Array(0)).clientTable[0]!, clientId: 0n }] }), /clientId is 0/],

@@ -98,7 +98,8 @@ export function positional(snapshot: MetadataSnapshot): unknown[] {
         int(topic.compressionAlgorithm),
         int(topic.maxTopicSizeBytes),
         int(topic.replicationFactor),
-        topic.partitions.map((partition) => [int(partition.id), int(partition.createdAtUs)]),
+        // Version 4: the createdAtUs column as one bin (u64 little-endian, ids implicit).
+        topic.partitionsCreatedAtUs,
         topic.consumerGroups.map((group) => [
           int(group.id),
           group.name,

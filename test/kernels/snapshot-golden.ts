@@ -5,6 +5,7 @@
  * versions are refused, not migrated).
  */
 import { U64_MAX, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
+import { columnOf } from '../../src/metadata/partition-store.js';
 
 const U128_MAX = (1n << 128n) - 1n;
 
@@ -14,7 +15,7 @@ function sequence(length: number, start: number): Uint8Array {
 
 export function goldenSnapshot(): MetadataSnapshot {
   return {
-    version: 3,
+    version: 4,
     createdAtUs: 1_704_067_200_000_000,
     sequenceNumber: 4242,
     users: [
@@ -57,16 +58,13 @@ export function goldenSnapshot(): MetadataSnapshot {
             compressionAlgorithm: 1,
             maxTopicSizeBytes: 10n * 1024n * 1024n * 1024n,
             replicationFactor: 3,
-            partitions: [
-              { id: 1, createdAtUs: 1_704_067_200_000_201 },
-              { id: 2, createdAtUs: 1_704_067_200_000_202 },
-            ],
+            partitionsCreatedAtUs: columnOf([1_704_067_200_000_201, 1_704_067_200_000_202]),
             consumerGroups: [
               {
                 id: 1,
                 name: 'billing',
                 generation: 3,
-                members: [{ id: 1, clientId: 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210n, partitions: [1, 2] }],
+                members: [{ id: 1, clientId: 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210n, partitions: [0, 1] }],
               },
             ],
             // A typed-field key (nil) and two runtime knobs, ascending.

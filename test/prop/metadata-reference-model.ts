@@ -455,6 +455,13 @@ export class ReferenceModel {
   }
 
   snapshot(): StateMachineSnapshot {
+    // The snapshot's partition column: u64 little-endian per partition, ids implicit (dense).
+    const createdAtColumn = (values: number[]): Uint8Array => {
+      const column = new Uint8Array(values.length * 8);
+      const view = new DataView(column.buffer);
+      values.forEach((value, index) => view.setBigUint64(index * 8, BigInt(value), true));
+      return column;
+    };
     const users: UserSnapshot[] = this.users.map((u) => ({
       id: u.id,
       username: u.username,
@@ -476,7 +483,7 @@ export class ReferenceModel {
         compressionAlgorithm: t.compressionAlgorithm as 1 | 2,
         maxTopicSizeBytes: t.maxTopicSizeBytes,
         replicationFactor: t.replicationFactor,
-        partitions: t.partitions.map((p) => ({ id: p.id, createdAtUs: p.createdAtUs })),
+        partitionsCreatedAtUs: createdAtColumn(t.partitions.map((p) => p.createdAtUs)),
         consumerGroups: t.groups.map((g) => ({
           id: g.id,
           name: g.name,

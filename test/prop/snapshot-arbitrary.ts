@@ -143,9 +143,13 @@ function topics(max: number): fc.Arbitrary<TopicSnapshot[]> {
       replicationFactor: u8,
       // Ordered subsets of canonical entries (the decoder checks them against the catalog).
       options: fc.subarray(TOPIC_OPTION_SAMPLES),
-      partitions: ascendingRecords(max + 2, (partitionId) =>
-        fc.record({ id: fc.constant(partitionId), createdAtUs: u64Number }),
-      ),
+      // Version 4: the createdAtUs column (ids implicit), built as u64 little-endian by hand.
+      partitionsCreatedAtUs: fc.array(u64Number, { maxLength: max + 2 }).map((values) => {
+        const column = new Uint8Array(values.length * 8);
+        const view = new DataView(column.buffer);
+        values.forEach((value, index) => view.setBigUint64(index * 8, BigInt(value), true));
+        return column;
+      }),
       consumerGroups: consumerGroups(Math.min(max, 2)),
     }),
   );

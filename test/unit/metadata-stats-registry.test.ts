@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { idOf } from '../../src/metadata/operations.js';
+import { columnCreatedAtUs, columnOf } from '../../src/metadata/partition-store.js';
 import { StatsRegistry } from '../../src/metadata/stats-registry.js';
 import { Driver, ROOT, fullSnapshot, req } from './metadata-fixtures.js';
 
@@ -123,7 +124,7 @@ describe('stats registry: purge', () => {
     driver.sm.bumpPartitionStats(0, 0, 0, { sizeBytes: 10, messagesCount: 1 });
     const s0 = driver.sm.snapshot().streams[0]!;
     const t0 = s0.topics[0]!;
-    driver.sm.stats.purgePartition(s0, t0, t0.partitions[0]!, purgeOp);
+    driver.sm.stats.purgePartition(s0, t0, { id: 0, createdAtUs: columnCreatedAtUs(t0.partitionsCreatedAtUs, 0) }, purgeOp);
     expect(driver.sm.queries.topic(idOf(0), idOf(0))?.partitions[0]).toMatchObject({ sizeBytes: 10, messagesCount: 1 });
     expect(totals(driver, 0)).toEqual({ sizeBytes: 17, messagesCount: 2 });
   });
@@ -190,8 +191,19 @@ describe('stats registry: restore (boot or state-transfer install)', () => {
     const topic = { id: 0, createdAtUs: 11 };
     const partition = { id: 0, createdAtUs: 11 };
     const stats = registry.bump(stream, topic, partition, { messagesCount: 5 });
-    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [{ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1, maxTopicSizeBytes: 1n, replicationFactor: 1, partitions: [partition], consumerGroups: [], options: [] }] }]);
+    const topicWith = (createdAtUs: number[]) => ({ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1 as const, maxTopicSizeBytes: 1n, replicationFactor: 1, partitionsCreatedAtUs: columnOf(createdAtUs), consumerGroups: [], options: [] });
+    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [topicWith([11])] }]);
     expect(registry.partition(stream, topic, partition)).toBe(stats);
+    // Partition 1 of the column is another incarnation (12): its counters go, partition 0's stay.
+    const other = registry.bump(stream, topic, { id: 1, createdAtUs: 11 }, { messagesCount: 2 });
+    // Beyond the column's end (createdAtUs 0, so a read past the end would wrongly match).
+    const beyond = registry.bump(stream, topic, { id: 2, createdAtUs: 0 }, { messagesCount: 3 });
+    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [topicWith([11, 12])] }]);
+    expect(registry.partition(stream, topic, partition)).toBe(stats);
+    expect(registry.partition(stream, topic, { id: 1, createdAtUs: 11 })).not.toBe(other);
+    expect(registry.partition(stream, topic, { id: 2, createdAtUs: 0 })).not.toBe(beyond);
+    expect(registry.topicGet(stream, topic)?.messagesCount).toBe(5);
+    registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [topicWith([11])] }]);
     registry.retain([{ id: 0, name: 's', createdAtUs: 12, topics: [] }]);
     expect(registry.entryCounts()).toEqual({ streams: 0, topics: 0, partitions: 0 });
     expect(registry.partition(stream, topic, partition)).not.toBe(stats);

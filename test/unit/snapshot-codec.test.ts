@@ -9,6 +9,7 @@ import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../
 import type { MetadataSnapshot } from '../../src/format/snapshot-model.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { positional } from '../kernels/snapshot-encoders.js';
+import { columnCreatedAtUs, columnOf } from '../../src/metadata/partition-store.js';
 import { goldenSnapshot } from '../kernels/snapshot-golden.js';
 
 function refusal(bytes: Uint8Array): { reason: string; path: string } {
@@ -49,22 +50,28 @@ describe('decodeSnapshot', () => {
     expect(decoded.clientTable[0]!.reply).toEqual(goldenSnapshot().clientTable[0]!.reply);
   });
 
-  it('refuses snapshots of earlier versions (no migration): version 1 and version 2 files', () => {
+  it('refuses snapshots of earlier versions (no migration): version 1, 2 and 3 files', () => {
     // An empty version-1 snapshot (7 fields) and an empty version-2 one (8 fields, no topic options).
     expect(refusal(fromHex('9701000090909000'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('980200009090900090'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    // A version-3 snapshot with a topic whose partitions are [id, createdAtUs] records: refused on
+    // its version with a message naming the versions this build reads, not misread as a column.
+    // streams: [[1, "s", 0, [[1, "t", 0, 0, 1, 0, 1, [[0, 5]], [], []]]]]
+    const version3 = fromHex('9803 00 00 90 91 9401a17300 91 9a01a174 00 00 01 00 01 91920005 90 90 90 00 90');
+    expect(refusal(version3)).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(() => decodeSnapshot(version3)).toThrow(/version 3, this build reads versions 4/);
   });
 
   it('refuses another version as unsupported_version before reading further', () => {
-    expect(refusal(fromHex('9704'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9705'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9800'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9202 c0'))).toEqual({ reason: 'unsupported_version', path: 'version' });
   });
 
   it('refuses an array with the wrong field count for its version as malformed', () => {
-    expect(refusal(fromHex('9603000090909000'.slice(0, 14)))).toEqual({ reason: 'malformed', path: 'snapshot' });
-    // Version 3 has 8 fields.
-    expect(refusal(fromHex('9703000090909000'))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    expect(refusal(fromHex('9604000090909000'.slice(0, 14)))).toEqual({ reason: 'malformed', path: 'snapshot' });
+    // Version 4 has 8 fields.
+    expect(refusal(fromHex('9704000090909000'))).toEqual({ reason: 'malformed', path: 'snapshot' });
   });
 
   it('refuses revoked tokens out of order, duplicated or of the wrong size', () => {
@@ -84,29 +91,29 @@ describe('decodeSnapshot', () => {
   });
 
   it('refuses trailing bytes', () => {
-    expect(refusal(fromHex('980300009090900090 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
+    expect(refusal(fromHex('980400009090900090 00'))).toEqual({ reason: 'trailing_bytes', path: 'snapshot' });
   });
 
   it('refuses an integer wider than needed as not_canonical_encoding', () => {
-    expect(refusal(fromHex('9803 cd0001 00 909090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'createdAtUs' });
-    expect(refusal(fromHex('9803 cf00000000ffffffff 00 909090 00 90'))).toEqual({
+    expect(refusal(fromHex('9804 cd0001 00 909090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'createdAtUs' });
+    expect(refusal(fromHex('9804 cf00000000ffffffff 00 909090 00 90'))).toEqual({
       reason: 'not_canonical_encoding',
       path: 'createdAtUs',
     });
-    expect(refusal(fromHex('9803 00 00 dc0000 9090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'users' });
+    expect(refusal(fromHex('9804 00 00 dc0000 9090 00 90'))).toEqual({ reason: 'not_canonical_encoding', path: 'users' });
   });
 
   it('refuses a float or a signed integer where an unsigned integer belongs', () => {
-    expect(refusal(fromHex('9803 cb3ff0000000000000 00 909090 00 90'))).toEqual({ reason: 'malformed', path: 'createdAtUs' });
-    expect(refusal(fromHex('9803 d30000000000000001 00 909090 00 90'))).toEqual({
+    expect(refusal(fromHex('9804 cb3ff0000000000000 00 909090 00 90'))).toEqual({ reason: 'malformed', path: 'createdAtUs' });
+    expect(refusal(fromHex('9804 d30000000000000001 00 909090 00 90'))).toEqual({
       reason: 'not_canonical_encoding',
       path: 'createdAtUs',
     });
-    expect(refusal(fromHex('9803 ff 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
+    expect(refusal(fromHex('9804 ff 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
   });
 
   it('refuses a u64 number field above 2^53 - 1 rather than rounding it', () => {
-    expect(refusal(fromHex('9803 cf0020000000000000 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
+    expect(refusal(fromHex('9804 cf0020000000000000 00 909090 00 90'))).toEqual({ reason: 'out_of_range', path: 'createdAtUs' });
   });
 
   it('names the path of a bad field deep in the tree', () => {
@@ -136,52 +143,75 @@ describe('decodeSnapshot', () => {
     expect(refusal(duplicate)).toEqual({ reason: 'not_canonical_order', path: 'clientTable[1].slot' });
   });
 
-  it('decodes partitions of every id width and clock value, frozen as the state machine keeps them', () => {
-    // Ids at each msgpack width boundary, clocks below and above 2^32.
-    const ids = [0, 1, 127, 128, 255, 256, 65_535, 65_536, 4_294_967_295];
+  it('decodes the partition column (values below and above 2^32, up to 2^53 - 1) as one aligned copy of its own', () => {
     const clocks = [0, 1, 4_294_967_295, 4_294_967_296, 1_796_071_487_896_000, Number.MAX_SAFE_INTEGER];
     const base = twoTopics();
-    const partitions = ids.map((id, index) => ({ id, createdAtUs: clocks[index % clocks.length]! }));
-    const topic = { ...base.streams[0]!.topics[0]!, partitions };
+    const topic = { ...base.streams[0]!.topics[0]!, partitionsCreatedAtUs: columnOf(clocks), consumerGroups: [] };
     const snapshot: MetadataSnapshot = { ...base, streams: [{ ...base.streams[0]!, topics: [topic] }, ...base.streams.slice(1)] };
-    const decoded = decodeSnapshot(snapshotEncodeTs(snapshot));
+    const bytes = snapshotEncodeTs(snapshot);
+    const decoded = decodeSnapshot(bytes);
     expect(decoded).toEqual(snapshot);
-    expect(decoded.streams[0]!.topics[0]!.partitions.every((partition) => Object.isFrozen(partition))).toBe(true);
+    const column = decoded.streams[0]!.topics[0]!.partitionsCreatedAtUs;
+    // Its own buffer, exactly its size, at offset 0: a store can view it as u32 words and adopt it.
+    expect(column.byteOffset).toBe(0);
+    expect(column.buffer.byteLength).toBe(clocks.length * 8);
+    expect(clocks.map((_, index) => columnCreatedAtUs(column, index))).toEqual(clocks);
+    bytes.fill(0);
+    expect(clocks.map((_, index) => columnCreatedAtUs(column, index))).toEqual(clocks);
   });
 
-  it('refuses a bad partition behind good ones with its reason and path', () => {
+  it('decodes empty and large partition columns (bin8, bin16, bin32 headers)', () => {
+    const base = twoTopics();
+    for (const count of [0, 31, 32, 8_191, 8_192, 200_000]) {
+      const clocks = Array.from({ length: count }, (_, index) => 1_796_071_487_896_000 + index * 7);
+      const topic = { ...base.streams[0]!.topics[0]!, partitionsCreatedAtUs: columnOf(clocks), consumerGroups: [] };
+      const snapshot: MetadataSnapshot = { ...base, streams: [{ ...base.streams[0]!, topics: [topic] }, ...base.streams.slice(1)] };
+      expect(decodeSnapshot(snapshotEncodeTs(snapshot))).toEqual(snapshot);
+    }
+  });
+
+  it('refuses a bad partition column with its reason and path', () => {
     const clock = 1_796_071_487_896_000;
     const base = twoTopics();
-    const partitions = [0, 1, 2].map((id) => ({ id, createdAtUs: clock + id }));
-    const withPartitions = (): MetadataSnapshot => ({
-      ...base,
-      streams: [{ ...base.streams[0]!, topics: [{ ...base.streams[0]!.topics[0]!, partitions }] }, ...base.streams.slice(1)],
-    });
-    const path = 'streams[0].topics[0].partitions[2]';
-    // Ids out of order.
-    const outOfOrder = encodeEdited(withPartitions(), (fields) => {
-      fields[4][0][3][0][7][2][0] = 1;
-    });
-    expect(refusal(outOfOrder)).toEqual({ reason: 'not_canonical_order', path: `${path}.id` });
-    // A clock wider than needed (uint64 for a value below 2^32) and one above 2^53 - 1.
-    const clockAt = (hex: string): Uint8Array => {
-      const bytes = snapshotEncodeTs(withPartitions());
-      const needle = Buffer.from(`92 02 cf ${(clock + 2).toString(16).padStart(16, '0')}`.replace(/\s/g, ''), 'hex');
-      const at = Buffer.from(bytes).indexOf(needle);
-      expect(at).toBeGreaterThan(0);
-      const replacement = fromHex(`92 02 ${hex}`);
-      expect(replacement.byteLength).toBe(needle.byteLength);
-      const edited = bytes.slice();
-      edited.set(replacement, at);
-      return edited;
+    const withColumn = (column: Uint8Array | unknown[]): any[] => {
+      const fields = positional({
+        ...base,
+        streams: [{ ...base.streams[0]!, topics: [{ ...base.streams[0]!.topics[0]!, consumerGroups: [] }] }, ...base.streams.slice(1)],
+      }) as any[];
+      fields[4][0][3][0][7] = column;
+      return fields;
     };
-    expect(refusal(clockAt('cf 00000000 00000005'))).toEqual({ reason: 'not_canonical_encoding', path: `${path}.createdAtUs` });
-    expect(refusal(clockAt('cf 00200000 00000000'))).toEqual({ reason: 'out_of_range', path: `${path}.createdAtUs` });
-    // A record of the wrong shape.
-    const shape = encodeEdited(withPartitions(), (fields) => {
-      fields[4][0][3][0][7][2] = [2];
-    });
-    expect(refusal(shape)).toEqual({ reason: 'malformed', path });
+    const encodeFields = (fields: any[]): Uint8Array => msgpackEncode(fields, { useBigInt64: true });
+    const path = 'streams[0].topics[0].partitionsCreatedAtUs';
+    // Not whole u64 values.
+    expect(refusal(encodeFields(withColumn(new Uint8Array(12))))).toEqual({ reason: 'malformed', path });
+    expect(() => decodeSnapshot(encodeFields(withColumn(new Uint8Array(12))))).toThrow(/12 bytes is not a whole number of 8-byte values/);
+    // A value above 2^53 - 1 behind good ones: refused with its index, not rounded.
+    const tooLarge = new Uint8Array(24);
+    const view = new DataView(tooLarge.buffer);
+    view.setBigUint64(0, BigInt(clock), true);
+    view.setBigUint64(8, BigInt(clock + 1), true);
+    view.setBigUint64(16, 2n ** 53n, true);
+    expect(refusal(encodeFields(withColumn(tooLarge)))).toEqual({ reason: 'out_of_range', path: `${path}[2]` });
+    expect(() => decodeSnapshot(encodeFields(withColumn(tooLarge)))).toThrow(/9007199254740992 exceeds 2\^53 - 1/);
+    view.setBigUint64(16, 2n ** 64n - 1n, true);
+    expect(refusal(encodeFields(withColumn(tooLarge)))).toEqual({ reason: 'out_of_range', path: `${path}[2]` });
+    // 2^53 - 1 itself is fine.
+    view.setBigUint64(16, 2n ** 53n - 1n, true);
+    expect(decodeSnapshot(encodeFields(withColumn(tooLarge))).streams[0]!.topics[0]!.partitionsCreatedAtUs).toEqual(tooLarge);
+    // Version 3's array of records where the column belongs.
+    expect(refusal(encodeFields(withColumn([[0, clock]])))).toEqual({ reason: 'malformed', path });
+    // A wider bin header than needed (bin16 for 16 bytes).
+    const canonical = encodeFields(withColumn(new Uint8Array(16)));
+    const at = Buffer.from(canonical).indexOf(Buffer.from(`c410${'00'.repeat(16)}90`, 'hex'));
+    expect(at).toBeGreaterThan(0);
+    const wide = new Uint8Array(canonical.byteLength + 1);
+    wide.set(canonical.subarray(0, at));
+    wide.set(fromHex('c50010'), at);
+    wide.set(canonical.subarray(at + 2), at + 3);
+    expect(refusal(wide)).toEqual({ reason: 'not_canonical_encoding', path });
+    // Bytes that end inside the column.
+    expect(refusal(canonical.slice(0, at + 2 + 8))).toEqual({ reason: 'truncated', path });
   });
 
   it('refuses token names out of Array#sort order', () => {
@@ -232,9 +262,9 @@ describe('decodeSnapshot', () => {
 
   it('refuses a record with the wrong number of fields', () => {
     const bytes = encodeEdited(goldenSnapshot(), (fields) => {
-      fields[4][0][3][0][7][0].push(0); // a partition with 3 fields
+      fields[4][0][3][0][8][0].push(0); // a consumer group with 5 fields
     });
-    expect(refusal(bytes)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0].partitions[0]' });
+    expect(refusal(bytes)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0].consumerGroups[0]' });
   });
 
   it('decodes topic options and refuses them out of order, outside the catalog or not canonical', () => {
@@ -259,8 +289,8 @@ describe('decodeSnapshot', () => {
 
   it('refuses invalid UTF-8, an encoded surrogate included', () => {
     // streams: [[1, <str>, 0, []]]
-    expect(refusal(fromHex('9803000090 91 9401 a2c328 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
-    expect(refusal(fromHex('9803000090 91 9401 a3eda080 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
+    expect(refusal(fromHex('9804000090 91 9401 a2c328 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
+    expect(refusal(fromHex('9804000090 91 9401 a3eda080 00 90 90 00 90'))).toEqual({ reason: 'invalid_utf8', path: 'streams[0].name' });
   });
 
   it('keeps a leading byte-order mark', () => {
@@ -269,8 +299,8 @@ describe('decodeSnapshot', () => {
   });
 
   it('refuses a count larger than the bytes left before allocating', () => {
-    expect(refusal(fromHex('9803000090 ddffffffff'))).toEqual({ reason: 'truncated', path: 'streams' });
-    expect(refusal(fromHex('9803000090 91 9401 dbffffffff'))).toEqual({ reason: 'truncated', path: 'streams[0].name' });
+    expect(refusal(fromHex('9804000090 ddffffffff'))).toEqual({ reason: 'truncated', path: 'streams' });
+    expect(refusal(fromHex('9804000090 91 9401 dbffffffff'))).toEqual({ reason: 'truncated', path: 'streams[0].name' });
   });
 
   it('refuses empty input as truncated', () => {
@@ -280,7 +310,7 @@ describe('decodeSnapshot', () => {
 
 describe('peekSnapshotVersion', () => {
   it('reads the version from the array header and first integer', () => {
-    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(3);
+    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(4);
     expect(peekSnapshotVersion(fromHex('9702'))).toBe(2);
     expect(peekSnapshotVersion(fromHex('dc0010 cc80'))).toBe(128);
     expect(peekSnapshotVersion(fromHex('97 ce00010000'))).toBe(65_536);
