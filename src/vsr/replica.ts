@@ -22,7 +22,7 @@
  */
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
-import { Command, HEADER_SIZE } from '../constants.js';
+import { Command, HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
@@ -32,8 +32,11 @@ import {
   Operation,
   decodeHeader,
   encodeHeader,
+  readCommand,
+  readU32,
   type CommitHeader,
   type DoViewChangeHeader,
+  type HeaderInputOf,
   type PrepareHeader,
   type PrepareOkHeader,
   type RangeEvictedHeader,
@@ -62,6 +65,13 @@ import {
 import { Journal, type JournalEntry } from './journal.js';
 import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
 import type { StateMachine } from './state-machine.js';
+import {
+  VIEW_FENCE,
+  isReplicaSendCommand,
+  type ReplicaSendCommand,
+  type SendFields,
+  type SendTarget,
+} from './send.js';
 import { decodeSuffix, encodeSuffix } from './suffix.js';
 import {
   ArtifactKind,
@@ -530,7 +540,7 @@ export class Replica {
       }
       this.status = 'recovering';
       this.timeoutRequestStartView.start();
-      this.broadcast(this.requestStartViewFrame());
+      this.sendRequestStartView('peers');
     }
     this.persistView();
   }
@@ -990,44 +1000,27 @@ export class Replica {
         ? decodeRegisterBody(body)!
         : (this.clientTable.get(header.client)?.userId ?? 0);
     this.timestampLast = Math.max(this.env.clock.realtimeUs(), this.timestampLast + 1);
-    const frame = buildFrame(
-      this.env.kernels,
-      {
-        command: Command.prepare,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        client: header.client,
-        parent,
-        requestChecksum: header.requestChecksum,
-        op,
-        commit: this.commitCanonical,
-        timestamp: this.timestampLast,
-        request: header.request,
-        operation: header.operation,
-        group: METADATA_GROUP,
-        userId,
-      },
-      body,
-    );
+    const fields = {
+      client: header.client,
+      parent,
+      requestChecksum: header.requestChecksum,
+      op,
+      commit: this.commitCanonical,
+      timestamp: this.timestampLast,
+      request: header.request,
+      operation: header.operation,
+      userId,
+    };
+    const frame = this.frame(Command.prepare, fields, body);
     const decoded = decodeHeader(frame);
     assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
     this.journalAppend(decoded.header, frame);
     this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set() });
     if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
-    this.replicate(frame);
-  }
-
-  /**
-   * Star replication: the primary sends each prepare to every backup. Metadata prepares are small,
-   * so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls every
-   * write on the prepare timeout while the primary's successor is down.
-   */
-  private replicate(frame: Uint8Array): void {
-    for (let replica = 0; replica < this.config.replicaCount; replica++) {
-      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
-    }
+    // Star replication: the primary sends each prepare to every backup. Metadata prepares are
+    // small, so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls
+    // every write on the prepare timeout while the primary's successor is down.
+    this.sendFrame('peers', frame);
   }
 
   /** Journals a canonical prepare and writes it to the WAL. */
@@ -1162,25 +1155,15 @@ export class Replica {
     if (!this.viewDurable() || this.status !== 'normal' || this.isPrimary() || this.logView !== this.view) return;
     // A transferring replica withholds PrepareOk: it must not count toward any quorum.
     if (this.stateTransfer.transferring) return;
-    const entry = { header, checksum: header.checksum, op: header.op };
-    this.env.bus.sendToReplica(
-      this.primaryIndex(),
-      buildFrame(this.env.kernels, {
-        command: Command.prepareOk,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        parent: entry.header.parent,
-        prepareChecksum: entry.checksum,
-        op: entry.op,
-        commit: this.commitCanonical,
-        timestamp: entry.header.timestamp,
-        request: entry.header.request,
-        operation: entry.header.operation,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send(this.primaryIndex(), Command.prepareOk, {
+      parent: header.parent,
+      prepareChecksum: header.checksum,
+      op: header.op,
+      commit: this.commitCanonical,
+      timestamp: header.timestamp,
+      request: header.request,
+      operation: header.operation,
+    });
   }
 
   private sendPrepareOks(fromOp: number, toOp: number): void {
@@ -1488,20 +1471,12 @@ export class Replica {
   private sendCommitHeartbeat(): void {
     if (!this.primaryActive()) return;
     this.heartbeatCounter += 1;
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.commit,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        commitChecksum: this.checkpointChecksum,
-        timestampMonotonic: this.heartbeatCounter,
-        commit: this.commitCanonical,
-        checkpointOp: this.checkpointOp,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.commit, {
+      commitChecksum: this.checkpointChecksum,
+      timestampMonotonic: this.heartbeatCounter,
+      commit: this.commitCanonical,
+      checkpointOp: this.checkpointOp,
+    });
   }
 
   private onCommit(header: CommitHeader): void {
@@ -1547,7 +1522,7 @@ export class Replica {
       if (journaled === undefined) continue;
       const frame = this.stamped(journaled);
       for (let replica = 0; replica < this.config.replicaCount; replica++) {
-        if (replica !== this.config.replica && !entry.okFrom.has(replica)) this.env.bus.sendToReplica(replica, frame);
+        if (replica !== this.config.replica && !entry.okFrom.has(replica)) this.sendFrame(replica, frame);
       }
     }
   }
@@ -1561,9 +1536,93 @@ export class Replica {
     return copy;
   }
 
-  private broadcast(frame: Uint8Array): void {
-    for (let replica = 0; replica < this.config.replicaCount; replica++) {
-      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+  // ---------------------------------------------------------------- send path
+
+  /**
+   * The one way a frame this replica builds reaches a peer: fills the header fields every frame
+   * repeats (cluster, view, release, replica, group) and hands it to `sendFrame`, which asserts
+   * persist-before-send. Callers keep their own guards (a send withheld until the view is durable
+   * is sent by `onViewDurable`); the assertion makes a missing guard a crash, not a broken promise.
+   */
+  private send<C extends ReplicaSendCommand>(
+    target: SendTarget,
+    command: C,
+    fields: SendFields<C>,
+    body?: Uint8Array,
+  ): void {
+    this.sendFrame(target, this.frame(command, fields, body));
+  }
+
+  /** A frame of `command` from this replica in its current view (see `send`). */
+  private frame<C extends ReplicaSendCommand>(
+    command: C,
+    fields: SendFields<C>,
+    body?: Uint8Array,
+  ): Uint8Array {
+    const input = {
+      command,
+      cluster: this.config.cluster,
+      view: this.view,
+      release: 0,
+      replica: this.config.replica,
+      group: METADATA_GROUP,
+      ...fields,
+    } as unknown as HeaderInputOf<C>;
+    return buildFrame<C>(this.env.kernels, input, body);
+  }
+
+  /**
+   * Sends a sealed frame (built by `frame`, or a journaled prepare) to one peer or to every peer.
+   * Every frame that advertises the view (VIEW_FENCE) passes `assertViewFence` first.
+   */
+  private sendFrame(target: SendTarget, frame: Uint8Array): void {
+    const command = readCommand(frame);
+    assert(isReplicaSendCommand(command), `send: command ${command} is not a replica command`);
+    if (VIEW_FENCE[command]) this.assertViewFence(command, target, frame);
+    if (target === 'peers') {
+      for (let replica = 0; replica < this.config.replicaCount; replica++) {
+        if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+      }
+      return;
+    }
+    assert(Number.isInteger(target), `send: target ${target} is a replica index`);
+    assert(target >= 0 && target < this.config.replicaCount, `send: target ${target} in range`);
+    this.env.bus.sendToReplica(target, frame);
+  }
+
+  /**
+   * Persist-before-send (see VIEW_FENCE), and the state each view-advertising command is sent
+   * from: a frame that breaks either is a bug in the caller's guard, never a network condition.
+   */
+  private assertViewFence(command: ReplicaSendCommand, target: SendTarget, frame: Uint8Array): void {
+    assert(
+      this.viewDurable(),
+      `persist-before-send: command ${command} advertises view ${this.view} (log view ` +
+        `${this.logView}) but the superblock holds view ${this.durableView} (log view ` +
+        `${this.durableLogView})`,
+    );
+    assert(readU32(frame, HeaderOffset.view) === this.view, 'a view-advertising frame names our view');
+    assert(target !== this.config.replica, 'a replica never sends itself a view-advertising frame');
+    switch (command) {
+      case Command.prepare:
+      case Command.commit:
+      case Command.startView:
+        assert(this.primaryActive(), `command ${command}: only an active primary sends it`);
+        break;
+      case Command.prepareOk:
+        assert(this.status === 'normal' && this.logView === this.view, 'PrepareOk: normal, log view');
+        assert(!this.isPrimary() && target === this.primaryIndex(), 'PrepareOk: a backup to its primary');
+        assert(!this.stateTransfer.transferring, 'PrepareOk: a transferring replica counts for nothing');
+        break;
+      case Command.startViewChange:
+        assert(this.status === 'view_change' && target === 'peers', 'StartViewChange: broadcast in a view change');
+        break;
+      case Command.doViewChange:
+        assert(this.status === 'view_change' && this.doViewChangeSent, 'DoViewChange: after a SVC quorum');
+        assert(target === this.primaryIndex(), 'DoViewChange: to the primary of the new view');
+        break;
+      default:
+        assert(false, `command ${command} is fenced but has no sender state`);
     }
   }
 
@@ -1586,7 +1645,7 @@ export class Replica {
   private onNewerView(view: number): void {
     if (this.status === 'recovering' || this.timeoutRequestStartView.running) return;
     this.timeoutRequestStartView.start();
-    this.env.bus.sendToReplica(this.primaryIndex(view), this.requestStartViewFrame());
+    this.sendRequestStartView(this.primaryIndex(view));
   }
 
   private startViewChange(view: number, reason: ViewChangeReason): void {
@@ -1615,16 +1674,7 @@ export class Replica {
 
   private sendStartViewChange(): void {
     if (this.status !== 'view_change' || !this.viewDurable()) return;
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.startViewChange,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.startViewChange, {});
   }
 
   private onStartViewChange(header: StartViewChangeHeader): void {
@@ -1699,28 +1749,16 @@ export class Replica {
       return;
     }
     const { body, nack, present } = encodeSuffix(slots);
-    this.env.bus.sendToReplica(
-      this.primaryIndex(),
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.doViewChange,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          op: record.op,
-          commit: record.commit,
-          group: METADATA_GROUP,
-          logView: this.logView,
-          nackUnknown: this.knowsNothing ? 1 : 0,
-          applied: record.applied,
-          nackBitset: nack,
-          presentBitset: present,
-        },
-        body,
-      ),
-    );
+    const fields = {
+      op: record.op,
+      commit: record.commit,
+      logView: this.logView,
+      nackUnknown: this.knowsNothing ? 1 : 0,
+      applied: record.applied,
+      nackBitset: nack,
+      presentBitset: present,
+    };
+    this.send(this.primaryIndex(), Command.doViewChange, fields, body);
   }
 
   private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
@@ -1921,23 +1959,8 @@ export class Replica {
       slots.push({ op, header: entry.header, present: true, nack: false });
     }
     const { body } = encodeSuffix(slots);
-    const frame = buildFrame(
-      this.env.kernels,
-      {
-        command: Command.startView,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        op: this.op,
-        commit: Math.min(this.commitCanonical, this.op),
-        group: METADATA_GROUP,
-        incarnation,
-      },
-      body,
-    );
-    if (target === null) this.broadcast(frame);
-    else this.env.bus.sendToReplica(target, frame);
+    const commit = Math.min(this.commitCanonical, this.op);
+    this.send(target ?? 'peers', Command.startView, { op: this.op, commit, incarnation }, body);
   }
 
   private onStartView(header: StartViewHeader, body: Uint8Array): void {
@@ -2028,21 +2051,16 @@ export class Replica {
     for (const timeout of this.timeouts()) timeout.stop();
     this.timeoutNormalHeartbeat.start();
     this.persistView();
-    if (this.viewDurable()) this.sendPrepareOks(this.commitCanonical, this.op);
+    // Withheld by `sendPrepareOkFor` until the view is durable, then sent by `onViewDurable`.
+    this.sendPrepareOks(this.commitCanonical, this.op);
     this.commitJournal();
     this.repairIfBehind();
   }
 
   // ---------------------------------------------------------------- rejoin probe
 
-  private requestStartViewFrame(): Uint8Array {
-    return buildFrame(this.env.kernels, {
-      command: Command.requestStartView,
-      cluster: this.config.cluster,
-      view: this.view,
-      release: 0,
-      replica: this.config.replica,
-      group: METADATA_GROUP,
+  private sendRequestStartView(target: SendTarget): void {
+    this.send(target, Command.requestStartView, {
       incarnation: this.incarnation,
       recovering: this.status === 'recovering' ? 1 : 0,
     });
@@ -2068,7 +2086,7 @@ export class Replica {
     }
     // A fixed interval (no backoff): a new cluster waits only attempts x interval to elect.
     this.timeoutRequestStartView.reset();
-    this.broadcast(this.requestStartViewFrame());
+    this.sendRequestStartView('peers');
   }
 
   /**
@@ -2240,21 +2258,7 @@ export class Replica {
     this.repair = { nonce, peer, fromOp, toOp, committed, buffer: new Map(), progressed: false };
     this.counters.repairsRequested += 1;
     this.timeoutRepair.start();
-    this.env.bus.sendToReplica(
-      peer,
-      buildFrame(this.env.kernels, {
-        command: Command.requestPrepares,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce,
-        fromOp,
-        toOp,
-        group: METADATA_GROUP,
-        committedOnly: committed ? 1 : 0,
-      }),
-    );
+    this.send(peer, Command.requestPrepares, { nonce, fromOp, toOp, committedOnly: committed ? 1 : 0 });
   }
 
   private onTimeoutRepair(): void {
@@ -2271,19 +2275,7 @@ export class Replica {
     // starts its view (audit defect A). Requesters verify every body they receive.
     if (this.status === 'recovering') return;
     const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
-      this.env.bus.sendToReplica(
-        header.replica,
-        buildFrame(this.env.kernels, {
-          command,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: header.nonce,
-          op,
-          group: METADATA_GROUP,
-        }),
-      );
+      this.send(header.replica, command, { nonce: header.nonce, op });
     let from = header.fromOp;
     if (from < this.journal.floor) {
       // Below what we retain: only a checkpoint (state transfer) can cover it.
@@ -2297,7 +2289,7 @@ export class Replica {
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);
       if (entry === undefined || !entry.durable) continue;
-      this.env.bus.sendToReplica(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
+      this.sendFrame(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
       served = op;
     }
     reply(Command.repairDone, Math.max(served, 0));
@@ -2515,28 +2507,20 @@ export class Replica {
   }
 
   private sendTarget(requester: number, offer: Offer): void {
-    this.env.bus.sendToReplica(
+    this.send(
       requester,
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.stateTransferTarget,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: offer.nonce,
-          commitOp: offer.commitOp,
-          group: METADATA_GROUP,
-          available: 1,
-          unavailableTransient: 0,
-          commitMax: Math.max(offer.commitMax, offer.commitOp),
-          checkpointAnchor: offer.source.anchor,
-          checkpointOp: offer.source.op,
-          checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
-        },
-        offer.source.manifestBytes,
-      ),
+      Command.stateTransferTarget,
+      {
+        nonce: offer.nonce,
+        commitOp: offer.commitOp,
+        available: 1,
+        unavailableTransient: 0,
+        commitMax: Math.max(offer.commitMax, offer.commitOp),
+        checkpointAnchor: offer.source.anchor,
+        checkpointOp: offer.source.op,
+        checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
+      },
+      offer.source.manifestBytes,
     );
   }
 
@@ -2544,25 +2528,16 @@ export class Replica {
   private refuseTarget(requester: number, nonce: bigint, transient: boolean, vouch = false): void {
     this.counters.offersRefused += 1;
     const vouched = vouch && this.checkpointOp > 0;
-    this.env.bus.sendToReplica(
-      requester,
-      buildFrame(this.env.kernels, {
-        command: Command.stateTransferTarget,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce,
-        commitOp: 0,
-        group: METADATA_GROUP,
-        available: 0,
-        unavailableTransient: transient ? 1 : 0,
-        commitMax: this.commitMax,
-        checkpointAnchor: 0n,
-        checkpointOp: vouched ? this.checkpointOp : 0,
-        checkpointId: vouched ? this.checkpointChecksum : 0n,
-      }),
-    );
+    this.send(requester, Command.stateTransferTarget, {
+      nonce,
+      commitOp: 0,
+      available: 0,
+      unavailableTransient: transient ? 1 : 0,
+      commitMax: this.commitMax,
+      checkpointAnchor: 0n,
+      checkpointOp: vouched ? this.checkpointOp : 0,
+      checkpointId: vouched ? this.checkpointChecksum : 0n,
+    });
   }
 
   private onRequestStateChunk(header: RequestStateChunkHeader): void {
@@ -2579,24 +2554,9 @@ export class Replica {
     const end = Math.min(entry.len, header.offset + header.len, header.offset + offer.source.manifest.chunkSize);
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    this.env.bus.sendToReplica(
-      header.replica,
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.stateChunk,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: header.nonce,
-          offset: header.offset,
-          group: METADATA_GROUP,
-          artifact: header.artifact,
-        },
-        offer.source.payload.subarray(header.offset, end),
-      ),
-    );
+    const chunk = offer.source.payload.subarray(header.offset, end);
+    const fields = { nonce: header.nonce, offset: header.offset, artifact: header.artifact };
+    this.send(header.replica, Command.stateChunk, fields, chunk);
   }
 
   /** Offers expire when idle; the cached source is released when no offer needs it. */
@@ -2634,17 +2594,7 @@ export class Replica {
   }
 
   private broadcastRequestStateTransfer(session: TransferSession): void {
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.requestStateTransfer,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce: session.nonce,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.requestStateTransfer, { nonce: session.nonce });
   }
 
   private onStateTransferTarget(header: StateTransferTargetHeader, body: Uint8Array): void {
@@ -2780,21 +2730,12 @@ export class Replica {
 
   private requestChunk(session: TransferSession, offset: number): void {
     const accepted = session.accepted!;
-    this.env.bus.sendToReplica(
-      session.peer,
-      buildFrame(this.env.kernels, {
-        command: Command.requestStateChunk,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce: session.nonce,
-        offset,
-        group: METADATA_GROUP,
-        len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - offset),
-        artifact: artifactIndex(accepted.manifest, accepted.entry),
-      }),
-    );
+    this.send(session.peer, Command.requestStateChunk, {
+      nonce: session.nonce,
+      offset,
+      len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - offset),
+      artifact: artifactIndex(accepted.manifest, accepted.entry),
+    });
   }
 
   private onStateChunk(header: StateChunkHeader, body: Uint8Array): void {
