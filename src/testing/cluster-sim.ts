@@ -104,6 +104,12 @@ export interface SimOptions {
   readonly livenessTicksMax: number;
 }
 
+/** What a caller may observe of a run without changing it. */
+export interface SimHooks {
+  /** Receives every log line as it happens, the replicas' debug records included. */
+  readonly trace?: (line: string) => void;
+}
+
 export interface SimResult {
   readonly seed: number;
   readonly ok: boolean;
@@ -270,6 +276,12 @@ export class ClusterSim {
   private transfersRetired = 0;
   private faultsEnabled = true;
   verbose = false;
+  /**
+   * `vrmeta simulate --seed N --trace`: every log line of the run as it happens, the replicas'
+   * debug records (their handlers' drops, with the reason) included; null: debug records are not
+   * even built. Fixed at construction, so the replicas booted there are traced too.
+   */
+  private readonly trace: ((line: string) => void) | null;
   /** The targeted faults' own PRNG stream (see `targetedFaults`). */
   private readonly targetedPrng: Prng;
   /** The whole-cluster restarts' own stream, and the ticks at which the replicas come back. */
@@ -305,7 +317,8 @@ export class ClusterSim {
     fullRestarts: 0,
   };
 
-  constructor(options: SimOptions, kernels: Kernels) {
+  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks = {}) {
+    this.trace = hooks.trace ?? null;
     this.options = options;
     this.kernels = kernels;
     this.prng = new Prng(options.seed);
@@ -367,6 +380,7 @@ export class ClusterSim {
   private log(line: string): void {
     const stamped = `[${this.tickNow}] ${line}`;
     if (this.verbose) process.stderr.write(`${stamped}\n`);
+    this.trace?.(stamped);
     this.logLines.push(stamped);
     if (this.logLines.length > LOG_LINES_MAX) this.logLines.shift();
   }
@@ -416,9 +430,12 @@ export class ClusterSim {
           },
         },
         logger: {
+          debugEnabled: this.trace !== null,
           log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
-            if (level === 'debug') return;
-            this.log(`r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`);
+            const line = `r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`;
+            // Debug records go to the trace only: the failure report keeps its last lines.
+            if (level === 'debug') this.trace?.(`[${this.tickNow}] ${line}`);
+            else this.log(line);
           },
         },
         events: {
@@ -1045,7 +1062,12 @@ export function scenarioOptions(overrides: Partial<SimOptions> = {}): SimOptions
 }
 
 /** Runs one seed to completion. */
-export function simulateSeed(seed: number, kernels: Kernels, overrides: Partial<SimOptions> = {}): SimResult {
+export function simulateSeed(
+  seed: number,
+  kernels: Kernels,
+  overrides: Partial<SimOptions> = {},
+  hooks: SimHooks = {},
+): SimResult {
   const options = { ...swarmOptions(seed), ...overrides, seed };
-  return new ClusterSim(options, kernels).run();
+  return new ClusterSim(options, kernels, hooks).run();
 }

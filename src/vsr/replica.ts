@@ -52,6 +52,7 @@ import {
   type StateChunkHeader,
   type StateTransferTargetHeader,
 } from './header.js';
+import { commandName, type DropReason } from './drop-reason.js';
 import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
 import {
   VIEW_HEADERS_MAX,
@@ -203,6 +204,8 @@ export interface ReplicaCounters {
   snapshotRepairs: number;
   /** Sessions evicted from the client table to make room for a Register (node metrics). */
   clientTableEvictions: number;
+  /** Messages a handler stopped on, by the guard that held (see `drop`). */
+  readonly drops: Partial<Record<DropReason, number>>;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -225,6 +228,14 @@ interface OfferSource {
   readonly payload: Uint8Array;
   readonly manifest: Manifest;
   readonly manifestBytes: Uint8Array;
+}
+
+/** What `drop` logs of a message: any header (or a record standing for one) has these. */
+interface DroppedMessage {
+  readonly command: number;
+  readonly replica: number;
+  readonly view: number;
+  readonly op?: number;
 }
 
 /** What one requester was offered: first-wins per (requester, nonce). */
@@ -262,6 +273,7 @@ export class Replica {
     snapshotsDamaged: 0,
     snapshotRepairs: 0,
     clientTableEvictions: 0,
+    drops: {},
   };
 
   // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
@@ -551,6 +563,28 @@ export class Replica {
     this.env.events?.emit(event, fields);
   }
 
+  /**
+   * A handler's guard held: count the named reason and log it at debug level with what the
+   * message said and where this replica stands. The record is built only when debug logging is
+   * on, so a drop otherwise costs one counter increment. Returns nothing, so a handler ends with
+   * `return this.drop(...)`.
+   */
+  private drop(reason: DropReason, message: DroppedMessage | null = null): void {
+    this.counters.drops[reason] = (this.counters.drops[reason] ?? 0) + 1;
+    if (this.env.logger.debugEnabled !== true) return;
+    this.env.logger.log('debug', 'message dropped', {
+      reason,
+      ...(message === null
+        ? {}
+        : { command: commandName(message.command), from: message.replica, message_view: message.view }),
+      ...(message?.op === undefined ? {} : { op: message.op }),
+      status: this.status,
+      view: this.view,
+      log_view: this.logView,
+      commit_min: this.commitMin,
+    });
+  }
+
   // ---------------------------------------------------------------- accessors
 
   /** The head: the highest op whose canonical header this replica knows. commitMin <= op. */
@@ -595,7 +629,16 @@ export class Replica {
 
   /** A primary that may prepare: normal in its own log view, durable. */
   private primaryActive(): boolean {
-    return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
+    return this.primaryBlocker() === null;
+  }
+
+  /** Why `primaryActive` is false now, or null when it is true. */
+  private primaryBlocker(): DropReason | null {
+    if (this.status !== 'normal') return 'status_not_normal';
+    if (!this.isPrimary()) return 'not_primary';
+    if (this.logView !== this.view) return 'log_view_behind_view';
+    if (!this.viewDurable()) return 'view_not_durable';
+    return null;
   }
 
   /**
@@ -609,7 +652,16 @@ export class Replica {
 
   /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
   canAcceptRequests(): boolean {
-    return this.primaryActive() && this.commitMin === this.commitMax && this.headChecksum() !== null;
+    return this.admissionBlocker() === null;
+  }
+
+  /** Why `canAcceptRequests` is false now, or null when it is true. */
+  private admissionBlocker(): DropReason | null {
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return blocker;
+    if (this.commitMin !== this.commitMax) return 'commit_behind';
+    if (this.headChecksum() === null) return 'head_unknown';
+    return null;
   }
 
   /** Identity of the prepare at `op` (the parent of the next prepare), null if unknown. */
@@ -706,8 +758,10 @@ export class Replica {
   /** A frame from the network, already verified and validated by the transport. */
   onMessage(message: DecodedFrame): void {
     const header = message.header;
-    if (header.cluster !== this.config.cluster) return;
-    if (header.replica >= this.config.replicaCount) return;
+    if (header.cluster !== this.config.cluster) return this.drop('wrong_cluster', header);
+    if (header.replica >= this.config.replicaCount) return this.drop('replica_out_of_range', header);
+    assert(message.frame.byteLength === header.size, 'a decoded frame is exactly its size');
+    assert(message.body.byteLength === header.size - HEADER_SIZE, 'the body follows the header');
     this.notePeerCommit(header);
     switch (header.command) {
       case Command.prepare:
@@ -919,12 +973,16 @@ export class Replica {
 
   /** A client request (a local submission or a Request frame). Non-primaries drop requests. */
   onRequest(header: RequestHeader, body: Uint8Array): void {
-    if (!this.canAcceptRequests()) {
+    const blocker = this.admissionBlocker();
+    if (blocker !== null) {
       this.counters.requestsDropped += 1;
-      return;
+      return this.drop(blocker, header);
     }
+    assert(this.primaryActive() && this.commitMin === this.commitMax, 'an active, caught-up primary');
+    assert(this.headChecksum() !== null, 'the primary knows the parent of its next prepare');
     if (header.operation === Operation.register) {
-      if (decodeRegisterBody(body) === null || this.inFlight(header.client)) return;
+      if (decodeRegisterBody(body) === null) return this.drop('register_body_invalid', header);
+      if (this.inFlight(header.client)) return this.drop('client_in_flight', header);
       this.admit({ header, body });
       return;
     }
@@ -937,8 +995,9 @@ export class Replica {
         this.sendEviction(header.client, EvictionReason.sessionTooLow);
         return;
       case 'epoch_ahead':
+        return this.drop('session_epoch_ahead', header);
       case 'checksum_mismatch':
-        return;
+        return this.drop('request_checksum_mismatch', header);
       case 'duplicate':
         if (header.operation === Operation.createPersonalAccessToken) {
           this.sendDeny(header, ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS);
@@ -950,7 +1009,8 @@ export class Replica {
         this.sendDeny(header, ERROR_REQUEST_ALREADY_APPLIED);
         return;
       case 'new':
-        if (!this.inFlight(header.client)) this.admit({ header, body });
+        if (this.inFlight(header.client)) return this.drop('client_in_flight', header);
+        this.admit({ header, body });
         return;
     }
   }
@@ -978,9 +1038,15 @@ export class Replica {
   }
 
   private admit(request: ParkedRequest): void {
-    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) this.prepare(request);
-    else if (this.requestQueue.length < this.config.requestQueueDepth) this.requestQueue.push(request);
-    else this.counters.requestsDropped += 1;
+    assert(!this.inFlight(request.header.client), 'one request in flight per client');
+    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) {
+      this.prepare(request);
+    } else if (this.requestQueue.length < this.config.requestQueueDepth) {
+      this.requestQueue.push(request);
+    } else {
+      this.counters.requestsDropped += 1;
+      this.drop('request_queue_full', request.header);
+    }
   }
 
   /** The next op fits the WAL and does not run past a checkpoint that is not yet durable. */
@@ -1054,7 +1120,10 @@ export class Replica {
       this.tryStartPendingView();
       return;
     }
-    if (this.status !== 'normal' || view !== this.view) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', entry.header);
+    if (view !== this.view) return this.drop('view_changed_during_write', entry.header);
+    assert(entry.durable && entry.frame !== null, 'a durable entry holds its body');
+    assert(this.journal.get(entry.op) === entry, 'the entry is still journaled');
     this.maybeCaughtUp();
     if (this.isPrimary()) this.acknowledge(entry.op, entry.checksum, this.config.replica);
     else this.sendPrepareOk(entry);
@@ -1066,12 +1135,16 @@ export class Replica {
   private onPrepare(header: PrepareHeader, frame: Uint8Array): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
-    if (this.status !== 'normal' || header.view < this.view || this.isPrimary()) return;
-    if (this.logView !== this.view) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (header.view < this.view) return this.drop('older_view', header);
+    if (this.isPrimary()) return this.drop('primary_of_view', header);
+    if (this.logView !== this.view) return this.drop('log_view_behind_view', header);
     // A transferring replica ignores live prepares: its journal is about to be replaced.
-    if (this.stateTransfer.transferring) return;
+    if (this.stateTransfer.transferring) return this.drop('state_transferring', header);
+    assert(header.view === this.view && this.logView === this.view, 'a prepare of our log view');
+    assert(this.status === 'normal' && !this.isPrimary(), 'a normal backup');
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     // Our log view is the primary's view: its commit number speaks of our journal.
     this.advanceCommitCanonical(header.commit);
@@ -1086,12 +1159,15 @@ export class Replica {
       // Already committed here (a new primary re-replicating what it could not prove committed):
       // acknowledge it, or that primary waits forever for a quorum we already provide.
       const entry = this.journal.get(header.op);
-      if (entry === undefined ? header.op < this.journal.floor : entry.checksum === header.checksum && entry.durable) {
-        this.sendPrepareOkFor(header);
-      }
+      const held = entry === undefined
+        ? header.op < this.journal.floor
+        : entry.checksum === header.checksum && entry.durable;
+      if (!held) return this.drop('prepare_committed_not_held', header);
+      this.sendPrepareOkFor(header);
       return;
     }
-    if (!this.journal.hasRoom(header.op)) return;
+    if (!this.journal.hasRoom(header.op)) return this.drop('journal_full', header);
+    assert(header.op > this.commitMin && header.op > this.journal.floor, 'above what we applied');
     const existing = this.journal.get(header.op);
     if (existing !== undefined) {
       if (existing.checksum !== header.checksum) {
@@ -1101,6 +1177,7 @@ export class Replica {
       }
       if (existing.frame === null) this.journalAppend(header, frame);
       else if (existing.durable) this.sendPrepareOk(existing);
+      else this.drop('prepare_write_in_flight', header);
       return;
     }
     const previous = this.journal.get(header.op - 1);
@@ -1108,6 +1185,7 @@ export class Replica {
       this.reportDivergence('prepare does not chain onto the journal in the same view', header.op);
       return;
     }
+    assert(previous === undefined || previous.op === header.op - 1, 'the journal is keyed by op');
     this.journalAppend(header, frame);
   }
 
@@ -1178,9 +1256,12 @@ export class Replica {
   private onPrepareOk(header: PrepareOkHeader): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
-    if (header.view !== this.view || !this.primaryActive()) return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return this.drop(blocker, header);
+    assert(this.primaryActive() && header.view === this.view, 'an active primary of the view');
     // A backup's commit_max is true knowledge: ops up to it committed in some view, so a new
     // primary that merged a lower commit number learns it here instead of waiting for acks.
     if (header.commit > this.commitCanonical && header.commit <= this.op) {
@@ -1191,9 +1272,15 @@ export class Replica {
   }
 
   private acknowledge(op: number, checksum: bigint, replica: number): void {
-    if (!this.primaryActive()) return;
+    const ack = { command: Command.prepareOk, replica, view: this.view, op };
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return this.drop(blocker, ack);
     const entry = this.pipeline.find((candidate) => candidate.op === op);
-    if (entry === undefined || entry.checksum !== checksum) return;
+    if (entry === undefined) return this.drop('prepare_not_in_pipeline', ack);
+    if (entry.checksum !== checksum) return this.drop('prepare_checksum_mismatch', ack);
+    assert(this.primaryActive(), 'only an active primary counts acknowledgements');
+    assert(replica >= 0 && replica < this.config.replicaCount, 'an ack from a replica');
+    assert(this.journal.get(op)?.checksum === checksum, 'a pipeline prepare is journaled');
     entry.okFrom.add(replica);
     let committed = this.commitCanonical;
     for (const candidate of this.pipeline) {
@@ -1482,16 +1569,21 @@ export class Replica {
   private onCommit(header: CommitHeader): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
     if (header.view < this.view) {
       // A primary of an older view: tell it about ours.
       if (this.primaryActive()) this.sendStartView(header.replica, 0n);
-      return;
+      return this.drop('older_view', header);
     }
-    if (this.status !== 'normal' || this.isPrimary() || header.replica !== this.primaryIndex()) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (this.isPrimary()) return this.drop('primary_of_view', header);
+    if (header.replica !== this.primaryIndex()) return this.drop('sender_not_primary', header);
     // Only a strictly newer heartbeat proves the primary is alive (a replayed one does not).
-    if (header.timestampMonotonic <= this.heartbeatLast) return;
+    if (header.timestampMonotonic <= this.heartbeatLast) return this.drop('heartbeat_stale', header);
+    assert(this.status === 'normal' && header.view === this.view, 'a heartbeat of our view');
+    assert(!this.isPrimary() && header.replica === this.primaryIndex(), 'from our primary');
+    assert(header.timestampMonotonic > this.heartbeatLast, 'a newer heartbeat');
     this.heartbeatLast = header.timestampMonotonic;
     this.timeoutNormalHeartbeat.reset();
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
@@ -1678,9 +1770,12 @@ export class Replica {
   }
 
   private onStartViewChange(header: StartViewChangeHeader): void {
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     if (header.view > this.view) this.startViewChange(header.view, 'peer_start_view_change');
-    if (header.view !== this.view || this.status !== 'view_change') return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    if (this.status !== 'view_change') return this.drop('status_not_view_change', header);
+    assert(header.view === this.view && this.status === 'view_change', 'a vote for our view change');
+    assert(this.startViewChangeFrom.has(this.config.replica), 'our own vote counts from the start');
     this.startViewChangeFrom.add(header.replica);
     this.maybeSendDoViewChange();
   }
@@ -1762,11 +1857,17 @@ export class Replica {
   }
 
   private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     if (header.view > this.view) this.startViewChange(header.view, 'peer_do_view_change');
-    if (header.view !== this.view || this.status !== 'view_change' || !this.isPrimary()) return;
-    const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, header.nackBitset, header.presentBitset);
-    if (suffix === null) return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    if (this.status !== 'view_change') return this.drop('status_not_view_change', header);
+    if (!this.isPrimary()) return this.drop('not_primary', header);
+    assert(header.view === this.view && this.status === 'view_change', 'a DVC for our view change');
+    assert(this.primaryIndex() === this.config.replica, 'we are the primary-elect');
+    const { nackBitset, presentBitset } = header;
+    const cluster = this.config.cluster;
+    const suffix = decodeSuffix(this.env.kernels, cluster, body, header.op, nackBitset, presentBitset);
+    if (suffix === null) return this.drop('suffix_invalid', header);
     this.onDoViewChangeRecord({
       replica: header.replica,
       logView: header.logView,
@@ -1779,11 +1880,20 @@ export class Replica {
   }
 
   private onDoViewChangeRecord(record: DoViewChangeRecord): void {
-    if (this.pendingView !== null) return;
+    assert(this.status === 'view_change' && this.isPrimary(), 'only a primary-elect merges');
+    assert(record.logView <= this.view, 'a DoViewChange names a log view below its view');
+    const dvc = { command: Command.doViewChange, replica: record.replica, view: this.view, op: record.op };
+    if (this.pendingView !== null) return this.drop('view_merge_pending', dvc);
     this.doViewChanges.set(record.replica, record);
-    if (!this.doViewChanges.has(this.config.replica)) return; // our own DVC needs a durable view
-    const outcome = mergeDoViewChanges([...this.doViewChanges.values()], this.config.quorumViewChange, this.config.quorumNack);
-    if (outcome.kind !== 'ready') return;
+    // Our own DoViewChange is recorded once our view is durable; we merge only with it.
+    if (!this.doViewChanges.has(this.config.replica)) return this.drop('own_do_view_change_missing', dvc);
+    const { quorumViewChange, quorumNack } = this.config;
+    const records = [...this.doViewChanges.values()];
+    const outcome = mergeDoViewChanges(records, quorumViewChange, quorumNack);
+    if (outcome.kind !== 'ready') return this.drop('merge_undecided', dvc);
+    assert(this.doViewChanges.size >= quorumViewChange, 'a merge needs a view-change quorum');
+    assert(outcome.head >= outcome.commitMax, 'the merged log keeps every committed op');
+    assert(outcome.logView <= this.view, 'the merged log is of a view before this one');
     this.env.logger.log('info', 'view change merged', {
       view: this.view,
       head: outcome.head,
@@ -1964,22 +2074,34 @@ export class Replica {
   }
 
   private onStartView(header: StartViewHeader, body: Uint8Array): void {
-    if (header.replica !== this.primaryIndex(header.view) || header.replica === this.config.replica) return;
-    if (header.view < this.view) return;
+    if (header.replica !== this.primaryIndex(header.view)) return this.drop('sender_not_primary', header);
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    if (header.view < this.view) return this.drop('older_view', header);
+    // Its sender leads header.view and is not us: so when that is our view, we do not lead it.
+    assert(header.view > this.view || !this.isPrimary(), 'a StartView of our view is not ours');
     if (this.status === 'recovering') {
       // Only a StartView that provably post-dates our crash: the answer to our probe, or a view
       // newer than any we knew.
-      if (header.incarnation !== this.incarnation && header.view <= this.view) return;
-    } else if (header.view === this.view && this.status === 'view_change' && this.isPrimary()) {
-      return;
-    } else if (header.view === this.view && this.status === 'normal' && this.logView === this.view && header.op < this.op) {
+      if (header.incarnation !== this.incarnation && header.view <= this.view) {
+        return this.drop('start_view_before_restart', header);
+      }
+    } else if (
+      header.view === this.view &&
+      this.status === 'normal' &&
+      this.logView === this.view &&
+      header.op < this.op
+    ) {
       // Within one log view our log only grows: a StartView announcing less is stale (delayed or
       // duplicated). Adopting it would truncate prepares we may already have acknowledged.
-      return;
+      return this.drop('start_view_stale', header);
     }
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, 0n, 0n);
-    if (suffix === null) return;
-    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;
+    if (suffix === null) return this.drop('suffix_invalid', header);
+    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) {
+      return this.drop('start_view_suffix_empty', header);
+    }
+    assert(header.view >= this.view && header.replica !== this.config.replica, 'a StartView to adopt');
+    assert(suffix.every((slot) => slot.op <= header.op), 'the suffix stops at the announced head');
     // A transferring replica adopts a StartView exactly as any other: the install replaces only
     // what lies at or below its checkpoint, so the journal above it must follow the view's log
     // (reconciled, its canonical headers parked), and the heartbeat watermark must restart with
@@ -2108,7 +2230,8 @@ export class Replica {
   }
 
   private onRequestStartView(header: RequestStartViewHeader): void {
-    if (header.replica === this.config.replica) return;
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    assert(header.replica < this.config.replicaCount, 'a probe from a peer');
     if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
     if (this.status === 'recovering' && header.recovering === 1 && header.view > 0 && this.view > 0) {
       // A peer probing from its boot is no live view. When every peer is, none can answer us:
@@ -2119,19 +2242,23 @@ export class Replica {
       // (`witnessVirginPeer`), and a peer that stopped probing early would leave it claiming no
       // knowledge in every view change (seed 857305262310: two such replicas of four, no quorum).
       this.recoveringPeers.add(header.replica);
+      assert(this.recoveringPeers.size < this.config.replicaCount, 'recovering peers are peers');
       if (this.recoveringPeers.size === this.config.replicaCount - 1) {
         this.electFromRecovery('peers_recovering');
         return;
       }
     }
-    if (this.primaryActive()) {
+    const blocker = this.primaryBlocker();
+    if (blocker === null) {
       this.sendStartView(header.replica, header.incarnation);
       return;
     }
     // The primary of our view probing means it lost its state: elect a new one.
-    if (this.status === 'normal' && header.replica === this.primaryIndex() && header.view === this.view) {
-      this.startViewChange(this.view + 1, 'primary_restarted');
-    }
+    const primaryProbing = header.replica === this.primaryIndex() && header.view === this.view;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (!primaryProbing) return this.drop(blocker, header);
+    assert(!this.isPrimary(), 'the probing primary is a peer');
+    this.startViewChange(this.view + 1, 'primary_restarted');
   }
 
   /**
@@ -2273,7 +2400,7 @@ export class Replica {
     // A transferring replica still serves its journal: it may be the only holder of a prepare
     // its DoViewChange reported present, and a primary-elect that cannot fetch that body never
     // starts its view (audit defect A). Requesters verify every body they receive.
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
       this.send(header.replica, command, { nonce: header.nonce, op });
     let from = header.fromOp;
@@ -2285,6 +2412,7 @@ export class Replica {
     // Committed-only requests get applied prepares alone: those are canonical.
     const limit = header.committedOnly === 1 ? this.commitMin : this.op;
     const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
+    assert(from >= this.journal.floor && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded, held range');
     let served = from - 1;
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);
@@ -2297,11 +2425,18 @@ export class Replica {
 
   private onRepairPrepare(header: RepairPrepareHeader, frame: Uint8Array): void {
     const session = this.repair;
-    if (session === null || header.op < session.fromOp || header.op > session.toOp) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (header.op < session.fromOp || header.op > session.toOp) {
+      return this.drop('repair_op_out_of_range', header);
+    }
     const prepareFrame = withPrepareCommand(frame, Command.prepare);
     const decoded = decodeHeader(prepareFrame);
-    if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+    if (!decoded.ok || decoded.header.command !== Command.prepare) {
+      return this.drop('repair_prepare_invalid', header);
+    }
+    assert(decoded.header.checksum === header.checksum, 'switching the command keeps the identity');
     session.buffer.set(header.op, { header: decoded.header, frame: prepareFrame });
+    assert(session.buffer.size <= session.toOp - session.fromOp + 1, 'the buffer holds the range');
     if (session.committed) this.drainCommittedRepair(session);
     else this.drainCanonicalRepair(session);
   }
@@ -2324,11 +2459,13 @@ export class Replica {
       const received = session.buffer.get(op);
       if (received === undefined) return;
       session.buffer.delete(op);
-      if (this.commitMinChecksum !== null && received.header.parent !== this.commitMinChecksum) return;
-      if (!this.journal.hasRoom(op)) return;
+      const chained = this.commitMinChecksum === null || received.header.parent === this.commitMinChecksum;
+      if (!chained) return this.drop('repair_not_chained', received.header);
+      if (!this.journal.hasRoom(op)) return this.drop('journal_full', received.header);
       const existing = this.journal.get(op);
       if (existing !== undefined && existing.checksum !== received.header.checksum) this.truncateFrom(op);
       if (this.journal.prepare(op) === undefined) this.journalAppend(received.header, received.frame);
+      assert(this.journal.prepare(op)?.checksum === received.header.checksum, 'now journaled');
       session.progressed = true;
       this.counters.preparesRepaired += 1;
       // A peer's applied prepare, chained onto our applied history: committed, and now ours.
@@ -2368,7 +2505,8 @@ export class Replica {
 
   private onRepairDone(header: RepairDoneHeader): void {
     const session = this.repair;
-    if (session === null || session.nonce !== header.nonce) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
     this.repair = null;
     this.timeoutRepair.stop();
     this.repairStalls = session.progressed ? 0 : this.repairStalls + 1;
@@ -2384,10 +2522,12 @@ export class Replica {
 
   private onRangeEvicted(header: RangeEvictedHeader): void {
     const session = this.repair;
-    if (session === null || session.nonce !== header.nonce) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
     // A late answer: we applied up to the peer's floor since we asked (from prepares that were
     // still in flight), so nothing we need lies below it any more.
-    if (this.commitMin + 1 >= header.op) return;
+    if (this.commitMin + 1 >= header.op) return this.drop('range_evicted_stale', header);
+    assert(this.commitMin + 1 < header.op, 'the gap lies below the peer floor');
     this.counters.rangeEvicted += 1;
     if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
@@ -2600,27 +2740,35 @@ export class Replica {
   private onStateTransferTarget(header: StateTransferTargetHeader, body: Uint8Array): void {
     const repair = this.snapshotRepair.session(header.nonce, 'awaiting_target');
     const session = repair ?? this.stateTransfer.session(header.nonce, 'awaiting_target');
-    if (session === null) return;
+    if (session === null) return this.drop('no_transfer_session', header);
+    assert(session.nonce === header.nonce && session.accepted === null, 'a session awaiting a target');
     this.advanceCommitMax(header.commitMax);
     if (header.available === 0) {
       // The stall retry re-asks; others may offer. A refusal naming a checkpoint vouches for it.
       if (header.checkpointOp > 0 && repair === null) {
-        session.vouchers.set(header.replica, { op: header.checkpointOp, checksum: header.checkpointId });
+        const vouch = { op: header.checkpointOp, checksum: header.checkpointId };
+        session.vouchers.set(header.replica, vouch);
         this.maybeAcceptTarget(session);
       }
-      return;
+      return this.drop('target_unavailable', header);
     }
     const decoded = decodeManifest(this.env.kernels, body);
     if (!decoded.ok) {
-      this.env.logger.log('warn', 'state transfer: undecodable manifest', { peer: header.replica, reason: decoded.reason });
-      return;
+      const fields = { peer: header.replica, reason: decoded.reason };
+      this.env.logger.log('warn', 'state transfer: undecodable manifest', fields);
+      return this.drop('manifest_invalid', header);
     }
-    const entry = decoded.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
-    if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, decoded.manifest.chunkSize)) return;
+    const manifest = decoded.manifest;
+    const entry = manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
+    if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, manifest.chunkSize)) {
+      return this.drop('manifest_invalid', header);
+    }
     if (entry.frontier !== header.checkpointOp || entry.checksum !== header.checkpointId) {
-      this.env.logger.log('warn', 'state transfer: offer header and manifest disagree on the checkpoint', { peer: header.replica });
-      return;
+      const message = 'state transfer: offer header and manifest disagree on the checkpoint';
+      this.env.logger.log('warn', message, { peer: header.replica });
+      return this.drop('manifest_disagrees', header);
     }
+    assert(header.available === 1 && entry.frontier === header.checkpointOp, 'an offer to weigh');
     if (repair !== null) {
       this.acceptSnapshotRepairTarget(repair, header.replica, entry.frontier, entry.checksum, decoded.manifest);
       return;
@@ -2742,16 +2890,24 @@ export class Replica {
     // Late chunks for a session that was dropped, or arriving in any other stage, are ignored.
     const repair = this.snapshotRepair.session(header.nonce, 'fetching');
     const session = repair ?? this.stateTransfer.session(header.nonce, 'fetching');
-    if (session === null) return;
-    const accepted = session.accepted!;
-    if (header.artifact !== artifactIndex(accepted.manifest, accepted.entry)) return;
+    if (session === null) return this.drop('no_transfer_session', header);
+    const accepted = session.accepted;
+    assert(accepted !== null, 'a fetching session has accepted a target');
+    const artifact = artifactIndex(accepted.manifest, accepted.entry);
+    if (header.artifact !== artifact) return this.drop('chunk_artifact_mismatch', header);
     const chunkSize = accepted.manifest.chunkSize;
     // Only a chunk we asked for and still miss: inside the window, on a chunk boundary, not held.
-    if (header.offset < session.received || header.offset >= session.requested || header.offset % chunkSize !== 0) return;
-    if (session.ahead.has(header.offset)) return;
-    const expected = Math.min(chunkSize, accepted.entry.len - header.offset);
+    const { offset } = header;
+    if (offset < session.received || offset >= session.requested || offset % chunkSize !== 0) {
+      return this.drop('chunk_outside_window', header);
+    }
+    if (session.ahead.has(offset)) return this.drop('chunk_duplicate', header);
+    const expected = Math.min(chunkSize, accepted.entry.len - offset);
     // A zero-byte or short payload never counts as progress (seed review, defect 4).
-    if (body.byteLength !== expected || expected === 0) return;
+    if (body.byteLength !== expected || expected === 0) return this.drop('chunk_size_mismatch', header);
+    assert(session.received <= offset && offset < session.requested, 'a chunk inside the window');
+    assert(session.requested <= accepted.entry.len && expected > 0, 'the window stays in the artifact');
+    assert(session.ahead.size < STATE_CHUNKS_IN_FLIGHT_MAX, 'chunks held ahead fit the window');
     // A DecodedFrame's body was verified against `checksum_body`, the XXH3-64 (seed 0) of the
     // body, which is how the manifest sums each chunk: comparing the two is the chunk check,
     // without hashing 256 KiB a second time.
