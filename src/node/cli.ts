@@ -114,7 +114,7 @@ program
   .option('--base <n>', 'base seed for --seeds', positiveInteger)
   .option('--kernels <mode>', 'auto | wasm | ts', 'auto')
   .option('--verbose', 'one line per seed')
-  .option('--trace', 'with --seed: print the seed\'s log as it runs, replica debug records included')
+  .option('--trace', 'with --seed: print its log as it runs, replica debug records included')
   .action(async (options: SimulateCliOptions) => {
     if (options.seed === undefined && options.seeds === undefined) {
       process.stderr.write('vrmeta simulate: pass --seed N or --seeds K\n');

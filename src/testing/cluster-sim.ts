@@ -432,7 +432,8 @@ export class ClusterSim {
         logger: {
           debugEnabled: this.trace !== null,
           log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
-            const line = `r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`;
+            const rendered = fields === undefined ? '' : stringify(fields);
+            const line = `r${index} ${level} ${event} ${rendered}`;
             // Debug records go to the trace only: the failure report keeps its last lines.
             if (level === 'debug') this.trace?.(`[${this.tickNow}] ${line}`);
             else this.log(line);

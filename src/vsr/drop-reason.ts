@@ -94,7 +94,9 @@ export type DropReason = (typeof DropReason)[keyof typeof DropReason];
 
 export const DROP_REASONS: readonly DropReason[] = Object.values(DropReason);
 
-const COMMAND_NAMES = new Map<number, string>(Object.entries(Command).map(([name, code]) => [code, name]));
+const COMMAND_NAMES = new Map<number, string>(
+  Object.entries(Command).map(([name, code]) => [code, name]),
+);
 
 /** A command's name for a debug record (`prepareOk`), or `command_<code>` for an unknown one. */
 export function commandName(command: number): string {

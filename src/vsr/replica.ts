@@ -576,7 +576,11 @@ export class Replica {
       reason,
       ...(message === null
         ? {}
-        : { command: commandName(message.command), from: message.replica, message_view: message.view }),
+        : {
+            command: commandName(message.command),
+            from: message.replica,
+            message_view: message.view,
+          }),
       ...(message?.op === undefined ? {} : { op: message.op }),
       status: this.status,
       view: this.view,
@@ -759,7 +763,9 @@ export class Replica {
   onMessage(message: DecodedFrame): void {
     const header = message.header;
     if (header.cluster !== this.config.cluster) return this.drop('wrong_cluster', header);
-    if (header.replica >= this.config.replicaCount) return this.drop('replica_out_of_range', header);
+    if (header.replica >= this.config.replicaCount) {
+      return this.drop('replica_out_of_range', header);
+    }
     assert(message.frame.byteLength === header.size, 'a decoded frame is exactly its size');
     assert(message.body.byteLength === header.size - HEADER_SIZE, 'the body follows the header');
     this.notePeerCommit(header);
@@ -952,6 +958,7 @@ export class Replica {
 
   /** Sends that waited for the view to be durable. */
   private onViewDurable(): void {
+    assert(this.viewDurable(), 'the superblock holds the current view and log view');
     if (this.status === 'view_change') {
       this.sendStartViewChange();
       if (this.doViewChangeSent) this.sendDoViewChange();
@@ -978,7 +985,7 @@ export class Replica {
       this.counters.requestsDropped += 1;
       return this.drop(blocker, header);
     }
-    assert(this.primaryActive() && this.commitMin === this.commitMax, 'an active, caught-up primary');
+    assert(this.primaryActive() && this.commitMin === this.commitMax, 'a caught-up primary');
     assert(this.headChecksum() !== null, 'the primary knows the parent of its next prepare');
     if (header.operation === Operation.register) {
       if (decodeRegisterBody(body) === null) return this.drop('register_body_invalid', header);
@@ -986,7 +993,8 @@ export class Replica {
       this.admit({ header, body });
       return;
     }
-    const check = this.clientTable.checkRequest(header.client, header.session, header.request, header.requestChecksum);
+    const { client, session, request, requestChecksum } = header;
+    const check = this.clientTable.checkRequest(client, session, request, requestChecksum);
     switch (check.kind) {
       case 'no_session':
         this.sendEviction(header.client, EvictionReason.noSession);
@@ -1061,6 +1069,7 @@ export class Replica {
     const op = this.op + 1;
     const parent = this.headChecksum();
     assert(parent !== null, 'the primary knows its head identity');
+    assert(op > this.commitMin && this.journal.get(op) === undefined, 'the next op is new');
     const userId =
       header.operation === Operation.register
         ? decodeRegisterBody(body)!
@@ -1081,7 +1090,8 @@ export class Replica {
     const decoded = decodeHeader(frame);
     assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
     this.journalAppend(decoded.header, frame);
-    this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set() });
+    const prepared = decoded.header;
+    this.pipeline.push({ op, checksum: prepared.checksum, header: prepared, okFrom: new Set() });
     if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
     // Star replication: the primary sends each prepare to every backup. Metadata prepares are
     // small, so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls
@@ -1093,12 +1103,14 @@ export class Replica {
   private journalAppend(header: PrepareHeader, frame: Uint8Array): void {
     const existing = this.journal.get(header.op);
     if (existing !== undefined) {
-      assert(existing.checksum === header.checksum && existing.frame === null, 'fills a parked header');
+      assert(existing.checksum === header.checksum && existing.frame === null, 'a parked header');
       existing.frame = frame;
       this.writeEntry(existing);
       return;
     }
-    const entry: JournalEntry = { op: header.op, header, checksum: header.checksum, frame, durable: false };
+    assert(header.op > this.commitMin, 'a new journal entry is above what we applied');
+    const { op, checksum } = header;
+    const entry: JournalEntry = { op, header, checksum, frame, durable: false };
     this.journal.put(entry);
     this.writeEntry(entry);
   }
@@ -1230,9 +1242,12 @@ export class Replica {
 
   /** PrepareOk for a prepare this replica holds durably (in its WAL or its checkpoint). */
   private sendPrepareOkFor(header: PrepareHeader): void {
-    if (!this.viewDurable() || this.status !== 'normal' || this.isPrimary() || this.logView !== this.view) return;
+    // Withheld until the view is durable (`onViewDurable` sends them then): the send fence.
+    if (!this.viewDurable() || this.status !== 'normal') return;
+    if (this.isPrimary() || this.logView !== this.view) return;
     // A transferring replica withholds PrepareOk: it must not count toward any quorum.
     if (this.stateTransfer.transferring) return;
+    assert(header.op <= this.op, 'we acknowledge only a prepare of our log');
     this.send(this.primaryIndex(), Command.prepareOk, {
       parent: header.parent,
       prepareChecksum: header.checksum,
@@ -1285,7 +1300,8 @@ export class Replica {
     let committed = this.commitCanonical;
     for (const candidate of this.pipeline) {
       if (candidate.op <= committed) continue;
-      if (candidate.op !== committed + 1 || candidate.okFrom.size < this.config.quorumReplication) break;
+      if (candidate.op !== committed + 1) break;
+      if (candidate.okFrom.size < this.config.quorumReplication) break;
       committed = candidate.op;
     }
     if (committed > this.commitCanonical) {
@@ -1404,10 +1420,15 @@ export class Replica {
     const header = entry.header;
     assert(header.op === this.commitMin + 1, 'ops apply in order');
     assert(entry.frame !== null, 'apply needs the body');
+    assert(entry.checksum === header.checksum, 'a journal entry is its header');
+    assert(!this.stateTransfer.transferring, 'no commit walk under an install');
+    const anchor = this.commitMinChecksum;
+    assert(anchor === null || header.parent === anchor, 'an applied op chains onto the last one');
     let reply: Uint8Array;
     switch (header.operation) {
       case Operation.register: {
-        reply = buildReply(this.env.kernels, header, resultBody(0, encodeRegisterPayload(header.userId, header.op)));
+        const payload = encodeRegisterPayload(header.userId, header.op);
+        reply = buildReply(this.env.kernels, header, resultBody(0, payload));
         const cached: CachedReply = { request: 0, commit: header.op, bytes: reply };
         const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
         if (evicted !== null) this.counters.clientTableEvictions += 1;
@@ -1442,7 +1463,8 @@ export class Replica {
     this.commitMinChecksum = header.checksum;
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     this.onCommitted?.(header, entry.frame.subarray(HEADER_SIZE), reply);
-    if (this.status === 'normal' && this.isPrimary()) this.env.bus.sendToClient(header.client, reply);
+    const primary = this.status === 'normal' && this.isPrimary();
+    if (primary) this.env.bus.sendToClient(header.client, reply);
     if (header.op % this.config.checkpointInterval === 0) this.checkpoint(header);
   }
 
@@ -1580,7 +1602,9 @@ export class Replica {
     if (this.isPrimary()) return this.drop('primary_of_view', header);
     if (header.replica !== this.primaryIndex()) return this.drop('sender_not_primary', header);
     // Only a strictly newer heartbeat proves the primary is alive (a replayed one does not).
-    if (header.timestampMonotonic <= this.heartbeatLast) return this.drop('heartbeat_stale', header);
+    if (header.timestampMonotonic <= this.heartbeatLast) {
+      return this.drop('heartbeat_stale', header);
+    }
     assert(this.status === 'normal' && header.view === this.view, 'a heartbeat of our view');
     assert(!this.isPrimary() && header.replica === this.primaryIndex(), 'from our primary');
     assert(header.timestampMonotonic > this.heartbeatLast, 'a newer heartbeat');
@@ -1606,6 +1630,7 @@ export class Replica {
       this.timeoutPrepare.stop();
       return;
     }
+    assert(this.primaryActive() && this.pipeline.length > 0, 'a primary with prepares in flight');
     this.timeoutPrepare.backoff(this.env.prng);
     this.counters.prepareTimeouts += 1;
     // Retransmit to every replica that has not acknowledged.
@@ -1614,7 +1639,8 @@ export class Replica {
       if (journaled === undefined) continue;
       const frame = this.stamped(journaled);
       for (let replica = 0; replica < this.config.replicaCount; replica++) {
-        if (replica !== this.config.replica && !entry.okFrom.has(replica)) this.sendFrame(replica, frame);
+        if (replica === this.config.replica || entry.okFrom.has(replica)) continue;
+        this.sendFrame(replica, frame);
       }
     }
   }
@@ -1686,14 +1712,18 @@ export class Replica {
    * Persist-before-send (see VIEW_FENCE), and the state each view-advertising command is sent
    * from: a frame that breaks either is a bug in the caller's guard, never a network condition.
    */
-  private assertViewFence(command: ReplicaSendCommand, target: SendTarget, frame: Uint8Array): void {
+  private assertViewFence(
+    command: ReplicaSendCommand,
+    target: SendTarget,
+    frame: Uint8Array,
+  ): void {
     assert(
       this.viewDurable(),
       `persist-before-send: command ${command} advertises view ${this.view} (log view ` +
         `${this.logView}) but the superblock holds view ${this.durableView} (log view ` +
         `${this.durableLogView})`,
     );
-    assert(readU32(frame, HeaderOffset.view) === this.view, 'a view-advertising frame names our view');
+    assert(readU32(frame, HeaderOffset.view) === this.view, 'a fenced frame names our view');
     assert(target !== this.config.replica, 'a replica never sends itself a view-advertising frame');
     switch (command) {
       case Command.prepare:
@@ -1702,15 +1732,15 @@ export class Replica {
         assert(this.primaryActive(), `command ${command}: only an active primary sends it`);
         break;
       case Command.prepareOk:
-        assert(this.status === 'normal' && this.logView === this.view, 'PrepareOk: normal, log view');
-        assert(!this.isPrimary() && target === this.primaryIndex(), 'PrepareOk: a backup to its primary');
-        assert(!this.stateTransfer.transferring, 'PrepareOk: a transferring replica counts for nothing');
+        assert(this.status === 'normal' && this.logView === this.view, 'PrepareOk: log view');
+        assert(!this.isPrimary() && target === this.primaryIndex(), 'PrepareOk: to our primary');
+        assert(!this.stateTransfer.transferring, 'PrepareOk: a transfer counts for nothing');
         break;
       case Command.startViewChange:
-        assert(this.status === 'view_change' && target === 'peers', 'StartViewChange: broadcast in a view change');
+        assert(this.status === 'view_change' && target === 'peers', 'StartViewChange: to all');
         break;
       case Command.doViewChange:
-        assert(this.status === 'view_change' && this.doViewChangeSent, 'DoViewChange: after a SVC quorum');
+        assert(this.status === 'view_change' && this.doViewChangeSent, 'DoViewChange: SVC quorum');
         assert(target === this.primaryIndex(), 'DoViewChange: to the primary of the new view');
         break;
       default:
@@ -1735,6 +1765,8 @@ export class Replica {
 
   /** A message from a newer view: ask that view's primary for its StartView (rate-limited). */
   private onNewerView(view: number): void {
+    // `view` is ours when a lagging follower asks for a fresh StartView (see `repairIfBehind`).
+    assert(view >= this.view, 'a probe asks for our view or a newer one');
     if (this.status === 'recovering' || this.timeoutRequestStartView.running) return;
     this.timeoutRequestStartView.start();
     this.sendRequestStartView(this.primaryIndex(view));
@@ -1774,7 +1806,7 @@ export class Replica {
     if (header.view > this.view) this.startViewChange(header.view, 'peer_start_view_change');
     if (header.view !== this.view) return this.drop('older_view', header);
     if (this.status !== 'view_change') return this.drop('status_not_view_change', header);
-    assert(header.view === this.view && this.status === 'view_change', 'a vote for our view change');
+    assert(header.view === this.view && this.status === 'view_change', 'a vote for our view');
     assert(this.startViewChangeFrom.has(this.config.replica), 'our own vote counts from the start');
     this.startViewChangeFrom.add(header.replica);
     this.maybeSendDoViewChange();
@@ -1866,7 +1898,8 @@ export class Replica {
     assert(this.primaryIndex() === this.config.replica, 'we are the primary-elect');
     const { nackBitset, presentBitset } = header;
     const cluster = this.config.cluster;
-    const suffix = decodeSuffix(this.env.kernels, cluster, body, header.op, nackBitset, presentBitset);
+    const { kernels } = this.env;
+    const suffix = decodeSuffix(kernels, cluster, body, header.op, nackBitset, presentBitset);
     if (suffix === null) return this.drop('suffix_invalid', header);
     this.onDoViewChangeRecord({
       replica: header.replica,
@@ -1882,11 +1915,14 @@ export class Replica {
   private onDoViewChangeRecord(record: DoViewChangeRecord): void {
     assert(this.status === 'view_change' && this.isPrimary(), 'only a primary-elect merges');
     assert(record.logView <= this.view, 'a DoViewChange names a log view below its view');
-    const dvc = { command: Command.doViewChange, replica: record.replica, view: this.view, op: record.op };
+    const { replica, op } = record;
+    const dvc = { command: Command.doViewChange, replica, view: this.view, op };
     if (this.pendingView !== null) return this.drop('view_merge_pending', dvc);
     this.doViewChanges.set(record.replica, record);
     // Our own DoViewChange is recorded once our view is durable; we merge only with it.
-    if (!this.doViewChanges.has(this.config.replica)) return this.drop('own_do_view_change_missing', dvc);
+    if (!this.doViewChanges.has(this.config.replica)) {
+      return this.drop('own_do_view_change_missing', dvc);
+    }
     const { quorumViewChange, quorumNack } = this.config;
     const records = [...this.doViewChanges.values()];
     const outcome = mergeDoViewChanges(records, quorumViewChange, quorumNack);
@@ -1898,7 +1934,7 @@ export class Replica {
       view: this.view,
       head: outcome.head,
       commit_max: outcome.commitMax,
-      dvcs: [...this.doViewChanges.values()].map((dvc) => `r${dvc.replica}:lv${dvc.logView}:op${dvc.op}:c${dvc.commit}:n${dvc.suffix.length}`).join(' '),
+      dvcs: records.map(describeDoViewChange).join(' '),
     });
     if (!this.journal.hasRoom(outcome.head)) {
       // More than a WAL behind the merged log: we could not hold it, let alone lead with it.
@@ -1911,13 +1947,17 @@ export class Replica {
       this.startViewChange(this.view + 1, 'forfeit_cannot_hold_log');
       return;
     }
-    if (this.logView !== outcome.logView && this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies) {
+    const unvouched = () =>
+      this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies;
+    if (this.logView !== outcome.logView && unvouched()) {
       // We hold bodies at or below the merged commit point that the merged log cannot vouch for
       // (its headers stop above them: its holders' journals start at a later checkpoint).
       // Adopting the merged log would drop them, and one may be a committed op's last copy but one
       // (as seed 3551023059979 showed on the StartView path). Keep them, let a replica of the
       // merged log view lead, and follow its StartView as a lagging replica.
-      this.env.logger.log('warn', 'primary-elect holds committed bodies the merged log cannot vouch for; forfeiting the view', {
+      const message =
+        'primary-elect holds committed bodies the merged log cannot vouch for; forfeiting the view';
+      this.env.logger.log('warn', message, {
         view: this.view,
         commit_max: outcome.commitMax,
         commit_min: this.commitMin,
@@ -1941,7 +1981,8 @@ export class Replica {
     if (logViewChanged || this.viewHeaders.size > 0) this.persistView();
     // The journal now agrees with the merged log: its commit number speaks of our journal.
     this.advanceCommitCanonical(outcome.commitMax);
-    this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
+    const { head, commitMax, sources } = outcome;
+    this.pendingView = { head, commitMax, sources };
     this.commitJournal();
     this.tryStartPendingView();
   }
@@ -2063,18 +2104,23 @@ export class Replica {
   private sendStartView(target: number | null, incarnation: bigint): void {
     if (!this.primaryActive()) return;
     const slots: SuffixSlot[] = [];
-    for (let op = this.op; op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+    const floor = Math.max(this.journal.floor, 1);
+    for (let op = this.op; op >= floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
       const entry = this.journal.get(op);
       if (entry === undefined) break;
       slots.push({ op, header: entry.header, present: true, nack: false });
     }
+    assert(slots.length <= DVC_SUFFIX_HEADERS_MAX, 'a StartView suffix fits its bitsets');
+    assert(slots.every((slot) => slot.header?.op === slot.op), 'each slot holds its op\'s header');
     const { body } = encodeSuffix(slots);
     const commit = Math.min(this.commitCanonical, this.op);
     this.send(target ?? 'peers', Command.startView, { op: this.op, commit, incarnation }, body);
   }
 
   private onStartView(header: StartViewHeader, body: Uint8Array): void {
-    if (header.replica !== this.primaryIndex(header.view)) return this.drop('sender_not_primary', header);
+    if (header.replica !== this.primaryIndex(header.view)) {
+      return this.drop('sender_not_primary', header);
+    }
     if (header.replica === this.config.replica) return this.drop('own_message', header);
     if (header.view < this.view) return this.drop('older_view', header);
     // Its sender leads header.view and is not us: so when that is our view, we do not lead it.
@@ -2100,7 +2146,7 @@ export class Replica {
     if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) {
       return this.drop('start_view_suffix_empty', header);
     }
-    assert(header.view >= this.view && header.replica !== this.config.replica, 'a StartView to adopt');
+    assert(header.view >= this.view && header.replica !== this.config.replica, 'one to adopt');
     assert(suffix.every((slot) => slot.op <= header.op), 'the suffix stops at the announced head');
     // A transferring replica adopts a StartView exactly as any other: the install replaces only
     // what lies at or below its checkpoint, so the journal above it must follow the view's log
@@ -2125,14 +2171,23 @@ export class Replica {
     // log view would have to drop it (seed 3551023059979: op 44, dropped on adopting view 5, then
     // lost with the one other copy's disk). It follows as a lagging replica until committed
     // repair has applied past them, and adopts the log view from a fresh StartView then.
-    const unvouched = !sameLogView && this.classifyJournal(canonical, header.op, false, commit).keptBodies;
+    const unvouched =
+      !sameLogView && this.classifyJournal(canonical, header.op, false, commit).keptBodies;
     const lagging = !this.journal.hasRoom(header.op) || unvouched;
     // A lagging replica keeps its log view, so prepares of that log view the StartView cannot
     // vouch for (below its suffix) stay canonical for what it reports, and at or below the commit
     // point they may be a committed op's last copies but one: dropping them let a single lost disk
     // lose a committed op (seed 2644958924859). They are kept, and applied only once committed
     // repair proves them (see `repairIfBehind`).
-    const keptLowest = this.reconcileJournal(canonical, header.op, sameLogView, lagging ? commit : -1, !lagging || sameLogView);
+    const keepUnverifiedThrough = lagging ? commit : -1;
+    const parkCanonical = !lagging || sameLogView;
+    const keptLowest = this.reconcileJournal(
+      canonical,
+      header.op,
+      sameLogView,
+      keepUnverifiedThrough,
+      parkCanonical,
+    );
     if (keptLowest === Number.POSITIVE_INFINITY) {
       this.reconciledView = header.view;
       // The journal agrees with this StartView's log now: its commit number speaks of our journal.
@@ -2147,7 +2202,9 @@ export class Replica {
         // disk was lost, so it must not nack until it holds the log again (--rejoin makes this
         // explicit; this catches the common case without it).
         this.nackUnknown = true;
-        this.env.logger.log('warn', 'empty data directory joining a cluster with history: treating it as a lost disk', { op: header.op });
+        const message =
+          'empty data directory joining a cluster with history: treating it as a lost disk';
+        this.env.logger.log('warn', message, { op: header.op });
       }
     }
     // Caught up once everything this StartView announced is applied (prepares acknowledged before
@@ -2168,7 +2225,8 @@ export class Replica {
     this.repair = null;
     if (wasView !== header.view || wasStatus !== 'normal') {
       this.heartbeatLast = 0;
-      this.emit('info', 'view_adopted', { from_view: wasView, view: this.view, op: header.op, commit: header.commit });
+      const adopted = { from_view: wasView, view: this.view, op: header.op, commit: header.commit };
+      this.emit('info', 'view_adopted', adopted);
     }
     for (const timeout of this.timeouts()) timeout.stop();
     this.timeoutNormalHeartbeat.start();
@@ -2194,6 +2252,8 @@ export class Replica {
       this.timeoutRequestStartView.stop();
       return;
     }
+    const { viewProbeAttemptsMax } = this.config;
+    assert(this.status === 'recovering' && this.probeAttempts < viewProbeAttemptsMax, 'probing');
     this.probeAttempts += 1;
     if (this.probeAttempts >= this.config.viewProbeAttemptsMax) {
       // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
@@ -2233,7 +2293,8 @@ export class Replica {
     if (header.replica === this.config.replica) return this.drop('own_message', header);
     assert(header.replica < this.config.replicaCount, 'a probe from a peer');
     if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
-    if (this.status === 'recovering' && header.recovering === 1 && header.view > 0 && this.view > 0) {
+    const peerRecovering = header.recovering === 1 && header.view > 0;
+    if (this.status === 'recovering' && peerRecovering && this.view > 0) {
       // A peer probing from its boot is no live view. When every peer is, none can answer us:
       // the whole cluster restarted, and waiting out the probes only delays the election. Only
       // replicas that joined a view before (view > 0) take the shortcut, and only count peers
@@ -2385,7 +2446,8 @@ export class Replica {
     this.repair = { nonce, peer, fromOp, toOp, committed, buffer: new Map(), progressed: false };
     this.counters.repairsRequested += 1;
     this.timeoutRepair.start();
-    this.send(peer, Command.requestPrepares, { nonce, fromOp, toOp, committedOnly: committed ? 1 : 0 });
+    const committedOnly = committed ? 1 : 0;
+    this.send(peer, Command.requestPrepares, { nonce, fromOp, toOp, committedOnly });
   }
 
   private onTimeoutRepair(): void {
@@ -2412,7 +2474,7 @@ export class Replica {
     // Committed-only requests get applied prepares alone: those are canonical.
     const limit = header.committedOnly === 1 ? this.commitMin : this.op;
     const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
-    assert(from >= this.journal.floor && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded, held range');
+    assert(from >= this.journal.floor && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded range');
     let served = from - 1;
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);
@@ -2444,7 +2506,8 @@ export class Replica {
   /** Committed repair: accept the next op if it chains onto the applied history, then apply it. */
   private drainCommittedRepair(session: RepairSession): void {
     const anchor = session.buffer.get(this.commitMin);
-    if (anchor !== undefined && this.commitMinChecksum === null && this.journal.get(this.commitMin) === undefined) {
+    const anchorUnknown = this.commitMinChecksum === null;
+    if (anchor !== undefined && anchorUnknown && this.journal.get(this.commitMin) === undefined) {
       // The prepare at our commit point, from a peer's applied history: our chain anchor.
       session.buffer.delete(this.commitMin);
       this.commitMinChecksum = anchor.header.checksum;
@@ -2459,12 +2522,14 @@ export class Replica {
       const received = session.buffer.get(op);
       if (received === undefined) return;
       session.buffer.delete(op);
-      const chained = this.commitMinChecksum === null || received.header.parent === this.commitMinChecksum;
+      const anchor = this.commitMinChecksum;
+      const chained = anchor === null || received.header.parent === anchor;
       if (!chained) return this.drop('repair_not_chained', received.header);
       if (!this.journal.hasRoom(op)) return this.drop('journal_full', received.header);
       const existing = this.journal.get(op);
-      if (existing !== undefined && existing.checksum !== received.header.checksum) this.truncateFrom(op);
-      if (this.journal.prepare(op) === undefined) this.journalAppend(received.header, received.frame);
+      const { header, frame } = received;
+      if (existing !== undefined && existing.checksum !== header.checksum) this.truncateFrom(op);
+      if (this.journal.prepare(op) === undefined) this.journalAppend(header, frame);
       assert(this.journal.prepare(op)?.checksum === received.header.checksum, 'now journaled');
       session.progressed = true;
       this.counters.preparesRepaired += 1;
@@ -2529,9 +2594,11 @@ export class Replica {
     if (this.commitMin + 1 >= header.op) return this.drop('range_evicted_stale', header);
     assert(this.commitMin + 1 < header.op, 'the gap lies below the peer floor');
     this.counters.rangeEvicted += 1;
-    if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
+    const primaryElect = this.status === 'view_change' && this.pendingView !== null;
+    if (primaryElect || (this.status === 'normal' && this.isPrimary())) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
-      this.env.logger.log('warn', 'primary-elect is behind a checkpoint; forfeiting the view', { view: this.view });
+      const message = 'primary-elect is behind a checkpoint; forfeiting the view';
+      this.env.logger.log('warn', message, { view: this.view });
       this.startViewChange(this.view + 1, 'forfeit_behind_checkpoint');
       return;
     }
@@ -2542,7 +2609,8 @@ export class Replica {
     });
     this.repair = null;
     this.timeoutRepair.stop();
-    if (this.status === 'normal' && !this.isPrimary() && !this.stateTransfer.transferring) this.armStateTransfer();
+    const backup = this.status === 'normal' && !this.isPrimary();
+    if (backup && !this.stateTransfer.transferring) this.armStateTransfer();
   }
 
   // ---------------------------------------------------------------- state transfer: serving
@@ -2741,7 +2809,7 @@ export class Replica {
     const repair = this.snapshotRepair.session(header.nonce, 'awaiting_target');
     const session = repair ?? this.stateTransfer.session(header.nonce, 'awaiting_target');
     if (session === null) return this.drop('no_transfer_session', header);
-    assert(session.nonce === header.nonce && session.accepted === null, 'a session awaiting a target');
+    assert(session.nonce === header.nonce && session.accepted === null, 'awaiting a target');
     this.advanceCommitMax(header.commitMax);
     if (header.available === 0) {
       // The stall retry re-asks; others may offer. A refusal naming a checkpoint vouches for it.
@@ -2759,8 +2827,9 @@ export class Replica {
       return this.drop('manifest_invalid', header);
     }
     const manifest = decoded.manifest;
-    const entry = manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
-    if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, manifest.chunkSize)) {
+    const entry = manifest.entries.find((each) => each.kind === ArtifactKind.metadataSnapshot);
+    const chunks = entry === undefined ? -1 : chunkCount(entry.len, manifest.chunkSize);
+    if (entry === undefined || entry.chunkChecksums.length !== chunks) {
       return this.drop('manifest_invalid', header);
     }
     if (entry.frontier !== header.checkpointOp || entry.checksum !== header.checkpointId) {
@@ -2770,7 +2839,8 @@ export class Replica {
     }
     assert(header.available === 1 && entry.frontier === header.checkpointOp, 'an offer to weigh');
     if (repair !== null) {
-      this.acceptSnapshotRepairTarget(repair, header.replica, entry.frontier, entry.checksum, decoded.manifest);
+      const { frontier, checksum } = entry;
+      this.acceptSnapshotRepairTarget(repair, header.replica, frontier, checksum, manifest);
       return;
     }
     session.targets.set(header.replica, {
@@ -2904,16 +2974,19 @@ export class Replica {
     if (session.ahead.has(offset)) return this.drop('chunk_duplicate', header);
     const expected = Math.min(chunkSize, accepted.entry.len - offset);
     // A zero-byte or short payload never counts as progress (seed review, defect 4).
-    if (body.byteLength !== expected || expected === 0) return this.drop('chunk_size_mismatch', header);
+    if (body.byteLength !== expected || expected === 0) {
+      return this.drop('chunk_size_mismatch', header);
+    }
     assert(session.received <= offset && offset < session.requested, 'a chunk inside the window');
-    assert(session.requested <= accepted.entry.len && expected > 0, 'the window stays in the artifact');
+    assert(session.requested <= accepted.entry.len && expected > 0, 'a window in the artifact');
     assert(session.ahead.size < STATE_CHUNKS_IN_FLIGHT_MAX, 'chunks held ahead fit the window');
     // A DecodedFrame's body was verified against `checksum_body`, the XXH3-64 (seed 0) of the
     // body, which is how the manifest sums each chunk: comparing the two is the chunk check,
     // without hashing 256 KiB a second time.
     if (header.checksumBody !== accepted.entry.chunkChecksums[header.offset / chunkSize]) {
       this.counters.stateChunksDamaged += 1;
-      this.env.logger.log('warn', 'state transfer: damaged chunk rejected; re-requesting', { offset: header.offset, peer: header.replica });
+      const message = 'state transfer: damaged chunk rejected; re-requesting';
+      this.env.logger.log('warn', message, { offset: header.offset, peer: header.replica });
       this.requestChunk(session, header.offset);
       return;
     }
@@ -2924,7 +2997,8 @@ export class Replica {
     // this message (decoders allocate one per frame), so it is kept without a copy.
     session.ahead.set(header.offset, body);
     const before = session.received;
-    for (let chunk = session.ahead.get(session.received); chunk !== undefined; chunk = session.ahead.get(session.received)) {
+    const next = (): Uint8Array | undefined => session.ahead.get(session.received);
+    for (let chunk = next(); chunk !== undefined; chunk = next()) {
       session.ahead.delete(session.received);
       this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
         if (!result.ok) this.fatal('transfer_write', result);
@@ -2933,7 +3007,8 @@ export class Replica {
     }
     if (session.received === before) return;
     const total = accepted.entry.len;
-    if (repair === null && Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
+    const tenth = (bytes: number): number => Math.floor((bytes * 10) / total);
+    if (repair === null && tenth(before) !== tenth(session.received)) {
       this.env.logger.log('info', 'state transfer progress', {
         checkpoint_op: accepted.op,
         bytes_done: session.received,
@@ -3187,6 +3262,7 @@ export class Replica {
   // ---------------------------------------------------------------- invariants
 
   private invariants(): void {
+    this.roleInvariants();
     assert(this.commitMin <= this.commitMax, `commit_min ${this.commitMin} > commit_max ${this.commitMax}`);
     assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');
     assert(this.logView <= this.view, 'log_view <= view');
@@ -3197,6 +3273,35 @@ export class Replica {
     for (let index = 1; index < this.pipeline.length; index++) {
       assert(this.pipeline[index]!.op === this.pipeline[index - 1]!.op + 1, 'pipeline contiguous');
     }
+  }
+
+  /**
+   * What each status and role holds, and the per-replica sets bounded by the replica count: a
+   * handler that forgot to clear primary-only state on a view change would fail here first.
+   */
+  private roleInvariants(): void {
+    const replicaCount = this.config.replicaCount;
+    const { durableView, durableLogView } = this;
+    assert(durableView <= this.view && durableLogView <= this.logView, 'durable <= current');
+    if (this.pipeline.length > 0 || this.requestQueue.length > 0) {
+      assert(this.status === 'normal' && this.isPrimary(), 'only a primary holds a pipeline');
+    }
+    if (this.pipeline.length > 0) {
+      assert(this.pipeline[0]!.op > this.commitMin, 'the pipeline holds only unapplied prepares');
+    }
+    if (this.pendingView !== null) {
+      assert(this.status === 'view_change' && this.isPrimary(), 'only a primary-elect merges');
+    }
+    if (this.status === 'view_change') {
+      assert(this.startViewChangeFrom.has(this.config.replica), 'we vote for our own view change');
+    }
+    if (this.status === 'recovering') {
+      assert(this.repair === null && this.pipeline.length === 0, 'a recovering replica probes');
+    }
+    assert(this.startViewChangeFrom.size <= replicaCount, 'one StartViewChange per replica');
+    assert(this.doViewChanges.size <= replicaCount, 'one DoViewChange per replica');
+    assert(this.recoveringPeers.size < replicaCount, 'recovering peers are peers');
+    assert(this.virginWitnesses.size < replicaCount, 'witnesses are peers');
   }
 
   describe(): Record<string, unknown> {
@@ -3213,6 +3318,11 @@ export class Replica {
       durableView: this.durableView,
     };
   }
+}
+
+/** A DoViewChange in a log line: `r<replica>:lv<log view>:op<head>:c<commit>:n<suffix length>`. */
+function describeDoViewChange(dvc: DoViewChangeRecord): string {
+  return `r${dvc.replica}:lv${dvc.logView}:op${dvc.op}:c${dvc.commit}:n${dvc.suffix.length}`;
 }
 
 function encodeViewHeaders(headers: readonly PrepareHeader[]): Uint8Array {

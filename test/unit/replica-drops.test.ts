@@ -56,17 +56,22 @@ function harness(debugEnabled: boolean) {
 }
 
 /** A sealed, decoded frame from `replica` in `view`, as the transport hands it to the core. */
-function frame(input: { command: number; view: number; replica: number } & Record<string, unknown>): DecodedFrame {
-  const full = { cluster: CLUSTER, release: 0, group: METADATA_GROUP, ...input } as unknown as HeaderInput;
+type FrameInput = { command: number; view: number; replica: number } & Record<string, unknown>;
+
+function frame(input: FrameInput): DecodedFrame {
+  const common = { cluster: CLUSTER, release: 0, group: METADATA_GROUP };
+  const full = { ...common, ...input } as unknown as HeaderInput;
   const decoded = decodeFrame(kernels, buildFrame(kernels, full));
   if (!decoded.ok) throw new Error(`test frame rejected: ${decoded.reason}`);
   return decoded;
 }
 
-const svc = (view: number, replica: number) => frame({ command: Command.startViewChange, view, replica });
+const svc = (view: number, replica: number): DecodedFrame =>
+  frame({ command: Command.startViewChange, view, replica });
 
 function debugReasons(records: readonly LogRecord[]): unknown[] {
-  return records.filter((record) => record.level === 'debug').map((record) => record.fields['reason']);
+  const debug = records.filter((record) => record.level === 'debug');
+  return debug.map((record) => record.fields['reason']);
 }
 
 describe('replica handlers name the guard that held', () => {
@@ -97,7 +102,7 @@ describe('replica handlers name the guard that held', () => {
     expect(replica.counters.drops).toEqual(before);
   });
 
-  it('a StartView from a replica that does not lead its view is dropped as sender_not_primary', () => {
+  it('a StartView from a replica that does not lead its view: sender_not_primary', () => {
     const { replica } = harness(true);
     // View 2's primary is replica 2 (2 mod 3); replica 1 claims it.
     const fields = { op: 0, commit: 0, incarnation: 1n };

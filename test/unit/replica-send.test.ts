@@ -96,21 +96,24 @@ describe('replica send path', () => {
     expect(replica.view).toBe(1);
     expect(commands()).not.toContain(Command.startViewChange);
     flush();
-    const svc = sent.filter((entry) => entry.frame[HeaderOffset.command] === Command.startViewChange);
+    const command = (frame: Uint8Array): number | undefined => frame[HeaderOffset.command];
+    const svc = sent.filter((entry) => command(entry.frame) === Command.startViewChange);
     expect(svc.map((entry) => entry.target)).toEqual([1, 2]);
     for (const { frame } of svc) expect(headerOf(frame).view).toBe(1);
   });
 
-  it('asserts persist-before-send: a view-advertising frame before the view is durable fires', () => {
+  it('asserts persist-before-send: a view-advertising frame before a durable view fires', () => {
     const { replica, sent, flush } = harness();
     electFromRecovery(replica);
     const before = sent.length;
     // Called directly, past the guard that withholds it: the one assertion stops it unsent.
     expect(() => replica['send']('peers', Command.startViewChange, {})).toThrow(AssertionError);
-    expect(() => replica['send']('peers', Command.startViewChange, {})).toThrow(/persist-before-send/);
+    const svc = (): void => replica['send']('peers', Command.startViewChange, {});
+    expect(svc).toThrow(/persist-before-send/);
     expect(sent.length).toBe(before);
     // A command that carries the view as routing information only is not fenced.
-    replica['send'](1, Command.requestPrepares, { nonce: 5n, fromOp: 1, toOp: 1, committedOnly: 1 });
+    const range = { nonce: 5n, fromOp: 1, toOp: 1, committedOnly: 1 };
+    replica['send'](1, Command.requestPrepares, range);
     expect(sent.length).toBe(before + 1);
     flush();
     // Durable now: the same send passes the fence.
@@ -125,7 +128,8 @@ describe('replica send path', () => {
     flush();
     // In a view change, durable: a Commit heartbeat is an active primary's only.
     const commit = { commitChecksum: 0n, timestampMonotonic: 1, commit: 0, checkpointOp: 0 };
-    expect(() => replica['send']('peers', Command.commit, commit)).toThrow(/only an active primary/);
+    const send = (): void => replica['send']('peers', Command.commit, commit);
+    expect(send).toThrow(/only an active primary/);
   });
 
   it('lists every view-advertising command of the protocol in the fence table', () => {

@@ -25,7 +25,10 @@ describe('simulate --trace', () => {
     const drops = lines
       .map((line) => DROPPED.exec(line))
       .filter((match) => match !== null)
-      .map((match) => ({ replica: Number(match[1]), fields: JSON.parse(match[2]!) as Record<string, unknown> }));
+      .map((match) => ({
+        replica: Number(match[1]),
+        fields: JSON.parse(match[2]!) as Record<string, unknown>,
+      }));
     expect(drops.length).toBeGreaterThan(100);
     const reasons = new Set(drops.map((drop) => drop.fields['reason']));
     for (const reason of reasons) expect(DROP_REASONS).toContain(reason as DropReason);
@@ -47,6 +50,8 @@ describe('simulate --trace', () => {
   });
 
   it('traces one seed only', () => {
-    expect(() => runSimulate({ seeds: 2, base: 1, trace: true, kernels, write: () => {} })).toThrow(/one seed/);
+    const options = { seeds: 2, base: 1, trace: true, kernels, write: () => {} };
+    const many = (): unknown => runSimulate(options);
+    expect(many).toThrow(/one seed/);
   });
 });
