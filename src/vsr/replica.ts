@@ -1197,7 +1197,6 @@ export class Replica {
       this.reportDivergence('prepare does not chain onto the journal in the same view', header.op);
       return;
     }
-    assert(previous === undefined || previous.op === header.op - 1, 'the journal is keyed by op');
     this.journalAppend(header, frame);
   }
 
@@ -2111,7 +2110,6 @@ export class Replica {
       slots.push({ op, header: entry.header, present: true, nack: false });
     }
     assert(slots.length <= DVC_SUFFIX_HEADERS_MAX, 'a StartView suffix fits its bitsets');
-    assert(slots.every((slot) => slot.header?.op === slot.op), 'each slot holds its op\'s header');
     const { body } = encodeSuffix(slots);
     const commit = Math.min(this.commitCanonical, this.op);
     this.send(target ?? 'peers', Command.startView, { op: this.op, commit, incarnation }, body);
@@ -2522,8 +2520,8 @@ export class Replica {
       const received = session.buffer.get(op);
       if (received === undefined) return;
       session.buffer.delete(op);
-      const anchor = this.commitMinChecksum;
-      const chained = anchor === null || received.header.parent === anchor;
+      const appliedChecksum = this.commitMinChecksum;
+      const chained = appliedChecksum === null || received.header.parent === appliedChecksum;
       if (!chained) return this.drop('repair_not_chained', received.header);
       if (!this.journal.hasRoom(op)) return this.drop('journal_full', received.header);
       const existing = this.journal.get(op);
