@@ -97,6 +97,15 @@ program
     process.exitCode = result.exitCode;
   });
 
+interface SimulateCliOptions {
+  seed?: number;
+  seeds?: number;
+  base?: number;
+  kernels: string;
+  verbose?: boolean;
+  trace?: boolean;
+}
+
 program
   .command('simulate')
   .description('the deterministic cluster simulator (network, disk and crash faults)')
@@ -105,9 +114,15 @@ program
   .option('--base <n>', 'base seed for --seeds', positiveInteger)
   .option('--kernels <mode>', 'auto | wasm | ts', 'auto')
   .option('--verbose', 'one line per seed')
-  .action(async (options: { seed?: number; seeds?: number; base?: number; kernels: string; verbose?: boolean }) => {
+  .option('--trace', 'with --seed: print its log as it runs, replica debug records included')
+  .action(async (options: SimulateCliOptions) => {
     if (options.seed === undefined && options.seeds === undefined) {
       process.stderr.write('vrmeta simulate: pass --seed N or --seeds K\n');
+      process.exitCode = 2;
+      return;
+    }
+    if (options.trace === true && options.seed === undefined) {
+      process.stderr.write('vrmeta simulate: --trace traces one seed: pass --seed N\n');
       process.exitCode = 2;
       return;
     }
@@ -118,6 +133,7 @@ program
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
       ...(options.base === undefined ? {} : { base: options.base }),
       verbose: options.verbose === true,
+      trace: options.trace === true,
       kernels: loadKernels(parseKernelsMode(options.kernels)),
       write: (line) => process.stdout.write(`${line}\n`),
     });

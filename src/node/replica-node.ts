@@ -507,7 +507,12 @@ export class ReplicaNode implements NodeApi {
   }
 
   private coreLogger(): Logger {
+    const logger = this.logger;
     return {
+      // The core builds a debug record only when this says it is wanted.
+      get debugEnabled(): boolean {
+        return logger.isLevelEnabled('debug');
+      },
       log: (level: CoreLogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
         // Build nothing for a level that is off (a bench runs at warn).
         if (!this.logger.isLevelEnabled(level)) return;

@@ -4,7 +4,7 @@
  * Re-exported here so that tests written against the old entry on branches still in flight keep
  * compiling after they merge; new code imports the modules above directly.
  */
-export { SIM_TIMEOUTS } from './cluster.js';
+export { SIM_TIMEOUTS, type SimHooks } from './cluster.js';
 export {
   LATER_FAULTS_OFF,
   TARGETED_FAULTS_OFF,

@@ -88,6 +88,12 @@ const HOOKS_NONE: ClusterHooks = {
   afterTick: () => {},
 };
 
+/** What a caller may observe of a run without changing it. */
+export interface SimHooks {
+  /** Receives every log line as it happens, the replicas' debug records included. */
+  readonly trace?: (line: string) => void;
+}
+
 /** What a run did, summed over every replica incarnation (the counters of `SimResult`). */
 export interface ClusterCounts {
   readonly commits: number;
@@ -142,7 +148,15 @@ export class Cluster {
   /** Frames a scenario corrupted in flight, rejected as the transport would. */
   framesRejected = 0;
 
-  constructor(options: SimOptions, kernels: Kernels) {
+  /**
+   * `vrmeta simulate --seed N --trace`: every log line of the run as it happens, the replicas'
+   * debug records (their handlers' drops, with the reason) included; null: debug records are not
+   * even built. Fixed at construction, so the replicas booted there are traced too.
+   */
+  private readonly trace: ((line: string) => void) | null;
+
+  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks = {}) {
+    this.trace = hooks.trace ?? null;
     this.options = options;
     this.kernels = kernels;
     this.prng = new Prng(options.seed);
@@ -218,6 +232,7 @@ export class Cluster {
   log(line: string): void {
     const stamped = `[${this.tickNow}] ${line}`;
     if (this.verbose) process.stderr.write(`${stamped}\n`);
+    this.trace?.(stamped);
     this.logLines.push(stamped);
     if (this.logLines.length > LOG_LINES_MAX) this.logLines.shift();
   }
@@ -291,9 +306,12 @@ export class Cluster {
 
   private loggerOf(index: number): Logger {
     return {
+      debugEnabled: this.trace !== null,
       log: (level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
-        if (level === 'debug') return;
-        this.log(`r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`);
+        const line = `r${index} ${level} ${event} ${fields === undefined ? '' : stringify(fields)}`;
+        // Debug records go to the trace only: the failure report keeps its last lines.
+        if (level === 'debug') this.trace?.(`[${this.tickNow}] ${line}`);
+        else this.log(line);
       },
     };
   }

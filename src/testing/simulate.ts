@@ -5,6 +5,7 @@
  * the command that replays it.
  */
 import type { Kernels } from '../kernels/kernel.js';
+import { assert } from '../stdx/assert.js';
 import { Prng } from '../stdx/prng.js';
 import type { ClusterCounts } from './cluster.js';
 import { simulateSeed, type SimResult } from './vopr.js';
@@ -15,6 +16,11 @@ export interface SimulateOptions {
   /** Seeds for --seeds come from this base (random when absent; printed either way). */
   readonly base?: number;
   readonly verbose?: boolean;
+  /**
+   * With `seed` only: print the seed's whole log as it runs, each replica's debug records (every
+   * message a handler dropped, with its reason) included.
+   */
+  readonly trace?: boolean;
   readonly kernels: Kernels;
   readonly write: (line: string) => void;
 }
@@ -42,6 +48,9 @@ function describe(result: SimResult): string {
 export function runSimulate(options: SimulateOptions): SimulateSummary {
   const started = Date.now();
   let seeds: number[];
+  // Thousands of lines per seed: one seed at a time, written as they come, never held.
+  assert(options.trace !== true || options.seed !== undefined, 'a trace is of one seed');
+  const hooks = options.trace === true ? { trace: options.write } : {};
   if (options.seed !== undefined) {
     seeds = [options.seed];
   } else {
@@ -54,7 +63,7 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
   const failedSeeds: number[] = [];
   const targeted: Record<string, number> = {};
   for (const seed of seeds) {
-    const result = simulateSeed(seed, options.kernels);
+    const result = simulateSeed(seed, options.kernels, {}, hooks);
     totals.commits += result.commits;
     totals.viewChanges += result.viewChanges;
     totals.checkpoints += result.checkpoints;

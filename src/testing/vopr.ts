@@ -18,7 +18,7 @@ import { AssertionError } from '../stdx/assert.js';
 import type { ReplicaEvent } from '../vsr/events.js';
 import type { Replica } from '../vsr/replica.js';
 import { CheckFailure } from './checkers.js';
-import { Cluster, SIM_TIMEOUTS, type ClusterCounts, type SimReplica } from './cluster.js';
+import { Cluster, SIM_TIMEOUTS, type ClusterCounts, type SimHooks, type SimReplica } from './cluster.js';
 import { FaultInjector, type TargetedCounters } from './faults.js';
 import { swarmOptions, type SimOptions } from './swarm.js';
 
@@ -48,8 +48,8 @@ export class ClusterSim extends Cluster {
   /** A checker's verdict raised inside a replica call, thrown after the tick. */
   private failurePending: CheckFailure | null = null;
 
-  constructor(options: SimOptions, kernels: Kernels) {
-    super(options, kernels);
+  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks = {}) {
+    super(options, kernels, hooks);
     this.faults = new FaultInjector(this);
     this.activePrimarySince = this.replicas.map(() => null);
     this.progress = this.replicas.map(() => ({ commitMin: 0, sinceTick: 0 }));
@@ -345,7 +345,8 @@ export function simulateSeed(
   seed: number,
   kernels: Kernels,
   overrides: Partial<SimOptions> = {},
+  hooks: SimHooks = {},
 ): SimResult {
   const options = { ...swarmOptions(seed), ...overrides, seed };
-  return new ClusterSim(options, kernels).run();
+  return new ClusterSim(options, kernels, hooks).run();
 }

@@ -117,6 +117,11 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 /** Structured events. The node layer maps them to pino; the simulator counts and prints them. */
 export interface Logger {
+  /**
+   * Whether debug records are wanted. The core checks this before building one, so a debug log
+   * that is off costs nothing (absent: off).
+   */
+  readonly debugEnabled?: boolean;
   log(level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>): void;
 }
 

@@ -22,7 +22,7 @@
  */
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
-import { Command, HEADER_SIZE } from '../constants.js';
+import { Command, HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
@@ -32,8 +32,11 @@ import {
   Operation,
   decodeHeader,
   encodeHeader,
+  readCommand,
+  readU32,
   type CommitHeader,
   type DoViewChangeHeader,
+  type HeaderInputOf,
   type PrepareHeader,
   type PrepareOkHeader,
   type RangeEvictedHeader,
@@ -49,6 +52,7 @@ import {
   type StateChunkHeader,
   type StateTransferTargetHeader,
 } from './header.js';
+import { commandName, type DropReason } from './drop-reason.js';
 import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
 import {
   VIEW_HEADERS_MAX,
@@ -62,6 +66,13 @@ import {
 import { Journal, type JournalEntry } from './journal.js';
 import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
 import type { StateMachine } from './state-machine.js';
+import {
+  VIEW_FENCE,
+  isReplicaSendCommand,
+  type ReplicaSendCommand,
+  type SendFields,
+  type SendTarget,
+} from './send.js';
 import { decodeSuffix, encodeSuffix } from './suffix.js';
 import {
   ArtifactKind,
@@ -205,6 +216,8 @@ export interface ReplicaCounters {
   snapshotRepairs: number;
   /** Sessions evicted from the client table to make room for a Register (node metrics). */
   clientTableEvictions: number;
+  /** Messages a handler stopped on, by the guard that held (see `drop`). */
+  readonly drops: Partial<Record<DropReason, number>>;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -232,6 +245,14 @@ interface OfferSource {
   readonly manifestBytes: Uint8Array;
   /** The file at rest was checked against this source (`checkOfferSourceAtRest`), or is being. */
   checkedAtRest: boolean;
+}
+
+/** What `drop` logs of a message: any header (or a record standing for one) has these. */
+interface DroppedMessage {
+  readonly command: number;
+  readonly replica: number;
+  readonly view: number;
+  readonly op?: number;
 }
 
 /** What one requester was offered: first-wins per (requester, nonce). */
@@ -271,6 +292,7 @@ export class Replica {
     snapshotsDamaged: 0,
     snapshotRepairs: 0,
     clientTableEvictions: 0,
+    drops: {},
   };
 
   // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
@@ -559,7 +581,7 @@ export class Replica {
       }
       this.status = 'recovering';
       this.timeoutRequestStartView.start();
-      this.broadcast(this.requestStartViewFrame());
+      this.sendRequestStartView('peers');
     }
     this.persistView();
   }
@@ -568,6 +590,32 @@ export class Replica {
   private emit(level: LogLevel, event: ReplicaEvent, fields: Readonly<Record<string, unknown>> = {}): void {
     this.env.logger.log(level, REPLICA_EVENTS[event], { event, ...fields });
     this.env.events?.emit(event, fields);
+  }
+
+  /**
+   * A handler's guard held: count the named reason and log it at debug level with what the
+   * message said and where this replica stands. The record is built only when debug logging is
+   * on, so a drop otherwise costs one counter increment. Returns nothing, so a handler ends with
+   * `return this.drop(...)`.
+   */
+  private drop(reason: DropReason, message: DroppedMessage | null = null): void {
+    this.counters.drops[reason] = (this.counters.drops[reason] ?? 0) + 1;
+    if (this.env.logger.debugEnabled !== true) return;
+    this.env.logger.log('debug', 'message dropped', {
+      reason,
+      ...(message === null
+        ? {}
+        : {
+            command: commandName(message.command),
+            from: message.replica,
+            message_view: message.view,
+          }),
+      ...(message?.op === undefined ? {} : { op: message.op }),
+      status: this.status,
+      view: this.view,
+      log_view: this.logView,
+      commit_min: this.commitMin,
+    });
   }
 
   // ---------------------------------------------------------------- accessors
@@ -614,7 +662,16 @@ export class Replica {
 
   /** A primary that may prepare: normal in its own log view, durable. */
   private primaryActive(): boolean {
-    return this.status === 'normal' && this.isPrimary() && this.logView === this.view && this.viewDurable();
+    return this.primaryBlocker() === null;
+  }
+
+  /** Why `primaryActive` is false now, or null when it is true. */
+  private primaryBlocker(): DropReason | null {
+    if (this.status !== 'normal') return 'status_not_normal';
+    if (!this.isPrimary()) return 'not_primary';
+    if (this.logView !== this.view) return 'log_view_behind_view';
+    if (!this.viewDurable()) return 'view_not_durable';
+    return null;
   }
 
   /**
@@ -628,7 +685,16 @@ export class Replica {
 
   /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
   canAcceptRequests(): boolean {
-    return this.primaryActive() && this.commitMin === this.commitMax && this.headChecksum() !== null;
+    return this.admissionBlocker() === null;
+  }
+
+  /** Why `canAcceptRequests` is false now, or null when it is true. */
+  private admissionBlocker(): DropReason | null {
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return blocker;
+    if (this.commitMin !== this.commitMax) return 'commit_behind';
+    if (this.headChecksum() === null) return 'head_unknown';
+    return null;
   }
 
   /** Identity of the prepare at `op` (the parent of the next prepare), null if unknown. */
@@ -725,8 +791,12 @@ export class Replica {
   /** A frame from the network, already verified and validated by the transport. */
   onMessage(message: DecodedFrame): void {
     const header = message.header;
-    if (header.cluster !== this.config.cluster) return;
-    if (header.replica >= this.config.replicaCount) return;
+    if (header.cluster !== this.config.cluster) return this.drop('wrong_cluster', header);
+    if (header.replica >= this.config.replicaCount) {
+      return this.drop('replica_out_of_range', header);
+    }
+    assert(message.frame.byteLength === header.size, 'a decoded frame is exactly its size');
+    assert(message.body.byteLength === header.size - HEADER_SIZE, 'the body follows the header');
     this.notePeerCommit(header);
     switch (header.command) {
       case Command.prepare:
@@ -917,6 +987,7 @@ export class Replica {
 
   /** Sends that waited for the view to be durable. */
   private onViewDurable(): void {
+    assert(this.viewDurable(), 'the superblock holds the current view and log view');
     if (this.status === 'view_change') {
       this.sendStartViewChange();
       if (this.doViewChangeSent) this.sendDoViewChange();
@@ -938,16 +1009,21 @@ export class Replica {
 
   /** A client request (a local submission or a Request frame). Non-primaries drop requests. */
   onRequest(header: RequestHeader, body: Uint8Array): void {
-    if (!this.canAcceptRequests()) {
+    const blocker = this.admissionBlocker();
+    if (blocker !== null) {
       this.counters.requestsDropped += 1;
-      return;
+      return this.drop(blocker, header);
     }
+    assert(this.primaryActive() && this.commitMin === this.commitMax, 'a caught-up primary');
+    assert(this.headChecksum() !== null, 'the primary knows the parent of its next prepare');
     if (header.operation === Operation.register) {
-      if (decodeRegisterBody(body) === null || this.inFlight(header.client)) return;
+      if (decodeRegisterBody(body) === null) return this.drop('register_body_invalid', header);
+      if (this.inFlight(header.client)) return this.drop('client_in_flight', header);
       this.admit({ header, body });
       return;
     }
-    const check = this.clientTable.checkRequest(header.client, header.session, header.request, header.requestChecksum);
+    const { client, session, request, requestChecksum } = header;
+    const check = this.clientTable.checkRequest(client, session, request, requestChecksum);
     switch (check.kind) {
       case 'no_session':
         this.sendEviction(header.client, EvictionReason.noSession);
@@ -956,8 +1032,9 @@ export class Replica {
         this.sendEviction(header.client, EvictionReason.sessionTooLow);
         return;
       case 'epoch_ahead':
+        return this.drop('session_epoch_ahead', header);
       case 'checksum_mismatch':
-        return;
+        return this.drop('request_checksum_mismatch', header);
       case 'duplicate':
         if (header.operation === Operation.createPersonalAccessToken) {
           this.sendDeny(header, ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS);
@@ -969,7 +1046,8 @@ export class Replica {
         this.sendDeny(header, ERROR_REQUEST_ALREADY_APPLIED);
         return;
       case 'new':
-        if (!this.inFlight(header.client)) this.admit({ header, body });
+        if (this.inFlight(header.client)) return this.drop('client_in_flight', header);
+        this.admit({ header, body });
         return;
     }
   }
@@ -997,9 +1075,15 @@ export class Replica {
   }
 
   private admit(request: ParkedRequest): void {
-    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) this.prepare(request);
-    else if (this.requestQueue.length < this.config.requestQueueDepth) this.requestQueue.push(request);
-    else this.counters.requestsDropped += 1;
+    assert(!this.inFlight(request.header.client), 'one request in flight per client');
+    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) {
+      this.prepare(request);
+    } else if (this.requestQueue.length < this.config.requestQueueDepth) {
+      this.requestQueue.push(request);
+    } else {
+      this.counters.requestsDropped += 1;
+      this.drop('request_queue_full', request.header);
+    }
   }
 
   /** The next op fits the WAL and does not run past a checkpoint that is not yet durable. */
@@ -1014,61 +1098,48 @@ export class Replica {
     const op = this.op + 1;
     const parent = this.headChecksum();
     assert(parent !== null, 'the primary knows its head identity');
+    assert(op > this.commitMin && this.journal.get(op) === undefined, 'the next op is new');
     const userId =
       header.operation === Operation.register
         ? decodeRegisterBody(body)!
         : (this.clientTable.get(header.client)?.userId ?? 0);
     this.timestampLast = Math.max(this.env.clock.realtimeUs(), this.timestampLast + 1);
-    const frame = buildFrame(
-      this.env.kernels,
-      {
-        command: Command.prepare,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        client: header.client,
-        parent,
-        requestChecksum: header.requestChecksum,
-        op,
-        commit: this.commitCanonical,
-        timestamp: this.timestampLast,
-        request: header.request,
-        operation: header.operation,
-        group: METADATA_GROUP,
-        userId,
-      },
-      body,
-    );
+    const fields = {
+      client: header.client,
+      parent,
+      requestChecksum: header.requestChecksum,
+      op,
+      commit: this.commitCanonical,
+      timestamp: this.timestampLast,
+      request: header.request,
+      operation: header.operation,
+      userId,
+    };
+    const frame = this.frame(Command.prepare, fields, body);
     const decoded = decodeHeader(frame);
     assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
     this.journalAppend(decoded.header, frame);
-    this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set() });
+    const prepared = decoded.header;
+    this.pipeline.push({ op, checksum: prepared.checksum, header: prepared, okFrom: new Set() });
     if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
-    this.replicate(frame);
-  }
-
-  /**
-   * Star replication: the primary sends each prepare to every backup. Metadata prepares are small,
-   * so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls every
-   * write on the prepare timeout while the primary's successor is down.
-   */
-  private replicate(frame: Uint8Array): void {
-    for (let replica = 0; replica < this.config.replicaCount; replica++) {
-      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
-    }
+    // Star replication: the primary sends each prepare to every backup. Metadata prepares are
+    // small, so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls
+    // every write on the prepare timeout while the primary's successor is down.
+    this.sendFrame('peers', frame);
   }
 
   /** Journals a canonical prepare and writes it to the WAL. */
   private journalAppend(header: PrepareHeader, frame: Uint8Array): void {
     const existing = this.journal.get(header.op);
     if (existing !== undefined) {
-      assert(existing.checksum === header.checksum && existing.frame === null, 'fills a parked header');
+      assert(existing.checksum === header.checksum && existing.frame === null, 'a parked header');
       existing.frame = frame;
       this.writeEntry(existing);
       return;
     }
-    const entry: JournalEntry = { op: header.op, header, checksum: header.checksum, frame, durable: false };
+    assert(header.op > this.commitMin, 'a new journal entry is above what we applied');
+    const { op, checksum } = header;
+    const entry: JournalEntry = { op, header, checksum, frame, durable: false };
     this.journal.put(entry);
     this.writeEntry(entry);
   }
@@ -1090,7 +1161,10 @@ export class Replica {
       this.tryStartPendingView();
       return;
     }
-    if (this.status !== 'normal' || view !== this.view) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', entry.header);
+    if (view !== this.view) return this.drop('view_changed_during_write', entry.header);
+    assert(entry.durable && entry.frame !== null, 'a durable entry holds its body');
+    assert(this.journal.get(entry.op) === entry, 'the entry is still journaled');
     this.maybeCaughtUp();
     if (this.isPrimary()) this.acknowledge(entry.op, entry.checksum, this.config.replica);
     else this.sendPrepareOk(entry);
@@ -1102,12 +1176,16 @@ export class Replica {
   private onPrepare(header: PrepareHeader, frame: Uint8Array): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
-    if (this.status !== 'normal' || header.view < this.view || this.isPrimary()) return;
-    if (this.logView !== this.view) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (header.view < this.view) return this.drop('older_view', header);
+    if (this.isPrimary()) return this.drop('primary_of_view', header);
+    if (this.logView !== this.view) return this.drop('log_view_behind_view', header);
     // A transferring replica ignores live prepares: its journal is about to be replaced.
-    if (this.stateTransfer.transferring) return;
+    if (this.stateTransfer.transferring) return this.drop('state_transferring', header);
+    assert(header.view === this.view && this.logView === this.view, 'a prepare of our log view');
+    assert(this.status === 'normal' && !this.isPrimary(), 'a normal backup');
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     // Our log view is the primary's view: its commit number speaks of our journal.
     this.advanceCommitCanonical(header.commit);
@@ -1122,12 +1200,15 @@ export class Replica {
       // Already committed here (a new primary re-replicating what it could not prove committed):
       // acknowledge it, or that primary waits forever for a quorum we already provide.
       const entry = this.journal.get(header.op);
-      if (entry === undefined ? header.op < this.journal.floor : entry.checksum === header.checksum && entry.durable) {
-        this.sendPrepareOkFor(header);
-      }
+      const held = entry === undefined
+        ? header.op < this.journal.floor
+        : entry.checksum === header.checksum && entry.durable;
+      if (!held) return this.drop('prepare_committed_not_held', header);
+      this.sendPrepareOkFor(header);
       return;
     }
-    if (!this.journal.hasRoom(header.op)) return;
+    if (!this.journal.hasRoom(header.op)) return this.drop('journal_full', header);
+    assert(header.op > this.commitMin && header.op > this.journal.floor, 'above what we applied');
     const existing = this.journal.get(header.op);
     if (existing !== undefined) {
       if (existing.checksum !== header.checksum) {
@@ -1137,6 +1218,7 @@ export class Replica {
       }
       if (existing.frame === null) this.journalAppend(header, frame);
       else if (existing.durable) this.sendPrepareOk(existing);
+      else this.drop('prepare_write_in_flight', header);
       return;
     }
     const previous = this.journal.get(header.op - 1);
@@ -1188,28 +1270,21 @@ export class Replica {
 
   /** PrepareOk for a prepare this replica holds durably (in its WAL or its checkpoint). */
   private sendPrepareOkFor(header: PrepareHeader): void {
-    if (!this.viewDurable() || this.status !== 'normal' || this.isPrimary() || this.logView !== this.view) return;
+    // Withheld until the view is durable (`onViewDurable` sends them then): the send fence.
+    if (!this.viewDurable() || this.status !== 'normal') return;
+    if (this.isPrimary() || this.logView !== this.view) return;
     // A transferring replica withholds PrepareOk: it must not count toward any quorum.
     if (this.stateTransfer.transferring) return;
-    const entry = { header, checksum: header.checksum, op: header.op };
-    this.env.bus.sendToReplica(
-      this.primaryIndex(),
-      buildFrame(this.env.kernels, {
-        command: Command.prepareOk,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        parent: entry.header.parent,
-        prepareChecksum: entry.checksum,
-        op: entry.op,
-        commit: this.commitCanonical,
-        timestamp: entry.header.timestamp,
-        request: entry.header.request,
-        operation: entry.header.operation,
-        group: METADATA_GROUP,
-      }),
-    );
+    assert(header.op <= this.op, 'we acknowledge only a prepare of our log');
+    this.send(this.primaryIndex(), Command.prepareOk, {
+      parent: header.parent,
+      prepareChecksum: header.checksum,
+      op: header.op,
+      commit: this.commitCanonical,
+      timestamp: header.timestamp,
+      request: header.request,
+      operation: header.operation,
+    });
   }
 
   private sendPrepareOks(fromOp: number, toOp: number): void {
@@ -1224,9 +1299,12 @@ export class Replica {
   private onPrepareOk(header: PrepareOkHeader): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
-    if (header.view !== this.view || !this.primaryActive()) return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return this.drop(blocker, header);
+    assert(this.primaryActive() && header.view === this.view, 'an active primary of the view');
     // A backup's commit_max is true knowledge: ops up to it committed in some view, so a new
     // primary that merged a lower commit number learns it here instead of waiting for acks.
     if (header.commit > this.commitCanonical && header.commit <= this.op) {
@@ -1237,14 +1315,21 @@ export class Replica {
   }
 
   private acknowledge(op: number, checksum: bigint, replica: number): void {
-    if (!this.primaryActive()) return;
+    const ack = { command: Command.prepareOk, replica, view: this.view, op };
+    const blocker = this.primaryBlocker();
+    if (blocker !== null) return this.drop(blocker, ack);
     const entry = this.pipeline.find((candidate) => candidate.op === op);
-    if (entry === undefined || entry.checksum !== checksum) return;
+    if (entry === undefined) return this.drop('prepare_not_in_pipeline', ack);
+    if (entry.checksum !== checksum) return this.drop('prepare_checksum_mismatch', ack);
+    assert(this.primaryActive(), 'only an active primary counts acknowledgements');
+    assert(replica >= 0 && replica < this.config.replicaCount, 'an ack from a replica');
+    assert(this.journal.get(op)?.checksum === checksum, 'a pipeline prepare is journaled');
     entry.okFrom.add(replica);
     let committed = this.commitCanonical;
     for (const candidate of this.pipeline) {
       if (candidate.op <= committed) continue;
-      if (candidate.op !== committed + 1 || candidate.okFrom.size < this.config.quorumReplication) break;
+      if (candidate.op !== committed + 1) break;
+      if (candidate.okFrom.size < this.config.quorumReplication) break;
       committed = candidate.op;
     }
     if (committed > this.commitCanonical) {
@@ -1363,10 +1448,15 @@ export class Replica {
     const header = entry.header;
     assert(header.op === this.commitMin + 1, 'ops apply in order');
     assert(entry.frame !== null, 'apply needs the body');
+    assert(entry.checksum === header.checksum, 'a journal entry is its header');
+    assert(!this.stateTransfer.transferring, 'no commit walk under an install');
+    const anchor = this.commitMinChecksum;
+    assert(anchor === null || header.parent === anchor, 'an applied op chains onto the last one');
     let reply: Uint8Array;
     switch (header.operation) {
       case Operation.register: {
-        reply = buildReply(this.env.kernels, header, resultBody(0, encodeRegisterPayload(header.userId, header.op)));
+        const payload = encodeRegisterPayload(header.userId, header.op);
+        reply = buildReply(this.env.kernels, header, resultBody(0, payload));
         const cached: CachedReply = { request: 0, commit: header.op, bytes: reply };
         const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
         if (evicted !== null) this.counters.clientTableEvictions += 1;
@@ -1401,7 +1491,8 @@ export class Replica {
     this.commitMinChecksum = header.checksum;
     this.timestampLast = Math.max(this.timestampLast, header.timestamp);
     this.onCommitted?.(header, entry.frame.subarray(HEADER_SIZE), reply);
-    if (this.status === 'normal' && this.isPrimary()) this.env.bus.sendToClient(header.client, reply);
+    const primary = this.status === 'normal' && this.isPrimary();
+    if (primary) this.env.bus.sendToClient(header.client, reply);
     if (header.op % this.config.checkpointInterval === 0) this.checkpoint(header);
   }
 
@@ -1522,35 +1613,34 @@ export class Replica {
   private sendCommitHeartbeat(): void {
     if (!this.primaryActive()) return;
     this.heartbeatCounter += 1;
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.commit,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        commitChecksum: this.checkpointChecksum,
-        timestampMonotonic: this.heartbeatCounter,
-        commit: this.commitCanonical,
-        checkpointOp: this.checkpointOp,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.commit, {
+      commitChecksum: this.checkpointChecksum,
+      timestampMonotonic: this.heartbeatCounter,
+      commit: this.commitCanonical,
+      checkpointOp: this.checkpointOp,
+    });
   }
 
   private onCommit(header: CommitHeader): void {
     if (header.view > this.view) {
       this.onNewerView(header.view);
-      return;
+      return this.drop('newer_view', header);
     }
     if (header.view < this.view) {
       // A primary of an older view: tell it about ours.
       if (this.primaryActive()) this.sendStartView(header.replica, 0n);
-      return;
+      return this.drop('older_view', header);
     }
-    if (this.status !== 'normal' || this.isPrimary() || header.replica !== this.primaryIndex()) return;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (this.isPrimary()) return this.drop('primary_of_view', header);
+    if (header.replica !== this.primaryIndex()) return this.drop('sender_not_primary', header);
     // Only a strictly newer heartbeat proves the primary is alive (a replayed one does not).
-    if (header.timestampMonotonic <= this.heartbeatLast) return;
+    if (header.timestampMonotonic <= this.heartbeatLast) {
+      return this.drop('heartbeat_stale', header);
+    }
+    assert(this.status === 'normal' && header.view === this.view, 'a heartbeat of our view');
+    assert(!this.isPrimary() && header.replica === this.primaryIndex(), 'from our primary');
+    assert(header.timestampMonotonic > this.heartbeatLast, 'a newer heartbeat');
     this.heartbeatLast = header.timestampMonotonic;
     this.timeoutNormalHeartbeat.reset();
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
@@ -1573,6 +1663,7 @@ export class Replica {
       this.timeoutPrepare.stop();
       return;
     }
+    assert(this.primaryActive() && this.pipeline.length > 0, 'a primary with prepares in flight');
     this.timeoutPrepare.backoff(this.env.prng);
     this.counters.prepareTimeouts += 1;
     // Retransmit to every replica that has not acknowledged.
@@ -1581,7 +1672,8 @@ export class Replica {
       if (journaled === undefined) continue;
       const frame = this.stamped(journaled);
       for (let replica = 0; replica < this.config.replicaCount; replica++) {
-        if (replica !== this.config.replica && !entry.okFrom.has(replica)) this.env.bus.sendToReplica(replica, frame);
+        if (replica === this.config.replica || entry.okFrom.has(replica)) continue;
+        this.sendFrame(replica, frame);
       }
     }
   }
@@ -1595,9 +1687,97 @@ export class Replica {
     return copy;
   }
 
-  private broadcast(frame: Uint8Array): void {
-    for (let replica = 0; replica < this.config.replicaCount; replica++) {
-      if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+  // ---------------------------------------------------------------- send path
+
+  /**
+   * The one way a frame this replica builds reaches a peer: fills the header fields every frame
+   * repeats (cluster, view, release, replica, group) and hands it to `sendFrame`, which asserts
+   * persist-before-send. Callers keep their own guards (a send withheld until the view is durable
+   * is sent by `onViewDurable`); the assertion makes a missing guard a crash, not a broken promise.
+   */
+  private send<C extends ReplicaSendCommand>(
+    target: SendTarget,
+    command: C,
+    fields: SendFields<C>,
+    body?: Uint8Array,
+  ): void {
+    this.sendFrame(target, this.frame(command, fields, body));
+  }
+
+  /** A frame of `command` from this replica in its current view (see `send`). */
+  private frame<C extends ReplicaSendCommand>(
+    command: C,
+    fields: SendFields<C>,
+    body?: Uint8Array,
+  ): Uint8Array {
+    const input = {
+      command,
+      cluster: this.config.cluster,
+      view: this.view,
+      release: 0,
+      replica: this.config.replica,
+      group: METADATA_GROUP,
+      ...fields,
+    } as unknown as HeaderInputOf<C>;
+    return buildFrame<C>(this.env.kernels, input, body);
+  }
+
+  /**
+   * Sends a sealed frame (built by `frame`, or a journaled prepare) to one peer or to every peer.
+   * Every frame that advertises the view (VIEW_FENCE) passes `assertViewFence` first.
+   */
+  private sendFrame(target: SendTarget, frame: Uint8Array): void {
+    const command = readCommand(frame);
+    assert(isReplicaSendCommand(command), `send: command ${command} is not a replica command`);
+    if (VIEW_FENCE[command]) this.assertViewFence(command, target, frame);
+    if (target === 'peers') {
+      for (let replica = 0; replica < this.config.replicaCount; replica++) {
+        if (replica !== this.config.replica) this.env.bus.sendToReplica(replica, frame);
+      }
+      return;
+    }
+    assert(Number.isInteger(target), `send: target ${target} is a replica index`);
+    assert(target >= 0 && target < this.config.replicaCount, `send: target ${target} in range`);
+    this.env.bus.sendToReplica(target, frame);
+  }
+
+  /**
+   * Persist-before-send (see VIEW_FENCE), and the state each view-advertising command is sent
+   * from: a frame that breaks either is a bug in the caller's guard, never a network condition.
+   */
+  private assertViewFence(
+    command: ReplicaSendCommand,
+    target: SendTarget,
+    frame: Uint8Array,
+  ): void {
+    assert(
+      this.viewDurable(),
+      `persist-before-send: command ${command} advertises view ${this.view} (log view ` +
+        `${this.logView}) but the superblock holds view ${this.durableView} (log view ` +
+        `${this.durableLogView})`,
+    );
+    assert(readU32(frame, HeaderOffset.view) === this.view, 'a fenced frame names our view');
+    assert(target !== this.config.replica, 'a replica never sends itself a view-advertising frame');
+    switch (command) {
+      case Command.prepare:
+      case Command.commit:
+      case Command.startView:
+        assert(this.primaryActive(), `command ${command}: only an active primary sends it`);
+        break;
+      case Command.prepareOk:
+        assert(this.status === 'normal' && this.logView === this.view, 'PrepareOk: log view');
+        assert(!this.isPrimary() && target === this.primaryIndex(), 'PrepareOk: to our primary');
+        assert(!this.stateTransfer.transferring, 'PrepareOk: a transfer counts for nothing');
+        break;
+      case Command.startViewChange:
+        assert(this.status === 'view_change' && target === 'peers', 'StartViewChange: to all');
+        break;
+      case Command.doViewChange:
+        assert(this.status === 'view_change' && this.doViewChangeSent, 'DoViewChange: SVC quorum');
+        assert(target === this.primaryIndex(), 'DoViewChange: to the primary of the new view');
+        break;
+      default:
+        assert(false, `command ${command} is fenced but has no sender state`);
     }
   }
 
@@ -1618,9 +1798,11 @@ export class Replica {
 
   /** A message from a newer view: ask that view's primary for its StartView (rate-limited). */
   private onNewerView(view: number): void {
+    // `view` is ours when a lagging follower asks for a fresh StartView (see `repairIfBehind`).
+    assert(view >= this.view, 'a probe asks for our view or a newer one');
     if (this.status === 'recovering' || this.timeoutRequestStartView.running) return;
     this.timeoutRequestStartView.start();
-    this.env.bus.sendToReplica(this.primaryIndex(view), this.requestStartViewFrame());
+    this.sendRequestStartView(this.primaryIndex(view));
   }
 
   private startViewChange(view: number, reason: ViewChangeReason): void {
@@ -1649,22 +1831,16 @@ export class Replica {
 
   private sendStartViewChange(): void {
     if (this.status !== 'view_change' || !this.viewDurable()) return;
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.startViewChange,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.startViewChange, {});
   }
 
   private onStartViewChange(header: StartViewChangeHeader): void {
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     if (header.view > this.view) this.startViewChange(header.view, 'peer_start_view_change');
-    if (header.view !== this.view || this.status !== 'view_change') return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    if (this.status !== 'view_change') return this.drop('status_not_view_change', header);
+    assert(header.view === this.view && this.status === 'view_change', 'a vote for our view');
+    assert(this.startViewChangeFrom.has(this.config.replica), 'our own vote counts from the start');
     this.startViewChangeFrom.add(header.replica);
     this.maybeSendDoViewChange();
   }
@@ -1733,36 +1909,31 @@ export class Replica {
       return;
     }
     const { body, nack, present } = encodeSuffix(slots);
-    this.env.bus.sendToReplica(
-      this.primaryIndex(),
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.doViewChange,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          op: record.op,
-          commit: record.commit,
-          group: METADATA_GROUP,
-          logView: this.logView,
-          nackUnknown: this.knowsNothing ? 1 : 0,
-          applied: record.applied,
-          nackBitset: nack,
-          presentBitset: present,
-        },
-        body,
-      ),
-    );
+    const fields = {
+      op: record.op,
+      commit: record.commit,
+      logView: this.logView,
+      nackUnknown: this.knowsNothing ? 1 : 0,
+      applied: record.applied,
+      nackBitset: nack,
+      presentBitset: present,
+    };
+    this.send(this.primaryIndex(), Command.doViewChange, fields, body);
   }
 
   private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     if (header.view > this.view) this.startViewChange(header.view, 'peer_do_view_change');
-    if (header.view !== this.view || this.status !== 'view_change' || !this.isPrimary()) return;
-    const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, header.nackBitset, header.presentBitset);
-    if (suffix === null) return;
+    if (header.view !== this.view) return this.drop('older_view', header);
+    if (this.status !== 'view_change') return this.drop('status_not_view_change', header);
+    if (!this.isPrimary()) return this.drop('not_primary', header);
+    assert(header.view === this.view && this.status === 'view_change', 'a DVC for our view change');
+    assert(this.primaryIndex() === this.config.replica, 'we are the primary-elect');
+    const { nackBitset, presentBitset } = header;
+    const cluster = this.config.cluster;
+    const { kernels } = this.env;
+    const suffix = decodeSuffix(kernels, cluster, body, header.op, nackBitset, presentBitset);
+    if (suffix === null) return this.drop('suffix_invalid', header);
     this.onDoViewChangeRecord({
       replica: header.replica,
       logView: header.logView,
@@ -1775,16 +1946,28 @@ export class Replica {
   }
 
   private onDoViewChangeRecord(record: DoViewChangeRecord): void {
-    if (this.pendingView !== null) return;
+    assert(this.status === 'view_change' && this.isPrimary(), 'only a primary-elect merges');
+    assert(record.logView <= this.view, 'a DoViewChange names a log view below its view');
+    const { replica, op } = record;
+    const dvc = { command: Command.doViewChange, replica, view: this.view, op };
+    if (this.pendingView !== null) return this.drop('view_merge_pending', dvc);
     this.doViewChanges.set(record.replica, record);
-    if (!this.doViewChanges.has(this.config.replica)) return; // our own DVC needs a durable view
-    const outcome = mergeDoViewChanges([...this.doViewChanges.values()], this.config.quorumViewChange, this.config.quorumNack);
-    if (outcome.kind !== 'ready') return;
+    // Our own DoViewChange is recorded once our view is durable; we merge only with it.
+    if (!this.doViewChanges.has(this.config.replica)) {
+      return this.drop('own_do_view_change_missing', dvc);
+    }
+    const { quorumViewChange, quorumNack } = this.config;
+    const records = [...this.doViewChanges.values()];
+    const outcome = mergeDoViewChanges(records, quorumViewChange, quorumNack);
+    if (outcome.kind !== 'ready') return this.drop('merge_undecided', dvc);
+    assert(this.doViewChanges.size >= quorumViewChange, 'a merge needs a view-change quorum');
+    assert(outcome.head >= outcome.commitMax, 'the merged log keeps every committed op');
+    assert(outcome.logView <= this.view, 'the merged log is of a view before this one');
     this.env.logger.log('info', 'view change merged', {
       view: this.view,
       head: outcome.head,
       commit_max: outcome.commitMax,
-      dvcs: [...this.doViewChanges.values()].map((dvc) => `r${dvc.replica}:lv${dvc.logView}:op${dvc.op}:c${dvc.commit}:n${dvc.suffix.length}`).join(' '),
+      dvcs: records.map(describeDoViewChange).join(' '),
     });
     if (!this.journal.hasRoom(outcome.head)) {
       // More than a WAL behind the merged log: we could not hold it, let alone lead with it.
@@ -1797,13 +1980,17 @@ export class Replica {
       this.startViewChange(this.view + 1, 'forfeit_cannot_hold_log');
       return;
     }
-    if (this.logView !== outcome.logView && this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies) {
+    const unvouched = () =>
+      this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies;
+    if (this.logView !== outcome.logView && unvouched()) {
       // We hold bodies at or below the merged commit point that the merged log cannot vouch for
       // (its headers stop above them: its holders' journals start at a later checkpoint).
       // Adopting the merged log would drop them, and one may be a committed op's last copy but one
       // (as seed 3551023059979 showed on the StartView path). Keep them, let a replica of the
       // merged log view lead, and follow its StartView as a lagging replica.
-      this.env.logger.log('warn', 'primary-elect holds committed bodies the merged log cannot vouch for; forfeiting the view', {
+      const message =
+        'primary-elect holds committed bodies the merged log cannot vouch for; forfeiting the view';
+      this.env.logger.log('warn', message, {
         view: this.view,
         commit_max: outcome.commitMax,
         commit_min: this.commitMin,
@@ -1827,7 +2014,8 @@ export class Replica {
     if (logViewChanged || this.viewHeaders.size > 0) this.persistView();
     // The journal now agrees with the merged log: its commit number speaks of our journal.
     this.advanceCommitCanonical(outcome.commitMax);
-    this.pendingView = { head: outcome.head, commitMax: outcome.commitMax, sources: outcome.sources };
+    const { head, commitMax, sources } = outcome;
+    this.pendingView = { head, commitMax, sources };
     this.commitJournal();
     this.tryStartPendingView();
   }
@@ -1949,48 +2137,49 @@ export class Replica {
   private sendStartView(target: number | null, incarnation: bigint): void {
     if (!this.primaryActive()) return;
     const slots: SuffixSlot[] = [];
-    for (let op = this.op; op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+    const floor = Math.max(this.journal.floor, 1);
+    for (let op = this.op; op >= floor && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
       const entry = this.journal.get(op);
       if (entry === undefined) break;
       slots.push({ op, header: entry.header, present: true, nack: false });
     }
+    assert(slots.length <= DVC_SUFFIX_HEADERS_MAX, 'a StartView suffix fits its bitsets');
     const { body } = encodeSuffix(slots);
-    const frame = buildFrame(
-      this.env.kernels,
-      {
-        command: Command.startView,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        op: this.op,
-        commit: Math.min(this.commitCanonical, this.op),
-        group: METADATA_GROUP,
-        incarnation,
-      },
-      body,
-    );
-    if (target === null) this.broadcast(frame);
-    else this.env.bus.sendToReplica(target, frame);
+    const commit = Math.min(this.commitCanonical, this.op);
+    this.send(target ?? 'peers', Command.startView, { op: this.op, commit, incarnation }, body);
   }
 
   private onStartView(header: StartViewHeader, body: Uint8Array): void {
-    if (header.replica !== this.primaryIndex(header.view) || header.replica === this.config.replica) return;
-    if (header.view < this.view) return;
+    if (header.replica !== this.primaryIndex(header.view)) {
+      return this.drop('sender_not_primary', header);
+    }
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    if (header.view < this.view) return this.drop('older_view', header);
+    // Its sender leads header.view and is not us: so when that is our view, we do not lead it.
+    assert(header.view > this.view || !this.isPrimary(), 'a StartView of our view is not ours');
     if (this.status === 'recovering') {
       // Only a StartView that provably post-dates our crash: the answer to our probe, or a view
       // newer than any we knew.
-      if (header.incarnation !== this.incarnation && header.view <= this.view) return;
-    } else if (header.view === this.view && this.status === 'view_change' && this.isPrimary()) {
-      return;
-    } else if (header.view === this.view && this.status === 'normal' && this.logView === this.view && header.op < this.op) {
+      if (header.incarnation !== this.incarnation && header.view <= this.view) {
+        return this.drop('start_view_before_restart', header);
+      }
+    } else if (
+      header.view === this.view &&
+      this.status === 'normal' &&
+      this.logView === this.view &&
+      header.op < this.op
+    ) {
       // Within one log view our log only grows: a StartView announcing less is stale (delayed or
       // duplicated). Adopting it would truncate prepares we may already have acknowledged.
-      return;
+      return this.drop('start_view_stale', header);
     }
     const suffix = decodeSuffix(this.env.kernels, this.config.cluster, body, header.op, 0n, 0n);
-    if (suffix === null) return;
-    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;
+    if (suffix === null) return this.drop('suffix_invalid', header);
+    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) {
+      return this.drop('start_view_suffix_empty', header);
+    }
+    assert(header.view >= this.view && header.replica !== this.config.replica, 'one to adopt');
+    assert(suffix.every((slot) => slot.op <= header.op), 'the suffix stops at the announced head');
     // A transferring replica adopts a StartView exactly as any other: the install replaces only
     // what lies at or below its checkpoint, so the journal above it must follow the view's log
     // (reconciled, its canonical headers parked), and the heartbeat watermark must restart with
@@ -2014,14 +2203,23 @@ export class Replica {
     // log view would have to drop it (seed 3551023059979: op 44, dropped on adopting view 5, then
     // lost with the one other copy's disk). It follows as a lagging replica until committed
     // repair has applied past them, and adopts the log view from a fresh StartView then.
-    const unvouched = !sameLogView && this.classifyJournal(canonical, header.op, false, commit).keptBodies;
+    const unvouched =
+      !sameLogView && this.classifyJournal(canonical, header.op, false, commit).keptBodies;
     const lagging = !this.journal.hasRoom(header.op) || unvouched;
     // A lagging replica keeps its log view, so prepares of that log view the StartView cannot
     // vouch for (below its suffix) stay canonical for what it reports, and at or below the commit
     // point they may be a committed op's last copies but one: dropping them let a single lost disk
     // lose a committed op (seed 2644958924859). They are kept, and applied only once committed
     // repair proves them (see `repairIfBehind`).
-    const keptLowest = this.reconcileJournal(canonical, header.op, sameLogView, lagging ? commit : -1, !lagging || sameLogView);
+    const keepUnverifiedThrough = lagging ? commit : -1;
+    const parkCanonical = !lagging || sameLogView;
+    const keptLowest = this.reconcileJournal(
+      canonical,
+      header.op,
+      sameLogView,
+      keepUnverifiedThrough,
+      parkCanonical,
+    );
     if (keptLowest === Number.POSITIVE_INFINITY) {
       this.reconciledView = header.view;
       // The journal agrees with this StartView's log now: its commit number speaks of our journal.
@@ -2036,7 +2234,9 @@ export class Replica {
         // disk was lost, so it must not nack until it holds the log again (--rejoin makes this
         // explicit; this catches the common case without it).
         this.nackUnknown = true;
-        this.env.logger.log('warn', 'empty data directory joining a cluster with history: treating it as a lost disk', { op: header.op });
+        const message =
+          'empty data directory joining a cluster with history: treating it as a lost disk';
+        this.env.logger.log('warn', message, { op: header.op });
       }
     }
     // Caught up once everything this StartView announced is applied (prepares acknowledged before
@@ -2057,26 +2257,22 @@ export class Replica {
     this.repair = null;
     if (wasView !== header.view || wasStatus !== 'normal') {
       this.heartbeatLast = 0;
-      this.emit('info', 'view_adopted', { from_view: wasView, view: this.view, op: header.op, commit: header.commit });
+      const adopted = { from_view: wasView, view: this.view, op: header.op, commit: header.commit };
+      this.emit('info', 'view_adopted', adopted);
     }
     for (const timeout of this.timeouts()) timeout.stop();
     this.timeoutNormalHeartbeat.start();
     this.persistView();
-    if (this.viewDurable()) this.sendPrepareOks(this.commitCanonical, this.op);
+    // Withheld by `sendPrepareOkFor` until the view is durable, then sent by `onViewDurable`.
+    this.sendPrepareOks(this.commitCanonical, this.op);
     this.commitJournal();
     this.repairIfBehind();
   }
 
   // ---------------------------------------------------------------- rejoin probe
 
-  private requestStartViewFrame(): Uint8Array {
-    return buildFrame(this.env.kernels, {
-      command: Command.requestStartView,
-      cluster: this.config.cluster,
-      view: this.view,
-      release: 0,
-      replica: this.config.replica,
-      group: METADATA_GROUP,
+  private sendRequestStartView(target: SendTarget): void {
+    this.send(target, Command.requestStartView, {
       incarnation: this.incarnation,
       recovering: this.status === 'recovering' ? 1 : 0,
     });
@@ -2088,6 +2284,8 @@ export class Replica {
       this.timeoutRequestStartView.stop();
       return;
     }
+    const { viewProbeAttemptsMax } = this.config;
+    assert(this.status === 'recovering' && this.probeAttempts < viewProbeAttemptsMax, 'probing');
     this.probeAttempts += 1;
     if (this.probeAttempts >= this.config.viewProbeAttemptsMax) {
       // No live primary answered: a new cluster, or a full-cluster restart. Elect on what we have.
@@ -2102,7 +2300,7 @@ export class Replica {
     }
     // A fixed interval (no backoff): a new cluster waits only attempts x interval to elect.
     this.timeoutRequestStartView.reset();
-    this.broadcast(this.requestStartViewFrame());
+    this.sendRequestStartView('peers');
   }
 
   /**
@@ -2124,9 +2322,11 @@ export class Replica {
   }
 
   private onRequestStartView(header: RequestStartViewHeader): void {
-    if (header.replica === this.config.replica) return;
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    assert(header.replica < this.config.replicaCount, 'a probe from a peer');
     if (this.pristine && header.view === 0) this.witnessVirginPeer(header.replica);
-    if (this.status === 'recovering' && header.recovering === 1 && header.view > 0 && this.view > 0) {
+    const peerRecovering = header.recovering === 1 && header.view > 0;
+    if (this.status === 'recovering' && peerRecovering && this.view > 0) {
       // A peer probing from its boot is no live view. When every peer is, none can answer us:
       // the whole cluster restarted, and waiting out the probes only delays the election. Only
       // replicas that joined a view before (view > 0) take the shortcut, and only count peers
@@ -2135,19 +2335,23 @@ export class Replica {
       // (`witnessVirginPeer`), and a peer that stopped probing early would leave it claiming no
       // knowledge in every view change (seed 857305262310: two such replicas of four, no quorum).
       this.recoveringPeers.add(header.replica);
+      assert(this.recoveringPeers.size < this.config.replicaCount, 'recovering peers are peers');
       if (this.recoveringPeers.size === this.config.replicaCount - 1) {
         this.electFromRecovery('peers_recovering');
         return;
       }
     }
-    if (this.primaryActive()) {
+    const blocker = this.primaryBlocker();
+    if (blocker === null) {
       this.sendStartView(header.replica, header.incarnation);
       return;
     }
     // The primary of our view probing means it lost its state: elect a new one.
-    if (this.status === 'normal' && header.replica === this.primaryIndex() && header.view === this.view) {
-      this.startViewChange(this.view + 1, 'primary_restarted');
-    }
+    const primaryProbing = header.replica === this.primaryIndex() && header.view === this.view;
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (!primaryProbing) return this.drop(blocker, header);
+    assert(!this.isPrimary(), 'the probing primary is a peer');
+    this.startViewChange(this.view + 1, 'primary_restarted');
   }
 
   /**
@@ -2274,21 +2478,8 @@ export class Replica {
     this.repair = { nonce, peer, fromOp, toOp, committed, buffer: new Map(), progressed: false };
     this.counters.repairsRequested += 1;
     this.timeoutRepair.start();
-    this.env.bus.sendToReplica(
-      peer,
-      buildFrame(this.env.kernels, {
-        command: Command.requestPrepares,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce,
-        fromOp,
-        toOp,
-        group: METADATA_GROUP,
-        committedOnly: committed ? 1 : 0,
-      }),
-    );
+    const committedOnly = committed ? 1 : 0;
+    this.send(peer, Command.requestPrepares, { nonce, fromOp, toOp, committedOnly });
   }
 
   private onTimeoutRepair(): void {
@@ -2303,21 +2494,9 @@ export class Replica {
     // A transferring replica still serves its journal: it may be the only holder of a prepare
     // its DoViewChange reported present, and a primary-elect that cannot fetch that body never
     // starts its view (audit defect A). Requesters verify every body they receive.
-    if (this.status === 'recovering') return;
+    if (this.status === 'recovering') return this.drop('status_recovering', header);
     const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
-      this.env.bus.sendToReplica(
-        header.replica,
-        buildFrame(this.env.kernels, {
-          command,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: header.nonce,
-          op,
-          group: METADATA_GROUP,
-        }),
-      );
+      this.send(header.replica, command, { nonce: header.nonce, op });
     let from = header.fromOp;
     if (from < this.journal.floor) {
       // Below what we retain: only a checkpoint (state transfer) can cover it.
@@ -2327,11 +2506,12 @@ export class Replica {
     // Committed-only requests get applied prepares alone: those are canonical.
     const limit = header.committedOnly === 1 ? this.commitMin : this.op;
     const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
+    assert(from >= this.journal.floor && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded range');
     let served = from - 1;
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);
       if (entry === undefined || !entry.durable) continue;
-      this.env.bus.sendToReplica(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
+      this.sendFrame(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
       served = op;
     }
     reply(Command.repairDone, Math.max(served, 0));
@@ -2339,11 +2519,18 @@ export class Replica {
 
   private onRepairPrepare(header: RepairPrepareHeader, frame: Uint8Array): void {
     const session = this.repair;
-    if (session === null || header.op < session.fromOp || header.op > session.toOp) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (header.op < session.fromOp || header.op > session.toOp) {
+      return this.drop('repair_op_out_of_range', header);
+    }
     const prepareFrame = withPrepareCommand(frame, Command.prepare);
     const decoded = decodeHeader(prepareFrame);
-    if (!decoded.ok || decoded.header.command !== Command.prepare) return;
+    if (!decoded.ok || decoded.header.command !== Command.prepare) {
+      return this.drop('repair_prepare_invalid', header);
+    }
+    assert(decoded.header.checksum === header.checksum, 'switching the command keeps the identity');
     session.buffer.set(header.op, { header: decoded.header, frame: prepareFrame });
+    assert(session.buffer.size <= session.toOp - session.fromOp + 1, 'the buffer holds the range');
     if (session.committed) this.drainCommittedRepair(session);
     else this.drainCanonicalRepair(session);
   }
@@ -2351,7 +2538,8 @@ export class Replica {
   /** Committed repair: accept the next op if it chains onto the applied history, then apply it. */
   private drainCommittedRepair(session: RepairSession): void {
     const anchor = session.buffer.get(this.commitMin);
-    if (anchor !== undefined && this.commitMinChecksum === null && this.journal.get(this.commitMin) === undefined) {
+    const anchorUnknown = this.commitMinChecksum === null;
+    if (anchor !== undefined && anchorUnknown && this.journal.get(this.commitMin) === undefined) {
       // The prepare at our commit point, from a peer's applied history: our chain anchor.
       session.buffer.delete(this.commitMin);
       this.commitMinChecksum = anchor.header.checksum;
@@ -2366,11 +2554,15 @@ export class Replica {
       const received = session.buffer.get(op);
       if (received === undefined) return;
       session.buffer.delete(op);
-      if (this.commitMinChecksum !== null && received.header.parent !== this.commitMinChecksum) return;
-      if (!this.journal.hasRoom(op)) return;
+      const appliedChecksum = this.commitMinChecksum;
+      const chained = appliedChecksum === null || received.header.parent === appliedChecksum;
+      if (!chained) return this.drop('repair_not_chained', received.header);
+      if (!this.journal.hasRoom(op)) return this.drop('journal_full', received.header);
       const existing = this.journal.get(op);
-      if (existing !== undefined && existing.checksum !== received.header.checksum) this.truncateFrom(op);
-      if (this.journal.prepare(op) === undefined) this.journalAppend(received.header, received.frame);
+      const { header, frame } = received;
+      if (existing !== undefined && existing.checksum !== header.checksum) this.truncateFrom(op);
+      if (this.journal.prepare(op) === undefined) this.journalAppend(header, frame);
+      assert(this.journal.prepare(op)?.checksum === received.header.checksum, 'now journaled');
       session.progressed = true;
       this.counters.preparesRepaired += 1;
       // A peer's applied prepare, chained onto our applied history: committed, and now ours.
@@ -2410,7 +2602,8 @@ export class Replica {
 
   private onRepairDone(header: RepairDoneHeader): void {
     const session = this.repair;
-    if (session === null || session.nonce !== header.nonce) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
     this.repair = null;
     this.timeoutRepair.stop();
     this.repairStalls = session.progressed ? 0 : this.repairStalls + 1;
@@ -2426,14 +2619,18 @@ export class Replica {
 
   private onRangeEvicted(header: RangeEvictedHeader): void {
     const session = this.repair;
-    if (session === null || session.nonce !== header.nonce) return;
+    if (session === null) return this.drop('no_repair_session', header);
+    if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
     // A late answer: we applied up to the peer's floor since we asked (from prepares that were
     // still in flight), so nothing we need lies below it any more.
-    if (this.commitMin + 1 >= header.op) return;
+    if (this.commitMin + 1 >= header.op) return this.drop('range_evicted_stale', header);
+    assert(this.commitMin + 1 < header.op, 'the gap lies below the peer floor');
     this.counters.rangeEvicted += 1;
-    if ((this.status === 'view_change' && this.pendingView !== null) || (this.status === 'normal' && this.isPrimary())) {
+    const primaryElect = this.status === 'view_change' && this.pendingView !== null;
+    if (primaryElect || (this.status === 'normal' && this.isPrimary())) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
-      this.env.logger.log('warn', 'primary-elect is behind a checkpoint; forfeiting the view', { view: this.view });
+      const message = 'primary-elect is behind a checkpoint; forfeiting the view';
+      this.env.logger.log('warn', message, { view: this.view });
       this.startViewChange(this.view + 1, 'forfeit_behind_checkpoint');
       return;
     }
@@ -2444,7 +2641,8 @@ export class Replica {
     });
     this.repair = null;
     this.timeoutRepair.stop();
-    if (this.status === 'normal' && !this.isPrimary() && !this.stateTransfer.transferring) this.armStateTransfer();
+    const backup = this.status === 'normal' && !this.isPrimary();
+    if (backup && !this.stateTransfer.transferring) this.armStateTransfer();
   }
 
   // ---------------------------------------------------------------- state transfer: serving
@@ -2603,28 +2801,20 @@ export class Replica {
   }
 
   private sendTarget(requester: number, offer: Offer): void {
-    this.env.bus.sendToReplica(
+    this.send(
       requester,
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.stateTransferTarget,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: offer.nonce,
-          commitOp: offer.commitOp,
-          group: METADATA_GROUP,
-          available: 1,
-          unavailableTransient: 0,
-          commitMax: Math.max(offer.commitMax, offer.commitOp),
-          checkpointAnchor: offer.source.anchor,
-          checkpointOp: offer.source.op,
-          checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
-        },
-        offer.source.manifestBytes,
-      ),
+      Command.stateTransferTarget,
+      {
+        nonce: offer.nonce,
+        commitOp: offer.commitOp,
+        available: 1,
+        unavailableTransient: 0,
+        commitMax: Math.max(offer.commitMax, offer.commitOp),
+        checkpointAnchor: offer.source.anchor,
+        checkpointOp: offer.source.op,
+        checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
+      },
+      offer.source.manifestBytes,
     );
   }
 
@@ -2632,25 +2822,16 @@ export class Replica {
   private refuseTarget(requester: number, nonce: bigint, transient: boolean, vouch = false): void {
     this.counters.offersRefused += 1;
     const vouched = vouch && this.checkpointOp > 0;
-    this.env.bus.sendToReplica(
-      requester,
-      buildFrame(this.env.kernels, {
-        command: Command.stateTransferTarget,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce,
-        commitOp: 0,
-        group: METADATA_GROUP,
-        available: 0,
-        unavailableTransient: transient ? 1 : 0,
-        commitMax: this.commitMax,
-        checkpointAnchor: 0n,
-        checkpointOp: vouched ? this.checkpointOp : 0,
-        checkpointId: vouched ? this.checkpointChecksum : 0n,
-      }),
-    );
+    this.send(requester, Command.stateTransferTarget, {
+      nonce,
+      commitOp: 0,
+      available: 0,
+      unavailableTransient: transient ? 1 : 0,
+      commitMax: this.commitMax,
+      checkpointAnchor: 0n,
+      checkpointOp: vouched ? this.checkpointOp : 0,
+      checkpointId: vouched ? this.checkpointChecksum : 0n,
+    });
   }
 
   private onRequestStateChunk(header: RequestStateChunkHeader): void {
@@ -2667,24 +2848,9 @@ export class Replica {
     const end = Math.min(entry.len, header.offset + header.len, header.offset + offer.source.manifest.chunkSize);
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    this.env.bus.sendToReplica(
-      header.replica,
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.stateChunk,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: header.nonce,
-          offset: header.offset,
-          group: METADATA_GROUP,
-          artifact: header.artifact,
-        },
-        offer.source.payload.subarray(header.offset, end),
-      ),
-    );
+    const chunk = offer.source.payload.subarray(header.offset, end);
+    const fields = { nonce: header.nonce, offset: header.offset, artifact: header.artifact };
+    this.send(header.replica, Command.stateChunk, fields, chunk);
   }
 
   /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
@@ -2722,45 +2888,45 @@ export class Replica {
   }
 
   private broadcastRequestStateTransfer(session: TransferSession): void {
-    this.broadcast(
-      buildFrame(this.env.kernels, {
-        command: Command.requestStateTransfer,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce: session.nonce,
-        group: METADATA_GROUP,
-      }),
-    );
+    this.send('peers', Command.requestStateTransfer, { nonce: session.nonce });
   }
 
   private onStateTransferTarget(header: StateTransferTargetHeader, body: Uint8Array): void {
     const repair = this.snapshotRepair.session(header.nonce, 'awaiting_target');
     const session = repair ?? this.stateTransfer.session(header.nonce, 'awaiting_target');
-    if (session === null) return;
+    if (session === null) return this.drop('no_transfer_session', header);
+    assert(session.nonce === header.nonce && session.accepted === null, 'awaiting a target');
     this.advanceCommitMax(header.commitMax);
     if (header.available === 0) {
       // The stall retry re-asks; others may offer. A refusal naming a checkpoint vouches for it.
       if (header.checkpointOp > 0 && repair === null) {
-        session.vouchers.set(header.replica, { op: header.checkpointOp, checksum: header.checkpointId });
+        const vouch = { op: header.checkpointOp, checksum: header.checkpointId };
+        session.vouchers.set(header.replica, vouch);
         this.maybeAcceptTarget(session);
       }
-      return;
+      return this.drop('target_unavailable', header);
     }
     const decoded = decodeManifest(this.env.kernels, body);
     if (!decoded.ok) {
-      this.env.logger.log('warn', 'state transfer: undecodable manifest', { peer: header.replica, reason: decoded.reason });
-      return;
+      const fields = { peer: header.replica, reason: decoded.reason };
+      this.env.logger.log('warn', 'state transfer: undecodable manifest', fields);
+      return this.drop('manifest_invalid', header);
     }
-    const entry = decoded.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot);
-    if (entry === undefined || entry.chunkChecksums.length !== chunkCount(entry.len, decoded.manifest.chunkSize)) return;
+    const manifest = decoded.manifest;
+    const entry = manifest.entries.find((each) => each.kind === ArtifactKind.metadataSnapshot);
+    const chunks = entry === undefined ? -1 : chunkCount(entry.len, manifest.chunkSize);
+    if (entry === undefined || entry.chunkChecksums.length !== chunks) {
+      return this.drop('manifest_invalid', header);
+    }
     if (entry.frontier !== header.checkpointOp || entry.checksum !== header.checkpointId) {
-      this.env.logger.log('warn', 'state transfer: offer header and manifest disagree on the checkpoint', { peer: header.replica });
-      return;
+      const message = 'state transfer: offer header and manifest disagree on the checkpoint';
+      this.env.logger.log('warn', message, { peer: header.replica });
+      return this.drop('manifest_disagrees', header);
     }
+    assert(header.available === 1 && entry.frontier === header.checkpointOp, 'an offer to weigh');
     if (repair !== null) {
-      this.acceptSnapshotRepairTarget(repair, header.replica, entry.frontier, entry.checksum, decoded.manifest);
+      const { frontier, checksum } = entry;
+      this.acceptSnapshotRepairTarget(repair, header.replica, frontier, checksum, manifest);
       return;
     }
     session.targets.set(header.replica, {
@@ -2868,43 +3034,45 @@ export class Replica {
 
   private requestChunk(session: TransferSession, offset: number): void {
     const accepted = session.accepted!;
-    this.env.bus.sendToReplica(
-      session.peer,
-      buildFrame(this.env.kernels, {
-        command: Command.requestStateChunk,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce: session.nonce,
-        offset,
-        group: METADATA_GROUP,
-        len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - offset),
-        artifact: artifactIndex(accepted.manifest, accepted.entry),
-      }),
-    );
+    this.send(session.peer, Command.requestStateChunk, {
+      nonce: session.nonce,
+      offset,
+      len: Math.min(accepted.manifest.chunkSize, accepted.entry.len - offset),
+      artifact: artifactIndex(accepted.manifest, accepted.entry),
+    });
   }
 
   private onStateChunk(header: StateChunkHeader, body: Uint8Array): void {
     // Late chunks for a session that was dropped, or arriving in any other stage, are ignored.
     const repair = this.snapshotRepair.session(header.nonce, 'fetching');
     const session = repair ?? this.stateTransfer.session(header.nonce, 'fetching');
-    if (session === null) return;
-    const accepted = session.accepted!;
-    if (header.artifact !== artifactIndex(accepted.manifest, accepted.entry)) return;
+    if (session === null) return this.drop('no_transfer_session', header);
+    const accepted = session.accepted;
+    assert(accepted !== null, 'a fetching session has accepted a target');
+    const artifact = artifactIndex(accepted.manifest, accepted.entry);
+    if (header.artifact !== artifact) return this.drop('chunk_artifact_mismatch', header);
     const chunkSize = accepted.manifest.chunkSize;
     // Only a chunk we asked for and still miss: inside the window, on a chunk boundary, not held.
-    if (header.offset < session.received || header.offset >= session.requested || header.offset % chunkSize !== 0) return;
-    if (session.ahead.has(header.offset)) return;
-    const expected = Math.min(chunkSize, accepted.entry.len - header.offset);
+    const { offset } = header;
+    if (offset < session.received || offset >= session.requested || offset % chunkSize !== 0) {
+      return this.drop('chunk_outside_window', header);
+    }
+    if (session.ahead.has(offset)) return this.drop('chunk_duplicate', header);
+    const expected = Math.min(chunkSize, accepted.entry.len - offset);
     // A zero-byte or short payload never counts as progress (seed review, defect 4).
-    if (body.byteLength !== expected || expected === 0) return;
+    if (body.byteLength !== expected || expected === 0) {
+      return this.drop('chunk_size_mismatch', header);
+    }
+    assert(session.received <= offset && offset < session.requested, 'a chunk inside the window');
+    assert(session.requested <= accepted.entry.len && expected > 0, 'a window in the artifact');
+    assert(session.ahead.size < STATE_CHUNKS_IN_FLIGHT_MAX, 'chunks held ahead fit the window');
     // A DecodedFrame's body was verified against `checksum_body`, the XXH3-64 (seed 0) of the
     // body, which is how the manifest sums each chunk: comparing the two is the chunk check,
     // without hashing 256 KiB a second time.
     if (header.checksumBody !== accepted.entry.chunkChecksums[header.offset / chunkSize]) {
       this.counters.stateChunksDamaged += 1;
-      this.env.logger.log('warn', 'state transfer: damaged chunk rejected; re-requesting', { offset: header.offset, peer: header.replica });
+      const message = 'state transfer: damaged chunk rejected; re-requesting';
+      this.env.logger.log('warn', message, { offset: header.offset, peer: header.replica });
       this.requestChunk(session, header.offset);
       return;
     }
@@ -2915,7 +3083,8 @@ export class Replica {
     // this message (decoders allocate one per frame), so it is kept without a copy.
     session.ahead.set(header.offset, body);
     const before = session.received;
-    for (let chunk = session.ahead.get(session.received); chunk !== undefined; chunk = session.ahead.get(session.received)) {
+    const next = (): Uint8Array | undefined => session.ahead.get(session.received);
+    for (let chunk = next(); chunk !== undefined; chunk = next()) {
       session.ahead.delete(session.received);
       this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
         if (!result.ok) this.fatal('transfer_write', result);
@@ -2924,7 +3093,8 @@ export class Replica {
     }
     if (session.received === before) return;
     const total = accepted.entry.len;
-    if (repair === null && Math.floor((before * 10) / total) !== Math.floor((session.received * 10) / total)) {
+    const tenth = (bytes: number): number => Math.floor((bytes * 10) / total);
+    if (repair === null && tenth(before) !== tenth(session.received)) {
       this.env.logger.log('info', 'state transfer progress', {
         checkpoint_op: accepted.op,
         bytes_done: session.received,
@@ -3182,6 +3352,7 @@ export class Replica {
   // ---------------------------------------------------------------- invariants
 
   private invariants(): void {
+    this.roleInvariants();
     assert(this.commitMin <= this.commitMax, `commit_min ${this.commitMin} > commit_max ${this.commitMax}`);
     assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');
     assert(this.logView <= this.view, 'log_view <= view');
@@ -3192,6 +3363,35 @@ export class Replica {
     for (let index = 1; index < this.pipeline.length; index++) {
       assert(this.pipeline[index]!.op === this.pipeline[index - 1]!.op + 1, 'pipeline contiguous');
     }
+  }
+
+  /**
+   * What each status and role holds, and the per-replica sets bounded by the replica count: a
+   * handler that forgot to clear primary-only state on a view change would fail here first.
+   */
+  private roleInvariants(): void {
+    const replicaCount = this.config.replicaCount;
+    const { durableView, durableLogView } = this;
+    assert(durableView <= this.view && durableLogView <= this.logView, 'durable <= current');
+    if (this.pipeline.length > 0 || this.requestQueue.length > 0) {
+      assert(this.status === 'normal' && this.isPrimary(), 'only a primary holds a pipeline');
+    }
+    if (this.pipeline.length > 0) {
+      assert(this.pipeline[0]!.op > this.commitMin, 'the pipeline holds only unapplied prepares');
+    }
+    if (this.pendingView !== null) {
+      assert(this.status === 'view_change' && this.isPrimary(), 'only a primary-elect merges');
+    }
+    if (this.status === 'view_change') {
+      assert(this.startViewChangeFrom.has(this.config.replica), 'we vote for our own view change');
+    }
+    if (this.status === 'recovering') {
+      assert(this.repair === null && this.pipeline.length === 0, 'a recovering replica probes');
+    }
+    assert(this.startViewChangeFrom.size <= replicaCount, 'one StartViewChange per replica');
+    assert(this.doViewChanges.size <= replicaCount, 'one DoViewChange per replica');
+    assert(this.recoveringPeers.size < replicaCount, 'recovering peers are peers');
+    assert(this.virginWitnesses.size < replicaCount, 'witnesses are peers');
   }
 
   describe(): Record<string, unknown> {
@@ -3208,6 +3408,11 @@ export class Replica {
       durableView: this.durableView,
     };
   }
+}
+
+/** A DoViewChange in a log line: `r<replica>:lv<log view>:op<head>:c<commit>:n<suffix length>`. */
+function describeDoViewChange(dvc: DoViewChangeRecord): string {
+  return `r${dvc.replica}:lv${dvc.logView}:op${dvc.op}:c${dvc.commit}:n${dvc.suffix.length}`;
 }
 
 function encodeViewHeaders(headers: readonly PrepareHeader[]): Uint8Array {
