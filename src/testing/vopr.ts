@@ -18,7 +18,13 @@ import { AssertionError } from '../stdx/assert.js';
 import type { ReplicaEvent } from '../vsr/events.js';
 import type { Replica } from '../vsr/replica.js';
 import { CheckFailure } from './checkers.js';
-import { Cluster, SIM_TIMEOUTS, type ClusterCounts, type SimHooks, type SimReplica } from './cluster.js';
+import {
+  Cluster,
+  SIM_TIMEOUTS,
+  type ClusterCounts,
+  type SimHooks,
+  type SimReplica,
+} from './cluster.js';
 import { FaultInjector, type TargetedCounters } from './faults.js';
 import { swarmOptions, type SimOptions } from './swarm.js';
 
