@@ -398,6 +398,15 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A13',
+    defect: 'A',
+    reverts: 'a lagging follower that applied the head of its view adopts the log view without a fresh StartView',
+    edits: [{ file: REPLICA, search: '    this.maybeCaughtUp();\n    this.maybeAdoptLogView();\n', replace: '    this.maybeCaughtUp();\n' }],
+    pins: [
+      seed(619636282819, 'all faults', "a lagging follower that applied its view's head never claimed the log view; its primary then lost its disk and the survivors wedged"),
+    ],
+  },
+  {
     id: 'A12',
     defect: 'A',
     reverts: 'a merge extends a canonical log short of a known commit with the ops another sender applied',

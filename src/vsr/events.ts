@@ -11,6 +11,7 @@ export const REPLICA_EVENTS = {
   view_change_started: 'view change',
   view_started: 'view started',
   view_adopted: 'adopting view from StartView',
+  log_view_adopted: 'a lagging follower applied the head of its view: adopting its log view',
   election_from_recovery: 'starting an election from recovery',
   offer_refused_snapshot_unreadable: 'state transfer offer refused: snapshot unreadable',
   offer_source_ready: 'state transfer offer ready for the checkpoint',

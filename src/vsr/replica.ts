@@ -414,6 +414,11 @@ export class Replica {
   private readonly viewHeaders = new Map<number, PrepareHeader>();
   /** The view whose StartView our journal was last verified against (top-down, by reconcile). */
   private reconciledView = -1;
+  /**
+   * The StartView we follow without its log view (lagging: see `onStartView`), and its head:
+   * once the commit walk applied that head, the log view is ours (`maybeAdoptLogView`).
+   */
+  private lagging: { readonly view: number; readonly head: number } | null = null;
   /** Booted from an empty data directory and has not joined a log view since. */
   private pristine = false;
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
@@ -1390,6 +1395,7 @@ export class Replica {
       this.apply(entry);
     }
     this.maybeCaughtUp();
+    this.maybeAdoptLogView();
     if (this.status === 'normal' && this.isPrimary()) {
       let popped = false;
       while (this.pipeline.length > 0 && this.pipeline[0]!.op <= this.commitMin) {
@@ -1430,6 +1436,33 @@ export class Replica {
       commit_min: this.commitMin,
       head: this.catchUpTarget,
     });
+    this.persistView();
+  }
+
+  /**
+   * A lagging follower whose commit walk applied the head of the StartView it follows, and that
+   * holds nothing above it: its journal is now the committed prefix of the view's log, so the log
+   * view is its own, without waiting for a fresh StartView whose primary may die first (seed
+   * 619636282819: the follower, a lost disk caught up by transfer, was starved of that StartView;
+   * the primary then lost its disk, and the two survivors wedged: the one holding every committed
+   * op claimed log view 0, and the merge took the other's older, shorter log view 3).
+   * Claiming it is safe: every op it holds is committed, hence in every later log, and it never
+   * acknowledged an op of the view above the head (a lagging follower takes no prepares), so the
+   * merge's longest-log rule and its nacks stay truthful.
+   */
+  private maybeAdoptLogView(): void {
+    const lagging = this.lagging;
+    if (lagging === null || lagging.view !== this.view || this.status !== 'normal') return;
+    if (this.stateTransfer.transferring || this.commitMin < lagging.head) return;
+    if (this.journal.head > this.commitMin) return;
+    this.lagging = null;
+    // Adopted since by another path (a fresh StartView, or a transfer installed past the head).
+    if (this.logView === this.view) return;
+    assert(!this.isPrimary() && this.logView < this.view, 'a lagging follower is a backup without the log view');
+    this.logView = this.view;
+    this.reconciledView = this.view;
+    this.viewHeaders.clear();
+    this.emit('info', 'log_view_adopted', { view: this.view, commit_min: this.commitMin, head: lagging.head });
     this.persistView();
   }
 
@@ -2250,6 +2283,7 @@ export class Replica {
       this.logView = header.view;
       this.noteViewHeaders(logViewChanged);
     }
+    this.lagging = lagging ? { view: header.view, head: header.op } : null;
     this.status = 'normal';
     this.pipeline = [];
     this.requestQueue = [];
