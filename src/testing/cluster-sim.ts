@@ -110,6 +110,9 @@ export interface SimResult {
   readonly failure: string | null;
   readonly ticks: number;
   readonly commits: number;
+  /** Committed ops that carried several requests (batch prepares), and the requests they carried. */
+  readonly batches: number;
+  readonly requestsBatched: number;
   readonly viewChanges: number;
   readonly checkpoints: number;
   readonly repairs: number;
@@ -399,7 +402,7 @@ export class ClusterSim {
       boot,
       rejoin,
       observer: {
-        onCommitted: (header, body, reply) => this.checker.onCommitted(index, header, body, reply),
+        onCommitted: (header, body, reply, position) => this.checker.onCommitted(index, header, body, reply, position),
         onCheckpoint: (op, id) => this.checker.onCheckpoint(index, op, id),
       },
       env: {
@@ -977,6 +980,8 @@ export class ClusterSim {
       failure,
       ticks: this.tickNow,
       commits: this.checker.historyLength,
+      batches: this.checker.batchesCommitted,
+      requestsBatched: this.checker.requestsBatched,
       viewChanges: this.viewChangesRetired + live.reduce((sum, replica) => sum + replica.counters.viewChanges, 0),
       checkpoints: this.checkpointsRetired + live.reduce((sum, replica) => sum + replica.counters.checkpoints, 0),
       repairs: this.repairsRetired + live.reduce((sum, replica) => sum + replica.counters.repairsRequested, 0),

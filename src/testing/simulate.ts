@@ -23,6 +23,10 @@ export interface SimulateSummary {
   readonly failures: number;
   readonly failedSeeds: readonly number[];
   readonly commits: number;
+  /** Committed batch prepares (several requests at one op) and the requests they carried. */
+  readonly batches: number;
+  readonly requestsBatched: number;
+  readonly seedsWithBatch: number;
   readonly viewChanges: number;
   readonly checkpoints: number;
   readonly repairs: number;
@@ -39,7 +43,7 @@ function describe(result: SimResult): string {
   const o = result.options;
   return (
     `seed=${result.seed} ${result.ok ? 'ok' : 'FAILED'} replicas=${o.replicaCount} ticks=${result.ticks} ` +
-    `commits=${result.commits} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
+    `commits=${result.commits} batches=${result.batches} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
     `repairs=${result.repairs} crashes=${result.crashes} wipes=${result.wipes} transfers=${result.transfers}`
   );
 }
@@ -55,12 +59,15 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     const prng = new Prng(base);
     seeds = Array.from({ length: options.seeds ?? 1 }, () => prng.nextU32() * 1024 + prng.int(1024));
   }
-  const totals = { commits: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
+  const totals = { commits: 0, batches: 0, requestsBatched: 0, seedsWithBatch: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
   const failedSeeds: number[] = [];
   const targeted: Record<string, number> = {};
   for (const seed of seeds) {
     const result = simulateSeed(seed, options.kernels);
     totals.commits += result.commits;
+    totals.batches += result.batches;
+    totals.requestsBatched += result.requestsBatched;
+    if (result.batches > 0) totals.seedsWithBatch += 1;
     totals.viewChanges += result.viewChanges;
     totals.checkpoints += result.checkpoints;
     totals.repairs += result.repairs;
@@ -86,7 +93,8 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     elapsedMs: Date.now() - started,
   };
   options.write(
-    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} view_changes=${summary.viewChanges} ` +
+    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} batches=${summary.batches} ` +
+      `requests_batched=${summary.requestsBatched} seeds_with_batch=${summary.seedsWithBatch} view_changes=${summary.viewChanges} ` +
       `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} wipes=${summary.wipes} ` +
       `transfers=${summary.transfers} seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`,
   );
