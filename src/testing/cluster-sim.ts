@@ -55,6 +55,8 @@ export interface SimOptions {
   readonly requestsPerClient: number;
   readonly journalSlots: number;
   readonly prepareQueueDepth: number;
+  /** Requests per prepare (src/vsr/batch.ts); absent: the replica default. 1 disables batching. */
+  readonly prepareBatchMax?: number;
   readonly clientsTableMax: number;
   /** State-transfer chunk size: tiny, so a transfer takes many chunks. */
   readonly stateChunkSize: number;
@@ -324,6 +326,7 @@ export class ClusterSim {
           replicaCount: options.replicaCount,
           journalSlots: options.journalSlots,
           prepareQueueDepth: options.prepareQueueDepth,
+          ...(options.prepareBatchMax === undefined ? {} : { prepareBatchMax: options.prepareBatchMax }),
           clientsTableMax: options.clientsTableMax,
           viewProbeAttemptsMax: 5,
           stateChunkSize: options.stateChunkSize,
