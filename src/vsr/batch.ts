@@ -18,7 +18,15 @@
  */
 import { MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import { Operation, readU128, readU32, readU64Safe, writeU128, writeU32, writeU64Number } from './header.js';
+import {
+  Operation,
+  readU128,
+  readU32,
+  readU64Safe,
+  writeU128,
+  writeU32,
+  writeU64Number,
+} from './header.js';
 
 /**
  * Requests one batch may carry, whatever `prepare_batch_max` says: the bound decode enforces, so a
@@ -72,7 +80,12 @@ export type BatchRejection = (typeof BatchRejection)[keyof typeof BatchRejection
 
 export type BatchDecodeResult =
   | { readonly ok: true; readonly requests: readonly BatchRequest[] }
-  | { readonly ok: false; readonly reason: BatchRejection; /** Entry index, null for the envelope. */ readonly index: number | null };
+  | {
+      readonly ok: false;
+      readonly reason: BatchRejection;
+      /** Entry index, null for the envelope. */
+      readonly index: number | null;
+    };
 
 /**
  * Operations that apply through the state machine's default path and so may share a prepare.
@@ -99,19 +112,21 @@ export function batchEntrySize(bodySize: number): number {
  * batchable requests from distinct clients whose envelope fits one frame.
  */
 export function encodeBatch(requests: readonly BatchRequest[]): Uint8Array {
-  assert(requests.length >= 2 && requests.length <= BATCH_REQUESTS_MAX, 'a batch holds 2..BATCH_REQUESTS_MAX requests');
+  const count = requests.length;
+  assert(count >= 2 && count <= BATCH_REQUESTS_MAX, 'a batch holds 2..BATCH_REQUESTS_MAX requests');
   let size = BATCH_ENVELOPE_HEADER_SIZE;
   for (const request of requests) size += batchEntrySize(request.body.byteLength);
   assert(size <= MESSAGE_BODY_SIZE_MAX, 'a batch envelope fits one frame');
   const out = new Uint8Array(size);
-  writeU32(out, 0, requests.length);
+  writeU32(out, 0, count);
   let offset = BATCH_ENVELOPE_HEADER_SIZE;
   const clients = new Set<bigint>();
   for (const request of requests) {
-    assert(request.client !== 0n && !clients.has(request.client), 'batch clients are distinct and non-zero');
+    assert(request.client !== 0n && !clients.has(request.client), 'distinct non-zero clients');
     assert(isBatchable(request.operation), 'only plain requests are batched');
     assert(Number.isSafeInteger(request.request) && request.request >= 1, 'a plain request number');
-    assert(Number.isInteger(request.userId) && request.userId >= 0 && request.userId <= 0xffff_ffff, 'user id is a u32');
+    const userId = request.userId;
+    assert(Number.isInteger(userId) && userId >= 0 && userId <= 0xffff_ffff, 'user id is a u32');
     clients.add(request.client);
     writeU128(out, offset + EntryOffset.client, request.client);
     writeU128(out, offset + EntryOffset.requestChecksum, request.requestChecksum);
@@ -134,10 +149,14 @@ function zero(bytes: Uint8Array, start: number, end: number): boolean {
 
 /**
  * Decodes and validates an envelope. Entry bodies are views into `body` (no copy). Work is bounded
- * by BATCH_REQUESTS_MAX entries and the body length; any malformed byte is a rejection with a reason.
+ * by BATCH_REQUESTS_MAX entries and the body length; a malformed byte is a rejection with a reason.
  */
 export function decodeBatch(body: Uint8Array): BatchDecodeResult {
-  const refuse = (reason: BatchRejection, index: number | null = null): BatchDecodeResult => ({ ok: false, reason, index });
+  const refuse = (reason: BatchRejection, index: number | null = null): BatchDecodeResult => ({
+    ok: false,
+    reason,
+    index,
+  });
   if (body.byteLength < BATCH_ENVELOPE_HEADER_SIZE) return refuse(BatchRejection.envelopeTruncated);
   const count = readU32(body, 0);
   if (!zero(body, 4, BATCH_ENVELOPE_HEADER_SIZE)) return refuse(BatchRejection.reservedNonzero);
@@ -147,7 +166,9 @@ export function decodeBatch(body: Uint8Array): BatchDecodeResult {
   const clients = new Set<bigint>();
   let offset = BATCH_ENVELOPE_HEADER_SIZE;
   for (let index = 0; index < count; index++) {
-    if (body.byteLength - offset < BATCH_ENTRY_HEADER_SIZE) return refuse(BatchRejection.entryTruncated, index);
+    if (body.byteLength - offset < BATCH_ENTRY_HEADER_SIZE) {
+      return refuse(BatchRejection.entryTruncated, index);
+    }
     if (!zero(body, offset + EntryOffset.reserved, offset + BATCH_ENTRY_HEADER_SIZE)) {
       return refuse(BatchRejection.reservedNonzero, index);
     }
