@@ -33,6 +33,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
   ['--http-sessions-per-credential <n>', 'http_sessions_per_credential', 'VSR sessions one HTTP credential writes through at once'],
   ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
+  ['--prepare-batch-max <n>', 'prepare_batch_max', 'queued client requests one prepare may carry (1 disables batching)'],
   ['--kernels <mode>', 'kernels', 'auto | wasm | ts'],
   ['--cluster-secret <secret>', 'cluster_secret', 'pre-shared secret (>= 32 chars) every key derives from; prefer --cluster-secret-file (a command line is visible to other users)'],
   ['--cluster-secret-file <path>', 'cluster_secret_file', 'file holding the cluster secret (mode 0600; refused when group or others can read it)'],

@@ -8,7 +8,8 @@ import { createRequire } from 'node:module';
 import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
 import { corsOriginsProblem } from '../http/cors.js';
-import { ConfigError, replicaConfig } from '../vsr/config.js';
+import { BATCH_REQUESTS_MAX } from '../vsr/batch.js';
+import { ConfigError, PREPARE_BATCH_MAX_DEFAULT, replicaConfig } from '../vsr/config.js';
 import { CLUSTER_SECRET_LENGTH_MIN, ClusterSecretError, readClusterSecretFile } from './cluster-secret.js';
 import { TlsConfigError, loadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
@@ -30,6 +31,8 @@ export interface NodeConfig {
   /** The HTTP edge's VSR sessions per credential (client-sessions.ts): concurrent writes of one token. */
   readonly httpSessionsPerCredential: number;
   readonly prepareQueueDepth: number;
+  /** Queued requests the primary puts into one prepare (src/vsr/batch.ts); 1 disables batching. */
+  readonly prepareBatchMax: number;
   readonly kernels: KernelsMode;
   /**
    * The pre-shared secret every key of the cluster derives from (replica authentication, access
@@ -90,6 +93,7 @@ export const CONFIG_KEYS = {
   clients_table_max: 'VRMETA_CLIENTS_TABLE_MAX',
   http_sessions_per_credential: 'VRMETA_HTTP_SESSIONS_PER_CREDENTIAL',
   prepare_queue_depth: 'VRMETA_PREPARE_QUEUE_DEPTH',
+  prepare_batch_max: 'VRMETA_PREPARE_BATCH_MAX',
   kernels: 'VRMETA_KERNELS',
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
   cluster_secret_file: 'VRMETA_CLUSTER_SECRET_FILE',
@@ -122,6 +126,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   clients_table_max: 8192,
   http_sessions_per_credential: 16,
   prepare_queue_depth: 32,
+  prepare_batch_max: PREPARE_BATCH_MAX_DEFAULT,
   kernels: 'auto',
   cluster_secret: null,
   cluster_secret_file: null,
@@ -357,6 +362,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     clientsTableMax: integer('clients_table_max', raw.clients_table_max, 2, 65536),
     httpSessionsPerCredential: integer('http_sessions_per_credential', raw.http_sessions_per_credential, 1, 1024),
     prepareQueueDepth: integer('prepare_queue_depth', raw.prepare_queue_depth, 1, 127),
+    prepareBatchMax: integer('prepare_batch_max', raw.prepare_batch_max, 1, BATCH_REQUESTS_MAX),
     kernels,
     clusterSecret: secret,
     clusterSecretSource: source,
@@ -382,6 +388,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     replicaCount: config.replicas.length,
     journalSlots: config.journalSlots,
     prepareQueueDepth: config.prepareQueueDepth,
+    prepareBatchMax: config.prepareBatchMax,
     clientsTableMax: config.clientsTableMax,
   });
   return config;

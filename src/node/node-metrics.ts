@@ -42,7 +42,13 @@ export interface CoreView {
   readonly status: 'normal' | 'view_change' | 'recovering';
   isPrimary(): boolean;
   readonly stateTransfer: { readonly transferring: boolean };
-  readonly counters: { readonly stateTransfersInstalled: number; readonly requestsDropped: number; readonly clientTableEvictions: number };
+  readonly counters: {
+    readonly stateTransfersInstalled: number;
+    readonly requestsDropped: number;
+    readonly clientTableEvictions: number;
+    readonly batchesPrepared: number;
+    readonly requestsBatched: number;
+  };
 }
 
 /** Counter values owned by other components, read at scrape time. */
@@ -147,6 +153,8 @@ export class NodeMetrics {
         Object.entries(sources.framesDropped()).map(([reason, count]) => [{ reason }, count]),
       ),
       mirroredCounter('vsr_requests_dropped_total', 'client requests the replica dropped (not a caught-up primary, or its request queue full)', [], () => [[{}, core().counters.requestsDropped]]),
+      mirroredCounter('vsr_prepare_batches_total', 'prepares this replica built as primary that carry several client requests', [], () => [[{}, core().counters.batchesPrepared]]),
+      mirroredCounter('vsr_prepare_batched_requests_total', 'client requests those batch prepares carried', [], () => [[{}, core().counters.requestsBatched]]),
       mirroredCounter('vsr_client_table_evictions_total', 'client sessions evicted from the replicated client table to make room for a new one', [], () => [[{}, core().counters.clientTableEvictions]]),
       mirroredCounter('vsr_session_evictions_total', 'client sessions ended by this node: HTTP sessions dropped (capacity, evicted) and evictions sent to binary clients, by reason', ['transport', 'reason'], () => {
         const out: [Record<string, string>, number][] = [];

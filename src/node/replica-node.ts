@@ -147,6 +147,7 @@ export class ReplicaNode implements NodeApi {
       replicaCount: config.replicas.length,
       journalSlots: config.journalSlots,
       prepareQueueDepth: config.prepareQueueDepth,
+      prepareBatchMax: config.prepareBatchMax,
       clientsTableMax: config.clientsTableMax,
     });
     const recovered = recover(this.disk, this.kernels, {

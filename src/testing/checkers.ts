@@ -2,7 +2,8 @@
  * Online checkers for the simulator (TigerBeetle's StateChecker and auditor, simplified):
  *
  * - Commit history: there is one canonical, hash-chained history of committed prepares. Every
- *   replica's every applied op must match it (same identity, same reply bytes).
+ *   replica's every applied op must match it (same identity, same requests in the same order, same
+ *   reply bytes). A batch prepare carries several requests at one op; each is checked on its own.
  * - Replies: every reply a client accepts must be the canonical reply of its op, and must answer
  *   the request the client sent.
  * - Model: an independent reference model of the test state machine, applied in canonical order,
@@ -13,6 +14,7 @@
  */
 import { HEADER_SIZE } from '../constants.js';
 import { Operation, decodeHeader, type PrepareHeader } from '../vsr/header.js';
+import type { BatchPosition } from '../vsr/replica.js';
 import { parseResultBody } from '../vsr/reply.js';
 import { TEST_ERROR_INVALID, TEST_ERROR_NAME_EXISTS, TEST_ERROR_NOT_FOUND, TestOperation } from './test-state-machine.js';
 
@@ -20,14 +22,25 @@ export class CheckFailure extends Error {
   override readonly name = 'CheckFailure';
 }
 
-interface CanonicalEntry {
-  readonly checksum: bigint;
-  readonly parent: bigint;
+interface CanonicalRequest {
   readonly client: bigint;
   readonly request: number;
   readonly operation: number;
   readonly reply: Uint8Array;
+  /** Held until the reference model applied it. */
+  body: Uint8Array | null;
 }
+
+interface CanonicalEntry {
+  readonly checksum: bigint;
+  readonly parent: bigint;
+  /** Requests the prepare carries (1, or a batch's count). */
+  readonly count: number;
+  /** In apply order; complete once `count` long (the first replica to apply fills it at once). */
+  readonly requests: CanonicalRequest[];
+}
+
+const PLAIN: BatchPosition = { index: 0, count: 1 };
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
@@ -70,22 +83,42 @@ export class ClusterChecker {
   private readonly checkpointIds = new Map<number, bigint>();
   private readonly model = new ReferenceModel();
   private modelOp = 0;
-  private readonly modelBodies = new Map<number, Uint8Array>();
+  /** Batch prepares committed (ops carrying more than one request) and the requests they carried. */
+  batchesCommitted = 0;
+  requestsBatched = 0;
   /** Highest op whose reply a client accepted. */
   ackedOpMax = 0;
   readonly acked = new Set<number>();
   repliesChecked = 0;
 
-  /** A replica applied `header` (its reply is `reply`). */
-  onCommitted(replica: number, header: PrepareHeader, body: Uint8Array, reply: Uint8Array): void {
+  /**
+   * A replica applied `header` (its reply is `reply`): a plain prepare, or request `position.index`
+   * of a batch of `position.count`, whose header is the per-request view (the prepare's op and
+   * identity with that request's client fields).
+   */
+  onCommitted(replica: number, header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition = PLAIN): void {
+    const request: CanonicalRequest = { client: header.client, request: header.request, operation: header.operation, reply, body: null };
     const known = this.history.get(header.op);
     if (known !== undefined) {
       if (known.checksum !== header.checksum) {
         throw new CheckFailure(`replica ${replica} applied op ${header.op} ${hex(header.checksum)}, canonical is ${hex(known.checksum)}`);
       }
-      if (!equalBytes(known.reply, reply)) throw new CheckFailure(`replica ${replica} reply bytes differ at op ${header.op}`);
+      if (known.count !== position.count) {
+        throw new CheckFailure(`replica ${replica} applied op ${header.op} as ${position.count} requests, canonical is ${known.count}`);
+      }
+      const canonical = known.requests[position.index];
+      if (canonical === undefined) {
+        if (position.index !== known.requests.length) throw new CheckFailure(`replica ${replica} skipped a request of op ${header.op}`);
+        this.addRequest(header, known, request, body);
+        return;
+      }
+      if (canonical.client !== request.client || canonical.request !== request.request) {
+        throw new CheckFailure(`replica ${replica} applied request ${position.index} of op ${header.op} for another client or request`);
+      }
+      if (!equalBytes(canonical.reply, reply)) throw new CheckFailure(`replica ${replica} reply bytes differ at op ${header.op}`);
       return;
     }
+    if (position.index !== 0) throw new CheckFailure(`replica ${replica} began op ${header.op} at request ${position.index}`);
     const previous = this.history.get(header.op - 1);
     if (previous !== undefined && previous.checksum !== header.parent) {
       throw new CheckFailure(`replica ${replica} op ${header.op} does not chain onto the canonical op ${header.op - 1}`);
@@ -94,46 +127,48 @@ export class ClusterChecker {
     if (next !== undefined && next.parent !== header.checksum) {
       throw new CheckFailure(`replica ${replica} op ${header.op} is not the parent of the canonical op ${header.op + 1}`);
     }
-    this.history.set(header.op, {
-      checksum: header.checksum,
-      parent: header.parent,
-      client: header.client,
-      request: header.request,
-      operation: header.operation,
-      reply,
-    });
+    const entry: CanonicalEntry = { checksum: header.checksum, parent: header.parent, count: position.count, requests: [] };
+    this.history.set(header.op, entry);
+    if (position.count > 1) {
+      this.batchesCommitted += 1;
+      this.requestsBatched += position.count;
+    }
+    this.addRequest(header, entry, request, body);
+  }
+
+  private addRequest(header: PrepareHeader, entry: CanonicalEntry, request: CanonicalRequest, body: Uint8Array): void {
     if (header.operation !== Operation.register && header.operation !== Operation.logout) {
       const key = `${header.client}:${header.request}`;
       const first = this.committedRequests.get(key);
       if (first !== undefined) throw new CheckFailure(`request ${key} committed twice: ops ${first} and ${header.op}`);
       this.committedRequests.set(key, header.op);
     }
-    this.modelBodies.set(header.op, body.slice());
+    request.body = body.slice();
+    entry.requests.push(request);
     this.advanceModel();
   }
 
-  /** Applies canonical ops to the reference model as soon as they are contiguous. */
+  /** Applies canonical ops to the reference model as soon as they are contiguous and complete. */
   private advanceModel(): void {
     for (;;) {
       const entry = this.history.get(this.modelOp + 1);
-      if (entry === undefined) {
-        // A snapshot boot or transfer can start the history above op 1; skip to the lowest known.
-        if (this.modelOp === 0 && this.history.size > 0 && !this.history.has(1)) return;
-        return;
-      }
+      // A snapshot boot or transfer can start the history above op 1: the model waits for op 1.
+      if (entry === undefined || entry.requests.length < entry.count) return;
       this.modelOp += 1;
-      const body = this.modelBodies.get(this.modelOp)!;
-      this.modelBodies.delete(this.modelOp);
-      if (entry.operation === Operation.register || entry.operation === Operation.logout) continue;
-      const expected = this.model.apply(entry.operation, body);
-      const replyBody = entry.reply.subarray(HEADER_SIZE);
-      const parsed = parseResultBody(replyBody);
-      const actualCode = parsed.ok ? 0 : parsed.errorCode;
-      if (actualCode !== expected.errorCode) {
-        throw new CheckFailure(`op ${this.modelOp}: replicas answered ${actualCode}, the model ${expected.errorCode}`);
-      }
-      if (parsed.ok && !equalBytes(parsed.payload, expected.payload)) {
-        throw new CheckFailure(`op ${this.modelOp}: reply payload differs from the model`);
+      for (const request of entry.requests) {
+        const body = request.body;
+        request.body = null;
+        if (request.operation === Operation.register || request.operation === Operation.logout) continue;
+        if (body === null) throw new CheckFailure(`op ${this.modelOp}: a request reached the model twice`);
+        const expected = this.model.apply(request.operation, body);
+        const parsed = parseResultBody(request.reply.subarray(HEADER_SIZE));
+        const actualCode = parsed.ok ? 0 : parsed.errorCode;
+        if (actualCode !== expected.errorCode) {
+          throw new CheckFailure(`op ${this.modelOp}: replicas answered ${actualCode}, the model ${expected.errorCode}`);
+        }
+        if (parsed.ok && !equalBytes(parsed.payload, expected.payload)) {
+          throw new CheckFailure(`op ${this.modelOp}: reply payload differs from the model`);
+        }
       }
     }
   }
@@ -148,7 +183,9 @@ export class ClusterChecker {
     if (header.status !== 0) return; // a deny (already applied): never entered the log now
     const entry = this.history.get(header.op);
     if (entry === undefined) throw new CheckFailure(`client got a reply for op ${header.op} that no replica committed`);
-    if (!equalBytes(entry.reply, reply)) throw new CheckFailure(`client reply for op ${header.op} differs from the canonical reply`);
+    const canonical = entry.requests.find((candidate) => candidate.client === client && candidate.request === request);
+    if (canonical === undefined) throw new CheckFailure(`client got a reply for op ${header.op}, which does not carry its request`);
+    if (!equalBytes(canonical.reply, reply)) throw new CheckFailure(`client reply for op ${header.op} differs from the canonical reply`);
     this.acked.add(header.op);
     this.ackedOpMax = Math.max(this.ackedOpMax, header.op);
   }

@@ -97,6 +97,9 @@ export interface SimHooks {
 /** What a run did, summed over every replica incarnation (the counters of `SimResult`). */
 export interface ClusterCounts {
   readonly commits: number;
+  /** Committed batch prepares (several requests at one op), and the requests they carried. */
+  readonly batches: number;
+  readonly requestsBatched: number;
   readonly viewChanges: number;
   readonly checkpoints: number;
   readonly repairs: number;
@@ -189,6 +192,9 @@ export class Cluster {
       replicaCount: options.replicaCount,
       journalSlots: options.journalSlots,
       prepareQueueDepth: options.prepareQueueDepth,
+      ...(options.prepareBatchMax === undefined
+        ? {}
+        : { prepareBatchMax: options.prepareBatchMax }),
       clientsTableMax: options.clientsTableMax,
       viewProbeAttemptsMax: 5,
       stateChunkSize: options.stateChunkSize,
@@ -261,7 +267,8 @@ export class Cluster {
       boot,
       rejoin,
       observer: {
-        onCommitted: (header, body, reply) => this.checker.onCommitted(index, header, body, reply),
+        onCommitted: (header, body, reply, position) =>
+          this.checker.onCommitted(index, header, body, reply, position),
         onCheckpoint: (op, id) => this.checker.onCheckpoint(index, op, id),
       },
       env: {
@@ -478,6 +485,8 @@ export class Cluster {
       live.reduce((total, replica) => total + count(replica), 0);
     return {
       commits: this.checker.historyLength,
+      batches: this.checker.batchesCommitted,
+      requestsBatched: this.checker.requestsBatched,
       viewChanges: this.viewChangesRetired + sum((replica) => replica.counters.viewChanges),
       checkpoints: this.checkpointsRetired + sum((replica) => replica.counters.checkpoints),
       repairs: this.repairsRetired + sum((replica) => replica.counters.repairsRequested),

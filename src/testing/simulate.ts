@@ -30,6 +30,8 @@ export interface SimulateSummary extends Omit<ClusterCounts, 'evictions'> {
   readonly seeds: number;
   readonly failures: number;
   readonly failedSeeds: readonly number[];
+  /** Seeds that committed at least one batch prepare. */
+  readonly seedsWithBatch: number;
   readonly seedsWithTransfer: number;
   /** Targeted faults fired, summed over the seeds (see faults.ts). */
   readonly targeted: Readonly<Record<string, number>>;
@@ -40,7 +42,7 @@ function describe(result: SimResult): string {
   const o = result.options;
   return (
     `seed=${result.seed} ${result.ok ? 'ok' : 'FAILED'} replicas=${o.replicaCount} ticks=${result.ticks} ` +
-    `commits=${result.commits} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
+    `commits=${result.commits} batches=${result.batches} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
     `repairs=${result.repairs} crashes=${result.crashes} wipes=${result.wipes} transfers=${result.transfers}`
   );
 }
@@ -59,12 +61,15 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     const prng = new Prng(base);
     seeds = Array.from({ length: options.seeds ?? 1 }, () => prng.nextU32() * 1024 + prng.int(1024));
   }
-  const totals = { commits: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
+  const totals = { commits: 0, batches: 0, requestsBatched: 0, seedsWithBatch: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
   const failedSeeds: number[] = [];
   const targeted: Record<string, number> = {};
   for (const seed of seeds) {
     const result = simulateSeed(seed, options.kernels, {}, hooks);
     totals.commits += result.commits;
+    totals.batches += result.batches;
+    totals.requestsBatched += result.requestsBatched;
+    if (result.batches > 0) totals.seedsWithBatch += 1;
     totals.viewChanges += result.viewChanges;
     totals.checkpoints += result.checkpoints;
     totals.repairs += result.repairs;
@@ -90,7 +95,8 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     elapsedMs: Date.now() - started,
   };
   options.write(
-    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} view_changes=${summary.viewChanges} ` +
+    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} batches=${summary.batches} ` +
+      `requests_batched=${summary.requestsBatched} seeds_with_batch=${summary.seedsWithBatch} view_changes=${summary.viewChanges} ` +
       `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} wipes=${summary.wipes} ` +
       `transfers=${summary.transfers} seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`,
   );

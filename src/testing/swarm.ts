@@ -18,6 +18,8 @@ export interface SimOptions {
   readonly requestsPerClient: number;
   readonly journalSlots: number;
   readonly prepareQueueDepth: number;
+  /** Requests per prepare (src/vsr/batch.ts); absent: the replica default. 1 disables batching. */
+  readonly prepareBatchMax?: number;
   readonly clientsTableMax: number;
   /** State-transfer chunk size: tiny, so a transfer takes many chunks. */
   readonly stateChunkSize: number;

@@ -261,7 +261,8 @@ export function validateClientRequest(header: Uint8Array): HeaderRefusal | null 
   if (!KNOWN_OPERATIONS.has(request.operation)) {
     return { reason: `operation ${request.operation} is not an Operation`, eviction: EvictionReason.invalidRequestOperation };
   }
-  if (request.operation === Operation.reserved || isInternalOperation(request.operation)) {
+  // Batch (a vrmeta protocol code) names a prepare's envelope; a client request never carries it.
+  if (request.operation === Operation.reserved || request.operation === Operation.batch || isInternalOperation(request.operation)) {
     return { reason: `operation ${request.operation} is not client-allowed`, eviction: EvictionReason.invalidRequestOperation };
   }
   if (request.operation === Operation.register) {

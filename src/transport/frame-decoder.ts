@@ -31,6 +31,7 @@ import { assert } from '../stdx/assert.js';
 import {
   checkFrameSize,
   decodeFrameHeader,
+  validateBody,
   verifyBodyChecksum,
   type ChecksumKernels,
   type FrameDecodeOptions,
@@ -186,8 +187,11 @@ export class FrameDecoder {
 
   #finish(frame: Uint8Array, header: Header): FrameResult {
     if (!verifyBodyChecksum(this.#kernels, frame)) return this.#reject(FrameRejection.bodyChecksumMismatch);
+    const body = frame.subarray(HEADER_SIZE);
+    const bodyReason = validateBody(header, body);
+    if (bodyReason !== null) return this.#reject(bodyReason);
     this.framesDecoded += 1;
-    return { ok: true, header, frame, body: frame.subarray(HEADER_SIZE) };
+    return { ok: true, header, frame, body };
   }
 
   #reject(reason: FrameRejection): RejectedFrame {

@@ -4,12 +4,15 @@
  */
 import { STATE_CHUNK_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
+import { BATCH_REQUESTS_MAX } from './batch.js';
 import { CLIENTS_TABLE_MIN, CLIENTS_TABLE_SLOT_MAX } from './client-table.js';
 
 export const REPLICAS_MAX = 32;
 /** The DoViewChange bitsets are one u128 and a suffix holds at most 128 headers. */
 export const PIPELINE_PREPARE_QUEUE_MAX = 127;
 export const DVC_SUFFIX_HEADERS_MAX = 128;
+/** Requests per prepare unless configured (`prepare_batch_max`). */
+export const PREPARE_BATCH_MAX_DEFAULT = 32;
 /** Prepares served per RequestPrepares round. */
 export const REPAIR_CHUNK_MAX = 128;
 /** The metadata group id (the reference's METADATA_GROUP). */
@@ -45,6 +48,8 @@ export interface ReplicaConfigInput {
   /** WAL capacity in entries between the checkpoint op and the head (`journal_slots`). */
   readonly journalSlots?: number;
   readonly prepareQueueDepth?: number;
+  /** Queued requests one prepare may carry (1 disables batching). */
+  readonly prepareBatchMax?: number;
   readonly clientsTableMax?: number;
   /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
   readonly viewProbeAttemptsMax?: number;
@@ -61,6 +66,12 @@ export interface ReplicaConfig {
   readonly prepareQueueDepth: number;
   /** Requests parked while the prepare queue is full. */
   readonly requestQueueDepth: number;
+  /**
+   * Queued plain requests the primary puts into one prepare (src/vsr/batch.ts), 1..=
+   * BATCH_REQUESTS_MAX; 1 disables batching. Only the primary reads it: backups accept any batch
+   * up to BATCH_REQUESTS_MAX, so replicas configured differently interoperate.
+   */
+  readonly prepareBatchMax: number;
   readonly clientsTableMax: number;
   readonly viewProbeAttemptsMax: number;
   /**
@@ -107,6 +118,10 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   if (!Number.isInteger(prepareQueueDepth) || prepareQueueDepth < 1 || prepareQueueDepth > PIPELINE_PREPARE_QUEUE_MAX) {
     throw new ConfigError('prepare_queue_depth', `must be 1..${PIPELINE_PREPARE_QUEUE_MAX}`);
   }
+  const prepareBatchMax = input.prepareBatchMax ?? PREPARE_BATCH_MAX_DEFAULT;
+  if (!Number.isInteger(prepareBatchMax) || prepareBatchMax < 1 || prepareBatchMax > BATCH_REQUESTS_MAX) {
+    throw new ConfigError('prepare_batch_max', `must be 1..${BATCH_REQUESTS_MAX}`);
+  }
   const journalSlots = input.journalSlots ?? 1024;
   if (!Number.isInteger(journalSlots) || journalSlots < 4 * prepareQueueDepth || journalSlots > 1 << 20) {
     throw new ConfigError('journal_slots', `must be ${4 * prepareQueueDepth}..${1 << 20} (4 x prepare_queue_depth)`);
@@ -134,6 +149,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     journalSlots,
     prepareQueueDepth,
     requestQueueDepth: 2 * prepareQueueDepth,
+    prepareBatchMax,
     clientsTableMax,
     viewProbeAttemptsMax,
     checkpointInterval,

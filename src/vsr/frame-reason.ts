@@ -64,6 +64,12 @@ export const FrameRejection = {
   authStatusInvalid: 'auth_status_invalid',
   authNonceRequired: 'auth_nonce_required',
   authMacUnexpected: 'auth_mac_unexpected',
+  /** Operation Batch in a Request or a Reply: it names a prepare's envelope, never one request. */
+  operationBatchMisplaced: 'operation_batch_misplaced',
+  /** A batch prepare whose client, request, request checksum or user id is non-zero. */
+  batchHeaderFieldsNonzero: 'batch_header_fields_nonzero',
+  /** Body: a batch prepare's envelope does not decode (src/vsr/batch.ts says why). */
+  batchEnvelopeInvalid: 'batch_envelope_invalid',
 } as const;
 export type FrameRejection = (typeof FrameRejection)[keyof typeof FrameRejection];
 

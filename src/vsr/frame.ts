@@ -24,10 +24,11 @@
 import { HEADER_SIZE, HeaderOffset, MESSAGE_SIZE_MAX, Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
+import { decodeBatch } from './batch.js';
 import { FrameRejection } from './frame-reason.js';
 import { decodeHeader, encodeHeader, readCommand, readSize, readU64Big, writeU128, writeU32 } from './header.js';
 import { commandLayout } from './header-layout.js';
-import type { Header, HeaderCommand, HeaderInput, HeaderOf } from './header-types.js';
+import { Operation, type Header, type HeaderCommand, type HeaderInput, type HeaderOf } from './header-types.js';
 import { validateHeader } from './header-validate.js';
 
 /** The only kernel the codec needs; tests pass `{ xxh3_64 }` alone. */
@@ -216,6 +217,17 @@ export function verifyBodyChecksum(kernels: ChecksumKernels, frame: Uint8Array):
 }
 
 /**
+ * Rules on a body whose checksum verified, for the one body the core would otherwise trust without
+ * looking: a batch prepare's envelope (src/vsr/batch.ts). Run by every decoder after the body
+ * checksum, so a malformed envelope is refused at the edge like any bad frame, never journaled.
+ */
+export function validateBody(header: Header, body: Uint8Array): FrameRejection | null {
+  if (header.command !== Command.prepare && header.command !== Command.repairPrepare) return null;
+  if (header.operation !== Operation.batch) return null;
+  return decodeBatch(body).ok ? null : FrameRejection.batchEnvelopeInvalid;
+}
+
+/**
  * Verifies, decodes and validates one whole frame (a file record, a simulator message). `bytes`
  * must be exactly one frame. The result's `frame` is `bytes` itself and `body` a view into it.
  * Checks run in the same order as the stream decoder's, so both give the same reason.
@@ -233,7 +245,10 @@ export function decodeFrame(
   const decoded = decodeFrameHeader(kernels, bytes, options);
   if (!decoded.ok) return decoded;
   if (!verifyBodyChecksum(kernels, bytes)) return { ok: false, reason: FrameRejection.bodyChecksumMismatch };
-  return { ok: true, header: decoded.header, frame: bytes, body: bytes.subarray(HEADER_SIZE) };
+  const body = bytes.subarray(HEADER_SIZE);
+  const bodyReason = validateBody(decoded.header, body);
+  if (bodyReason !== null) return { ok: false, reason: bodyReason };
+  return { ok: true, header: decoded.header, frame: bytes, body };
 }
 
 /**
@@ -248,7 +263,7 @@ export function buildFrame<C extends HeaderCommand>(
   const size = HEADER_SIZE + body.byteLength;
   assert(size <= MESSAGE_SIZE_MAX, 'buildFrame: frame fits MESSAGE_SIZE_MAX');
   const header = { ...input, size, checksum: 0n, checksumBody: 0n } as unknown as HeaderOf<C>;
-  const reason = validateHeader(header);
+  const reason = validateHeader(header) ?? validateBody(header, body);
   assert(reason === null, `buildFrame: invalid ${header.command} header: ${reason}`);
   const frame = new Uint8Array(size);
   encodeHeader(header, frame);

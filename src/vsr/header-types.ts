@@ -16,15 +16,20 @@ export { Command };
 
 /**
  * `Operation` (u8) of Request, Prepare and Reply (§1.5): the one table of operation codes. The
- * protocol interprets 0..=3 itself; 64..=68 are Iggy's internal operations (never client-allowed);
- * 128..=150 are the state machine's (src/metadata/operations.ts says which it applies and decodes
- * their bodies); 160..=162 are Iggy's partition operations.
+ * protocol interprets 0..=4 itself (4, batch, is vrmeta's); 64..=68 are Iggy's internal operations
+ * (never client-allowed); 128..=150 are the state machine's (src/metadata/operations.ts says which
+ * it applies and decodes their bodies); 160..=162 are Iggy's partition operations.
  */
 export const Operation = {
   reserved: 0,
   register: 1,
   nonReplicated: 2,
   logout: 3,
+  /**
+   * vrmeta extension: several client requests in one prepare (src/vsr/batch.ts). Only in
+   * Prepare, RepairPrepare and PrepareOk headers; never in a Request or a Reply.
+   */
+  batch: 4,
   // Internal operations (64..127) of Iggy's server; vrmeta carries resolved values in the client
   // operations' bodies instead, so these never reach apply.
   createTopicWithAssignments: 64,

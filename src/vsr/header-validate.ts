@@ -63,6 +63,7 @@ function suffixCount(bodySize: number): number | FrameRejection {
 function validateRequest(header: RequestHeader): FrameRejection | null {
   if (header.client === 0n) return FrameRejection.clientRequired;
   if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+  if (header.operation === Operation.batch) return FrameRejection.operationBatchMisplaced;
   if (header.operation === Operation.register) {
     // Register opens the session: the session number is the Register's op, assigned at commit.
     if (header.session !== 0 || header.request !== 0) return FrameRejection.registerSessionNonzero;
@@ -135,6 +136,8 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
     case Command.reply:
       if (header.client === 0n) return FrameRejection.clientRequired;
       if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+      // A batch's requests are answered one reply each, with their own operation.
+      if (header.operation === Operation.batch) return FrameRejection.operationBatchMisplaced;
       return null;
 
     case Command.eviction: {
@@ -158,6 +161,14 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       // canonical blank header (operation Reserved) lives only inside DVC bodies, never as a frame.
       if (header.commit > header.op) return FrameRejection.commitAboveOp;
       if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+      // A batch names its clients in its envelope (src/vsr/batch.ts, checked with the body): the
+      // header fields that name one client are zero, so nothing reads one of them as the batch's.
+      if (
+        header.operation === Operation.batch &&
+        (header.client !== 0n || header.request !== 0 || header.requestChecksum !== 0n || header.userId !== 0)
+      ) {
+        return FrameRejection.batchHeaderFieldsNonzero;
+      }
       return null;
 
     case Command.prepareOk:

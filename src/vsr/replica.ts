@@ -22,8 +22,9 @@
  */
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
-import { Command, HEADER_SIZE, HeaderOffset } from '../constants.js';
+import { Command, HEADER_SIZE, HeaderOffset, MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
+import { BATCH_ENVELOPE_HEADER_SIZE, batchEntrySize, decodeBatch, encodeBatch, isBatchable, type BatchRequest } from './batch.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
 import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
@@ -155,7 +156,19 @@ interface PipelineEntry {
   readonly checksum: bigint;
   readonly header: PrepareHeader;
   readonly okFrom: Set<number>;
+  /**
+   * The clients whose requests this prepare carries: the header's client, or a batch's (whose
+   * header names none). `inFlight` reads it, so a client is in at most one entry.
+   */
+  readonly clients: readonly bigint[];
 }
+
+/** Where an applied request sits in its prepare: 0 of 1 for a plain prepare. */
+export interface BatchPosition {
+  readonly index: number;
+  readonly count: number;
+}
+const PLAIN_POSITION: BatchPosition = { index: 0, count: 1 };
 
 interface ParkedRequest {
   readonly header: RequestHeader;
@@ -218,6 +231,10 @@ export interface ReplicaCounters {
   clientTableEvictions: number;
   /** Messages a handler stopped on, by the guard that held (see `drop`). */
   readonly drops: Partial<Record<DropReason, number>>;
+  /** Prepares this replica built as primary that carry several requests (src/vsr/batch.ts). */
+  batchesPrepared: number;
+  /** Requests those batches carried (a plain prepare's request is not counted). */
+  requestsBatched: number;
 }
 
 /** State-transfer progress for /cluster/status, /metrics and logs. */
@@ -293,6 +310,8 @@ export class Replica {
     snapshotRepairs: 0,
     clientTableEvictions: 0,
     drops: {},
+    batchesPrepared: 0,
+    requestsBatched: 0,
   };
 
   // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
@@ -475,7 +494,7 @@ export class Replica {
     rejoin?: boolean;
     /** Observers set before boot replay (the simulator's checkers see replayed ops too). */
     observer?: {
-      onCommitted?: (header: PrepareHeader, body: Uint8Array, reply: Uint8Array) => void;
+      onCommitted?: (header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition) => void;
       onCheckpoint?: (op: number, checksum: bigint) => void;
     };
   }) {
@@ -1074,7 +1093,7 @@ export class Replica {
 
   private inFlight(client: bigint): boolean {
     return (
-      this.pipeline.some((entry) => entry.header.client === client) ||
+      this.pipeline.some((entry) => entry.clients.includes(client)) ||
       this.requestQueue.some((parked) => parked.header.client === client)
     );
   }
@@ -1082,7 +1101,7 @@ export class Replica {
   private admit(request: ParkedRequest): void {
     assert(!this.inFlight(request.header.client), 'one request in flight per client');
     if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) {
-      this.prepare(request);
+      this.prepare([request]);
     } else if (this.requestQueue.length < this.config.requestQueueDepth) {
       this.requestQueue.push(request);
     } else {
@@ -1096,41 +1115,90 @@ export class Replica {
     return this.journal.hasRoom(this.op + 1);
   }
 
-  /** Turns a request into the next prepare: stamp, seal, journal, replicate. */
-  private prepare(request: ParkedRequest): void {
+  /**
+   * Turns requests into the next prepare: stamp, seal, journal, replicate. One request is a plain
+   * prepare (its header names the client); several are a batch (src/vsr/batch.ts) whose envelope
+   * names them, and whose header's client fields are zero.
+   */
+  private prepare(requests: readonly ParkedRequest[]): void {
     assert(this.primaryActive(), 'only an active primary prepares');
-    const { header, body } = request;
+    assert(requests.length >= 1 && requests.length <= this.config.prepareBatchMax, 'a prepare carries 1..prepare_batch_max requests');
     const op = this.op + 1;
     const parent = this.headChecksum();
     assert(parent !== null, 'the primary knows its head identity');
     assert(op > this.commitMin && this.journal.get(op) === undefined, 'the next op is new');
-    const userId =
-      header.operation === Operation.register
-        ? decodeRegisterBody(body)!
-        : (this.clientTable.get(header.client)?.userId ?? 0);
+    let fields: Pick<PrepareHeader, 'client' | 'requestChecksum' | 'request' | 'operation' | 'userId'>;
+    let body: Uint8Array;
+    if (requests.length === 1) {
+      const header = requests[0]!.header;
+      body = requests[0]!.body;
+      const userId =
+        header.operation === Operation.register
+          ? decodeRegisterBody(body)!
+          : (this.clientTable.get(header.client)?.userId ?? 0);
+      fields = { client: header.client, requestChecksum: header.requestChecksum, request: header.request, operation: header.operation, userId };
+    } else {
+      const entries: BatchRequest[] = requests.map(({ header, body: requestBody }) => {
+        assert(isBatchable(header.operation), 'only plain requests are batched');
+        return {
+          client: header.client,
+          request: header.request,
+          requestChecksum: header.requestChecksum,
+          operation: header.operation,
+          userId: this.clientTable.get(header.client)?.userId ?? 0,
+          body: requestBody,
+        };
+      });
+      body = encodeBatch(entries);
+      fields = { client: 0n, requestChecksum: 0n, request: 0, operation: Operation.batch, userId: 0 };
+      this.counters.batchesPrepared += 1;
+      this.counters.requestsBatched += requests.length;
+    }
     this.timestampLast = Math.max(this.env.clock.realtimeUs(), this.timestampLast + 1);
-    const fields = {
-      client: header.client,
-      parent,
-      requestChecksum: header.requestChecksum,
-      op,
-      commit: this.commitCanonical,
-      timestamp: this.timestampLast,
-      request: header.request,
-      operation: header.operation,
-      userId,
-    };
-    const frame = this.frame(Command.prepare, fields, body);
+    const frame = this.frame(Command.prepare, { parent, op, commit: this.commitCanonical, timestamp: this.timestampLast, ...fields }, body);
     const decoded = decodeHeader(frame);
     assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
     this.journalAppend(decoded.header, frame);
-    const prepared = decoded.header;
-    this.pipeline.push({ op, checksum: prepared.checksum, header: prepared, okFrom: new Set() });
+    const clients = requests.map((request) => request.header.client);
+    this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set(), clients });
     if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
     // Star replication: the primary sends each prepare to every backup. Metadata prepares are
     // small, so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls
     // every write on the prepare timeout while the primary's successor is down.
     this.sendFrame('peers', frame);
+  }
+
+  /**
+   * The requests of the next prepare, taken from the front of the queue: the first one, and while
+   * it and its followers are plain (batchable) requests, up to `prepare_batch_max` of them whose
+   * envelope fits one frame. Queue order is kept; a register or logout goes alone.
+   */
+  private dequeueBatch(): ParkedRequest[] {
+    const first = this.requestQueue.shift();
+    assert(first !== undefined, 'dequeue from a non-empty queue');
+    const batch = [first];
+    if (!isBatchable(first.header.operation)) return batch;
+    let bodySize = BATCH_ENVELOPE_HEADER_SIZE + batchEntrySize(first.body.byteLength);
+    while (batch.length < this.config.prepareBatchMax && this.requestQueue.length > 0) {
+      const next = this.requestQueue[0]!;
+      if (!isBatchable(next.header.operation)) break;
+      const size = batchEntrySize(next.body.byteLength);
+      if (bodySize + size > MESSAGE_BODY_SIZE_MAX) break;
+      // onRequest admits a client only when it has nothing in flight, queued included.
+      assert(!batch.some((parked) => parked.header.client === next.header.client), 'queued requests are from distinct clients');
+      batch.push(this.requestQueue.shift()!);
+      bodySize += size;
+    }
+    return batch;
+  }
+
+  /** The clients a journaled prepare carries (the pipeline entry of a view's re-replicated suffix). */
+  private preparedClients(header: PrepareHeader, frame: Uint8Array): bigint[] {
+    if (header.operation !== Operation.batch) return [header.client];
+    const batch = decodeBatch(frame.subarray(HEADER_SIZE));
+    // Every journaled batch passed validateBody (the frame decoder) or was built here.
+    assert(batch.ok, 'a journaled batch decodes');
+    return batch.requests.map((request) => request.client);
   }
 
   /** Journals a canonical prepare and writes it to the WAL. */
@@ -1473,7 +1541,7 @@ export class Replica {
       this.roomForPrepare() &&
       this.primaryActive()
     ) {
-      this.prepare(this.requestQueue.shift()!);
+      this.prepare(this.dequeueBatch());
     }
   }
 
@@ -1485,55 +1553,94 @@ export class Replica {
     assert(!this.stateTransfer.transferring, 'no commit walk under an install');
     const anchor = this.commitMinChecksum;
     assert(anchor === null || header.parent === anchor, 'an applied op chains onto the last one');
-    let reply: Uint8Array;
+    const body = entry.frame.subarray(HEADER_SIZE);
     switch (header.operation) {
       case Operation.register: {
         const payload = encodeRegisterPayload(header.userId, header.op);
-        reply = buildReply(this.env.kernels, header, resultBody(0, payload));
+        const reply = buildReply(this.env.kernels, header, resultBody(0, payload));
         const cached: CachedReply = { request: 0, commit: header.op, bytes: reply };
         const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
         if (evicted !== null) this.counters.clientTableEvictions += 1;
         if (evicted !== null) this.stateMachine.onClientRemoved(evicted, header.timestamp);
+        this.applied(header, [{ header, body, reply }]);
         break;
       }
       case Operation.logout: {
-        reply = buildReply(this.env.kernels, header, resultBody(0, new Uint8Array(0)));
+        const reply = buildReply(this.env.kernels, header, resultBody(0, new Uint8Array(0)));
         this.clientTable.remove(header.client);
         this.stateMachine.onClientRemoved(header.client, header.timestamp);
+        this.applied(header, [{ header, body, reply }]);
         break;
       }
-      default: {
-        const result = this.stateMachine.apply({
-          op: header.op,
-          operation: header.operation,
-          timestampUs: header.timestamp,
-          userId: header.userId,
-          clientId: header.client,
-          body: entry.frame.subarray(HEADER_SIZE),
+      case Operation.batch: {
+        const batch = decodeBatch(body);
+        // Validated before it was journaled (frame decode) and checksummed since: a batch that
+        // does not decode now means our own history is damaged, as for a broken chain.
+        if (!batch.ok) this.failStop(`committed batch does not decode (${batch.reason})`, header.op);
+        // Each request applies as if it were its own prepare at this op: the prepare's op, view,
+        // timestamp and identity with that request's client fields.
+        const results = batch.requests.map((request) => {
+          const view: PrepareHeader = {
+            ...header,
+            client: request.client,
+            request: request.request,
+            requestChecksum: request.requestChecksum,
+            operation: request.operation,
+            userId: request.userId,
+          };
+          return { header: view, body: request.body, reply: this.applyRequest(view, request.body) };
         });
-        reply = buildReply(this.env.kernels, header, resultBody(result.errorCode, result.payload));
-        this.clientTable.commitReply(header.client, header.requestChecksum, {
-          request: header.request,
-          commit: header.op,
-          bytes: reply,
-        });
+        this.applied(header, results);
         break;
       }
+      default:
+        this.applied(header, [{ header, body, reply: this.applyRequest(header, body) }]);
+        break;
     }
-    this.commitMin = header.op;
-    this.commitMinChecksum = header.checksum;
-    this.timestampLast = Math.max(this.timestampLast, header.timestamp);
-    this.onCommitted?.(header, entry.frame.subarray(HEADER_SIZE), reply);
-    const primary = this.status === 'normal' && this.isPrimary();
-    if (primary) this.env.bus.sendToClient(header.client, reply);
     if (header.op % this.config.checkpointInterval === 0) this.checkpoint(header);
+  }
+
+  /** One plain request through the state machine; its reply is cached in the client table. */
+  private applyRequest(header: PrepareHeader, body: Uint8Array): Uint8Array {
+    const result = this.stateMachine.apply({
+      op: header.op,
+      operation: header.operation,
+      timestampUs: header.timestamp,
+      userId: header.userId,
+      clientId: header.client,
+      body,
+    });
+    const reply = buildReply(this.env.kernels, header, resultBody(result.errorCode, result.payload));
+    this.clientTable.commitReply(header.client, header.requestChecksum, {
+      request: header.request,
+      commit: header.op,
+      bytes: reply,
+    });
+    return reply;
+  }
+
+  /** Advances commit_min past an applied prepare, then reports and answers each of its requests. */
+  private applied(prepare: PrepareHeader, results: readonly { header: PrepareHeader; body: Uint8Array; reply: Uint8Array }[]): void {
+    assert(results.length >= 1, 'a prepare carries a request');
+    this.commitMin = prepare.op;
+    this.commitMinChecksum = prepare.checksum;
+    this.timestampLast = Math.max(this.timestampLast, prepare.timestamp);
+    const primary = this.status === 'normal' && this.isPrimary();
+    results.forEach((result, index) => {
+      assert(result.header.op === prepare.op && result.header.checksum === prepare.checksum, 'a request applies at its prepare');
+      this.onCommitted?.(result.header, result.body, result.reply, results.length === 1 ? PLAIN_POSITION : { index, count: results.length });
+      if (primary) this.env.bus.sendToClient(result.header.client, result.reply);
+    });
   }
 
   /** Observer for the simulator's checkers (every checkpoint id, on every replica). */
   onCheckpoint: ((op: number, checksum: bigint) => void) | null = null;
 
-  /** Observer for the simulator's checkers (every applied op, on every replica). */
-  onCommitted: ((header: PrepareHeader, body: Uint8Array, reply: Uint8Array) => void) | null = null;
+  /**
+   * Observer for the simulator's checkers (every applied request, on every replica). A batch
+   * reports each of its requests in order, with the prepare's op and identity and `position`.
+   */
+  onCommitted: ((header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition) => void) | null = null;
 
   /**
    * Divergence of this replica's own history (STYLE principle 4): log it and stop. Disagreement
@@ -2158,8 +2265,9 @@ export class Replica {
     this.pipeline = [];
     for (let op = Math.max(this.commitCanonical, this.commitMin) + 1; op <= this.op; op++) {
       const entry = this.journal.prepare(op);
-      assert(entry !== undefined, 'the new primary holds every uncommitted body');
-      this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set() });
+      assert(entry !== undefined && entry.frame !== null, 'the new primary holds every uncommitted body');
+      const clients = this.preparedClients(entry.header, entry.frame);
+      this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set(), clients });
     }
     this.emit('info', 'view_started', { view: this.view, op: this.op, commit_max: this.commitMax });
     this.becomePrimaryOfView();

@@ -14,6 +14,7 @@ import {
   STATE_CHUNK_SIZE_MAX,
 } from '../../src/constants.js';
 import { xxh3_64 } from '../../src/kernels/xxh3-ts.js';
+import { encodeBatch } from '../../src/vsr/batch.js';
 import { buildFrame, sealFrame, type ChecksumKernels } from '../../src/vsr/frame.js';
 import {
   COMMON_FIELDS,
@@ -78,6 +79,8 @@ export const bytes32NonZero = bytes32.map((bytes) => {
 const zero32 = fc.constant(new Uint8Array(32));
 const replica = fc.integer({ min: 0, max: 31 });
 const body = (maxLength: number) => fc.uint8Array({ maxLength });
+/** Operations a Request or Reply may carry: Batch (4) names only a prepare's envelope. */
+const requestOperation = (min: number) => fc.integer({ min, max: 255 }).filter((operation) => operation !== Operation.batch);
 /** `[low, high]` with low <= high. */
 const orderedU64: fc.Arbitrary<readonly [number, number]> = fc
   .tuple(u64, u64)
@@ -141,7 +144,7 @@ const requestFields = fc.oneof(
   }),
   fc.record({ operation: fc.constant<number>(Operation.nonReplicated), session: u64, request: u64, legacyCommand: u32 }),
   fc.record({
-    operation: fc.integer({ min: 3, max: 255 }),
+    operation: requestOperation(3),
     session: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
     request: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
     legacyCommand: fc.constant(0),
@@ -156,11 +159,37 @@ const prepareFields = fc
     ops: orderedU64,
     timestamp: u64,
     request: u64,
-    operation: fc.integer({ min: 1, max: 255 }),
+    operation: requestOperation(1),
     group: u64Big,
     userId: u32,
   })
   .map(({ ops, ...rest }) => ({ ...rest, commit: ops[0], op: ops[1] }));
+
+/** A batch prepare (src/vsr/batch.ts): zero client fields in the header, a valid envelope as body. */
+const batchRequests = fc.uniqueArray(
+  fc.record({
+    client: u128NonZero,
+    request: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+    requestChecksum: u128,
+    operation: fc.integer({ min: 5, max: 255 }),
+    userId: u32,
+    body: body(64),
+  }),
+  { minLength: 2, maxLength: 6, selector: (request) => request.client },
+);
+const batchPrepare = fc
+  .record({ parent: u128, ops: orderedU64, timestamp: u64, group: u64Big, requests: batchRequests })
+  .map(({ ops, requests, ...rest }) => ({
+    fields: { ...rest, client: 0n, requestChecksum: 0n, request: 0, operation: Operation.batch, userId: 0, commit: ops[0], op: ops[1] },
+    body: encodeBatch(requests),
+  }));
+
+function prepareSpec(command: typeof Command.prepare | typeof Command.repairPrepare): fc.Arbitrary<FrameSpec> {
+  const batch = fc
+    .tuple(common(false), batchPrepare)
+    .map(([head, { fields, body: bytes }]) => ({ input: { ...head, command, ...fields } as unknown as HeaderInput, body: bytes }));
+  return fc.oneof(spec(false, prepareFields.map((f) => ({ command, ...f })), body(600)), batch);
+}
 
 function suffix(count: number): Uint8Array {
   const bytes = new Uint8Array(count * HEADER_SIZE);
@@ -217,8 +246,8 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
       .map(([a, b]) => ({ command: Command.request, ...a, ...b })),
     body(600),
   ),
-  [Command.prepare]: spec(false, prepareFields.map((f) => ({ command: Command.prepare, ...f })), body(600)),
-  [Command.repairPrepare]: spec(false, prepareFields.map((f) => ({ command: Command.repairPrepare, ...f })), body(600)),
+  [Command.prepare]: prepareSpec(Command.prepare),
+  [Command.repairPrepare]: prepareSpec(Command.repairPrepare),
   [Command.prepareOk]: spec(
     true,
     fc.record({
@@ -243,7 +272,7 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
       commit: u64,
       timestamp: u64,
       request: u64,
-      operation: fc.integer({ min: 1, max: 255 }),
+      operation: requestOperation(1),
       status: u32,
     }),
     body(600),

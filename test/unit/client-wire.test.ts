@@ -59,6 +59,8 @@ describe('client wire: request header (Iggy RequestHeader, as the Node SDK write
       eviction: EvictionReason.invalidRequestOperation,
     });
     expect(ok({ client: CLIENT, operation: 200 })).toMatchObject({ eviction: EvictionReason.invalidRequestOperation });
+    // 4 is vrmeta's Batch: a prepare envelope, never a client's request (Iggy has no operation 4).
+    expect(ok({ client: CLIENT, operation: 4, session: 1n, request: 1n })).toMatchObject({ eviction: EvictionReason.invalidRequestOperation });
     expect(ok({ client: CLIENT, operation: OP.register, request: 1n })).toMatchObject({ eviction: EvictionReason.invalidRequestBody });
     expect(ok({ client: CLIENT, operation: OP.createStream, session: 0n, request: 1n })).toMatchObject({ eviction: EvictionReason.noSession });
     expect(ok({ client: CLIENT, operation: OP.createStream, session: 1n, request: 1n << 60n })).toMatchObject({

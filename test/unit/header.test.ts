@@ -267,6 +267,9 @@ function suffixSize(count: number): number {
   return HEADER_SIZE + count * HEADER_SIZE;
 }
 
+/** The header fields a batch prepare keeps at zero. */
+const BATCH_ZERO = { client: 0n, request: 0, requestChecksum: 0n, userId: 0 };
+
 const RULES: readonly RuleCase[] = [
   // Common rules.
   { name: 'size below 256', header: mutate(Command.ping, { size: 255 }), reason: 'size_below_header' },
@@ -358,6 +361,16 @@ const RULES: readonly RuleCase[] = [
   { name: 'repair prepare commit above op', header: mutate(Command.repairPrepare, { commit: 51 }), reason: 'commit_above_op' },
   { name: 'prepare op Reserved', header: mutate(Command.prepare, { operation: 0 }), reason: 'operation_reserved' },
   { name: 'prepare ok op Reserved', header: mutate(Command.prepareOk, { operation: 0 }), reason: 'operation_reserved' },
+  // A batch prepare (src/vsr/batch.ts) names its clients in the envelope, never in the header.
+  ...(['client', 'request', 'requestChecksum', 'userId'] as const).flatMap((field) =>
+    [Command.prepare, Command.repairPrepare].map((command) => ({
+      name: `${commandLayout(command)!.name} batch with a non-zero ${field}`,
+      header: mutate(command, { ...BATCH_ZERO, operation: Operation.batch, [field]: field === 'client' || field === 'requestChecksum' ? 9n : 9 }),
+      reason: 'batch_header_fields_nonzero' as const,
+    })),
+  ),
+  { name: 'request with operation Batch', header: mutate(Command.request, { operation: Operation.batch }), reason: 'operation_batch_misplaced' },
+  { name: 'reply with operation Batch', header: mutate(Command.reply, { operation: Operation.batch }), reason: 'operation_batch_misplaced' },
   {
     name: 'prepare ok without prepare checksum',
     header: mutate(Command.prepareOk, { prepareChecksum: 0n }),
@@ -556,6 +569,8 @@ describe('validateHeader', () => {
           'reserved_nonzero',
           'u64_above_safe_integer',
           'cluster_mismatch',
+          // A body rule (validateBody, after the body checksum): pinned in frame.test.ts.
+          'batch_envelope_invalid',
         ].includes(reason),
     );
     expect(validateReasons.filter((reason) => !covered.has(reason))).toEqual([]);
@@ -567,6 +582,9 @@ describe('validateHeader', () => {
       mutate(Command.request, { operation: Operation.nonReplicated, session: 0, request: 0, legacyCommand: 77 }),
       mutate(Command.prepare, { release: 9, commit: 50 }),
       mutate(Command.prepareOk, { commit: 1000 }),
+      mutate(Command.prepare, { ...BATCH_ZERO, operation: Operation.batch }),
+      mutate(Command.repairPrepare, { ...BATCH_ZERO, operation: Operation.batch }),
+      mutate(Command.prepareOk, { operation: Operation.batch }),
       mutate(Command.doViewChange, { logView: 7 }),
       mutate(Command.doViewChange, {
         size: suffixSize(DVC_HEADERS_MAX),

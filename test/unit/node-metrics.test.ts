@@ -15,7 +15,7 @@ interface FakeCore {
   status: 'normal' | 'view_change' | 'recovering';
   primary: boolean;
   transferring: boolean;
-  counters: { stateTransfersInstalled: number; requestsDropped: number; clientTableEvictions: number };
+  counters: { stateTransfersInstalled: number; requestsDropped: number; clientTableEvictions: number; batchesPrepared: number; requestsBatched: number };
 }
 
 function fakeCore(): FakeCore & CoreView {
@@ -26,7 +26,7 @@ function fakeCore(): FakeCore & CoreView {
     status: 'normal' as FakeCore['status'],
     primary: true,
     transferring: false,
-    counters: { stateTransfersInstalled: 0, requestsDropped: 0, clientTableEvictions: 0 },
+    counters: { stateTransfersInstalled: 0, requestsDropped: 0, clientTableEvictions: 0, batchesPrepared: 0, requestsBatched: 0 },
     isPrimary: () => core.primary,
     stateTransfer: {
       get transferring() {
@@ -176,10 +176,14 @@ describe('NodeMetrics', () => {
     });
     core.counters.requestsDropped = 7;
     core.counters.clientTableEvictions = 5;
+    core.counters.batchesPrepared = 3;
+    core.counters.requestsBatched = 11;
     expect(await value(registry, 'vsr_replica_frames_dropped_total', { reason: 'queue_full' })).toBe(4);
     expect(await value(registry, 'vsr_replica_frames_dropped_total', { reason: 'self' })).toBe(1);
     expect(await value(registry, 'vsr_requests_dropped_total')).toBe(7);
     expect(await value(registry, 'vsr_client_table_evictions_total')).toBe(5);
+    expect(await value(registry, 'vsr_prepare_batches_total')).toBe(3);
+    expect(await value(registry, 'vsr_prepare_batched_requests_total')).toBe(11);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'http', reason: 'capacity' })).toBe(2);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'no_session' })).toBe(3);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'session_too_low' })).toBe(1);

@@ -125,6 +125,7 @@ const FUNCTION_LINES_MAX = 70;
  */
 const HELD_TO_LIMITS = [
   'format',
+  'vsr/batch.ts',
   'vsr/frame-reason.ts',
   'vsr/header-types.ts',
   'vsr/state-machine.ts',
