@@ -1716,6 +1716,7 @@ export class Replica {
       if (!result.ok) this.fatal('wal_drain', result);
     });
     this.counters.checkpoints += 1;
+    this.checkpointInvariants(pending.op, pending.checksum);
     this.emit('info', 'checkpoint_completed', {
       checkpoint_op: pending.op,
       checkpoint_id: pending.checksum.toString(16),
@@ -3351,6 +3352,7 @@ export class Replica {
       this.stateTransfer.clear();
       this.stateTransfer.decodeFailures = 0;
       this.counters.stateTransfersInstalled += 1;
+      this.installInvariants(accepted.op, accepted.checksum);
       this.emit('info', 'state_transfer_installed', {
         checkpoint_op: accepted.op,
         bytes: accepted.entry.len,
@@ -3505,6 +3507,33 @@ export class Replica {
     for (let index = 1; index < this.pipeline.length; index++) {
       assert(this.pipeline[index]!.op === this.pipeline[index - 1]!.op + 1, 'pipeline contiguous');
     }
+  }
+
+  /**
+   * Right after an install: the replica stands exactly at the installed checkpoint (applied to it,
+   * nothing of its own history below it, the id it verified recorded), so the commit walk resumes
+   * from there and a later checkpoint's divergence check compares like with like.
+   */
+  private installInvariants(op: number, checksum: bigint): void {
+    assert(this.commitMin === op && this.checkpointOp === op, 'an install stands at its checkpoint');
+    assert(this.checkpointChecksum === checksum && this.checkpointIds.get(op) === checksum, 'the installed id');
+    assert(this.journal.floor <= op, 'the journal floor is at or below the installed checkpoint');
+    for (const journaled of this.journal.ops()) assert(journaled >= op, 'nothing below the installed checkpoint');
+    assert(this.commitMinChecksum === this.checkpointAnchor, 'the chain resumes at the checkpoint anchor');
+    assert(this.checkpointInProgress === null, 'an install supersedes a checkpoint in progress');
+    this.invariants();
+  }
+
+  /**
+   * Right after a checkpoint's superblock pairing: the journal starts at the checkpoint (its entry
+   * kept as the chain anchor), and the id the checkpoint recorded is the one written.
+   */
+  private checkpointInvariants(op: number, checksum: bigint): void {
+    assert(this.checkpointOp === op && this.checkpointChecksum === checksum, 'the paired checkpoint');
+    assert(this.journal.floor === op, 'the journal floor is the checkpoint');
+    for (const journaled of this.journal.ops()) assert(journaled >= op, 'the WAL drained below the checkpoint');
+    assert(this.commitMin >= op, 'a checkpoint is applied');
+    this.invariants();
   }
 
   /**
