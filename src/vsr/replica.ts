@@ -87,6 +87,7 @@ import {
   type Manifest,
   type Stage,
   type TransferSession,
+  voteTarget,
 } from './state-transfer.js';
 import { Timeout } from './timeout.js';
 import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './view-change.js';
@@ -3089,38 +3090,14 @@ export class Replica {
    * verified chunks.
    */
   private maybeAcceptTarget(session: TransferSession): void {
-    const votes = new Map<string, number[]>();
-    const vouches = new Map<string, number>();
-    for (const [replica, target] of session.targets) {
-      const key = `${target.op}:${target.checksum}`;
-      votes.set(key, [...(votes.get(key) ?? []), replica]);
-    }
-    for (const [replica, vouch] of session.vouchers) {
-      if (session.targets.has(replica)) continue; // a later offer from the same replica counts once
-      const key = `${vouch.op}:${vouch.checksum}`;
-      vouches.set(key, (vouches.get(key) ?? 0) + 1);
-    }
-    // Two different ids for one op: some replica's state diverged. Never pick between them.
-    const idsByOp = new Map<number, Set<bigint>>();
-    for (const target of [...session.targets.values(), ...session.vouchers.values()]) {
-      idsByOp.set(target.op, (idsByOp.get(target.op) ?? new Set()).add(target.checksum));
-    }
-    let best: { op: number; checksum: bigint; servers: number[] } | null = null;
     // Degraded fallback: when no quorum holds a checkpoint for a while (the other replicas are
     // behind too), accept the current primary's offer alone. VSR already trusts the primary to
     // order every op, so this does not widen the trust a replica places in its peers; without it,
     // a cluster whose only copy of a checkpoint sits on the primary could never catch up.
     const primaryFallback = session.stalls >= 2 ? this.primaryIndex() : -1;
-    for (const [key, servers] of votes) {
-      // Servers vouch by serving; a replica that holds the id but cannot serve it vouches too.
-      const vouchers = servers.length + (vouches.get(key) ?? 0);
-      if (vouchers < this.transferVouchQuorum() && !servers.includes(primaryFallback)) continue;
-      const target = session.targets.get(servers[0]!)!;
-      if (idsByOp.get(target.op)!.size > 1) {
-        this.reportDivergence('peers offer different checkpoint ids for the same op', target.op);
-        continue;
-      }
-      if (best === null || target.op > best.op) best = { op: target.op, checksum: target.checksum, servers };
+    const { best, divergentOps } = voteTarget(session, this.transferVouchQuorum(), primaryFallback);
+    for (const op of divergentOps) {
+      this.reportDivergence('peers offer different checkpoint ids for the same op', op);
     }
     if (best === null) return;
     const known = this.checkpointIds.get(best.op);

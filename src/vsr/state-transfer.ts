@@ -255,3 +255,54 @@ export class TransferStageMachine {
     this.current = next;
   }
 }
+
+/** What the receiver's vote over the offers and vouches of one session decided. */
+export interface TargetVote {
+  /** The newest checkpoint a quorum vouches for (servers: the replicas that offered it), or none. */
+  readonly best: { readonly op: number; readonly checksum: bigint; readonly servers: number[] } | null;
+  /** Ops for which peers offered or vouched for different ids (divergence), in vote order. */
+  readonly divergentOps: readonly number[];
+}
+
+/**
+ * The pure target vote: accept the newest checkpoint whose id `quorum` peers vouch for, by serving
+ * it or, when they hold it but cannot serve it, by a refusal naming it. Deterministic checkpoints
+ * make ids comparable, so one faulty or lying replica cannot make us install the wrong state; an
+ * op with two ids is never picked (some replica diverged). `fallback` (a replica index, or -1)
+ * is accepted alone: the primary after the session stalled (see the replica).
+ */
+export function voteTarget(
+  session: Pick<TransferSession, 'targets' | 'vouchers'>,
+  quorum: number,
+  fallback: number,
+): TargetVote {
+  const votes = new Map<string, number[]>();
+  const vouches = new Map<string, number>();
+  for (const [replica, target] of session.targets) {
+    const key = `${target.op}:${target.checksum}`;
+    votes.set(key, [...(votes.get(key) ?? []), replica]);
+  }
+  for (const [replica, vouch] of session.vouchers) {
+    if (session.targets.has(replica)) continue; // a later offer from the same replica counts once
+    const key = `${vouch.op}:${vouch.checksum}`;
+    vouches.set(key, (vouches.get(key) ?? 0) + 1);
+  }
+  const idsByOp = new Map<number, Set<bigint>>();
+  for (const target of [...session.targets.values(), ...session.vouchers.values()]) {
+    idsByOp.set(target.op, (idsByOp.get(target.op) ?? new Set()).add(target.checksum));
+  }
+  let best: TargetVote['best'] = null;
+  const divergentOps: number[] = [];
+  for (const [key, servers] of votes) {
+    // Servers vouch by serving; a replica that holds the id but cannot serve it vouches too.
+    const vouchers = servers.length + (vouches.get(key) ?? 0);
+    if (vouchers < quorum && !servers.includes(fallback)) continue;
+    const target = session.targets.get(servers[0]!)!;
+    if (idsByOp.get(target.op)!.size > 1) {
+      divergentOps.push(target.op);
+      continue;
+    }
+    if (best === null || target.op > best.op) best = { op: target.op, checksum: target.checksum, servers };
+  }
+  return { best, divergentOps };
+}
