@@ -11,7 +11,7 @@ import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadKernels, type Kernels } from '../../src/kernels/index.js';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';

@@ -56,9 +56,11 @@ const FORBIDDEN_GLOBALS = [
 /**
  * The layers of src/, bottom-up: a module may import its own layer and any layer listed before it,
  * never one after (DESIGN.md §1, "imports point downward only"). A newcomer reading src/ top-down
- * meets format/kernels, then the protocol core, the state machine, storage, the wire and HTTP,
- * then the process that wires them. `testing` (the simulator) sits under `node`, which runs it
- * for `vrmeta simulate`; `index.ts` is the package entry over everything.
+ * meets format/kernels (the snapshot format, its encoder and decoder), then the protocol core and
+ * storage (which persists the core's state and checks snapshot files with the format's decoder,
+ * knowing nothing of the state machine), the state machine, the wire and HTTP, then the process
+ * that wires them. `testing` (the simulator) sits under `node`, which runs it for
+ * `vrmeta simulate`; `index.ts` is the package entry over everything.
  */
 const LAYER_ORDER = [
   'stdx',
@@ -66,8 +68,8 @@ const LAYER_ORDER = [
   'format',
   'kernels',
   'vsr',
-  'metadata',
   'storage',
+  'metadata',
   'transport',
   'http',
   'testing',
@@ -218,11 +220,13 @@ describe('tidy', () => {
         { from: 'node/cli.ts', target: '../bench/cli.ts' },
         { from: 'vsr/io.ts', target: 'format/snapshot-model.ts' },
         { from: 'storage/wal.ts', target: 'storage/disk.ts' },
+        { from: 'storage/inspect.ts', target: 'metadata/snapshot-codec.ts' },
       ]),
     ).toEqual([
       'src/kernels/kernel.ts imports metadata/snapshot-model.ts: kernels may import only stdx, constants.ts, format, kernels',
-      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, metadata, storage, transport, http',
+      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, storage, metadata, transport, http',
       'src/node/cli.ts imports ../bench/cli.ts, which is in no layer of src/',
+      'src/storage/inspect.ts imports metadata/snapshot-codec.ts: storage may import only stdx, constants.ts, format, kernels, vsr, storage',
     ]);
   });
 
