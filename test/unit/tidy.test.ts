@@ -8,6 +8,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { Operation as StateMachineOperation } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation, STATE_MACHINE_OPERATION_MIN } from '../../src/vsr/header-types.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -230,14 +232,32 @@ describe('tidy', () => {
     ]);
   });
 
-  it('one Operation table: the protocol defines the codes, everyone else imports them', () => {
+  it('one Operation table per owner: the protocol its codes, the state machine its own', () => {
     const definitions: string[] = [];
     for (const file of sources(join(root, 'src'))) {
       if (/\bexport\s+const\s+Operation\s*=/.test(code(readFileSync(file, 'utf8')))) {
         definitions.push(relative(root, file));
       }
     }
-    expect(definitions).toEqual(['src/vsr/header-types.ts']);
+    expect(definitions.sort()).toEqual(['src/metadata/operations.ts', 'src/vsr/header-types.ts']);
+    // Each code is defined once, on its owner's side of the bound.
+    const protocol = Object.values(ProtocolOperation) as number[];
+    const machine = Object.values(StateMachineOperation) as number[];
+    expect(protocol.filter((value) => value >= STATE_MACHINE_OPERATION_MIN)).toEqual([]);
+    expect(machine.filter((value) => value < STATE_MACHINE_OPERATION_MIN || value > 0xff)).toEqual([]);
+    expect(new Set([...protocol, ...machine]).size).toBe(protocol.length + machine.length);
+  });
+
+  it("src/vsr names none of the state machine's operations", () => {
+    const names = Object.keys(StateMachineOperation).join('|');
+    const pattern = new RegExp(`\\bOperation\\.(?:${names})\\b`, 'g');
+    const problems: string[] = [];
+    for (const file of sources(join(root, 'src', 'vsr'))) {
+      for (const match of code(readFileSync(file, 'utf8')).matchAll(pattern)) {
+        problems.push(`${relative(root, file)} names ${match[0]}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it(`held core modules keep to ${COLUMNS_MAX} columns and ${FUNCTION_LINES_MAX}-line functions`, () => {
