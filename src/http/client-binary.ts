@@ -14,7 +14,7 @@ import { BinaryClient, IggyBinaryError, type BinaryClientOptions } from '../tran
 import * as decode from '../transport/client-response-decode.js';
 import { concatBytes, encodeIdentifier, encodeName, encodeOption, encodeSecret, encodeU32, encodeU64, encodeU8 } from '../transport/client-requests.js';
 import { CommandCode } from '../transport/client-wire.js';
-import { Operation } from '../vsr/header-types.js';
+import { Operation } from '../metadata/operations.js';
 import { HttpError } from './errors.js';
 import { permissionsFromJson } from './permissions-json.js';
 import {

@@ -7,16 +7,62 @@
  * that received the request (src/http/secrets.ts). The acting user never appears in a body: apply
  * reads it from `ApplyInput.userId`, which the primary stamps from the client table.
  */
-import { Operation } from '../vsr/header-types.js';
+import { STATE_MACHINE_OPERATION_MIN } from '../vsr/header-types.js';
+import { assert } from '../stdx/assert.js';
 import type { TopicOptionEntry } from './options.js';
 import type { PermissionsSnapshot } from '../format/snapshot-model.js';
 
 /**
- * The operation codes are the protocol's (src/vsr/header-types.ts `Operation`, the u8 of every
- * Request, Prepare and Reply header): one table, re-exported here so the state machine's callers
- * name them from one place. What this module owns is which of them the state machine applies.
+ * The state machine's operation codes: the u8 `operation` of Request, Prepare and Reply headers
+ * at or above the protocol's STATE_MACHINE_OPERATION_MIN (src/vsr/header-types.ts `Operation`
+ * holds the protocol's own codes, 0..=4). 64..=68 are Iggy's internal operations (never
+ * client-allowed), 128..=150 the ones this state machine applies, 160..=162 Iggy's partition
+ * operations.
  */
-export { Operation };
+export const Operation = {
+  // Internal operations (64..127) of Iggy's server; vrmeta carries resolved values in the client
+  // operations' bodies instead, so these never reach apply.
+  createTopicWithAssignments: 64,
+  createPartitionsWithAssignments: 65,
+  removeConsumerGroupMember: 66,
+  completeConsumerGroupRevocation: 67,
+  truncatePartition: 68,
+  createStream: 128,
+  updateStream: 129,
+  deleteStream: 130,
+  purgeStream: 131,
+  createTopic: 132,
+  updateTopic: 133,
+  deleteTopic: 134,
+  purgeTopic: 135,
+  createPartitions: 136,
+  deletePartitions: 137,
+  deleteSegments: 138,
+  createConsumerGroup: 139,
+  deleteConsumerGroup: 140,
+  createUser: 141,
+  updateUser: 142,
+  deleteUser: 143,
+  changePassword: 144,
+  updatePermissions: 145,
+  createPersonalAccessToken: 146,
+  deletePersonalAccessToken: 147,
+  joinConsumerGroup: 148,
+  leaveConsumerGroup: 149,
+  /**
+   * vrmeta extension (Iggy's metadata list ends at 149 and its partition operations start at
+   * 160): a logout revokes the access token it was called with, on every replica.
+   */
+  revokeAccessToken: 150,
+  sendMessages: 160,
+  storeConsumerOffset: 161,
+  deleteConsumerOffset: 162,
+} as const;
+export type Operation = (typeof Operation)[keyof typeof Operation];
+assert(
+  Object.values(Operation).every((code) => code >= STATE_MACHINE_OPERATION_MIN && code <= 0xff),
+  'state machine operation codes lie in STATE_MACHINE_OPERATION_MIN..=255',
+);
 
 export const METADATA_OPERATION_MIN = Operation.createStream;
 export const METADATA_OPERATION_MAX = Operation.revokeAccessToken;

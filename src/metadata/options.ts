@@ -15,6 +15,55 @@
  */
 import { ErrorCode } from './errors.js';
 import { CompressionAlgorithm, U64_MAX } from '../format/snapshot-model.js';
+import {
+  DEFAULT_ENFORCE_FSYNC,
+  DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
+  DEFAULT_PREALLOCATE_SEGMENTS,
+  DEFAULT_SEGMENT_SIZE,
+  DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_PREALLOCATED_TOPIC_BYTES,
+  MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_TOPIC_SEGMENT_SIZE,
+  MIN_TOPIC_SEGMENT_SIZE,
+  parseTopicOptionValue as parseStoredTopicOptionValue,
+  preallocationExceeded,
+  TOPIC_FIELD_OPTION_KEYS,
+  TOPIC_OPTION_KEYS_SORTED,
+  topicOptionEntriesFault,
+  TopicOptionFault,
+  TopicOptionKey,
+  type ParsedTopicOptionValue,
+  type TopicOptionEntry,
+} from '../format/topic-options.js';
+
+// The stored form's keys, bounds, defaults and value parsers live in the format layer (the
+// snapshot decoder holds decoded topics to the same rules); re-exported so the state machine's
+// callers name options from one place.
+export {
+  DEFAULT_ENFORCE_FSYNC,
+  DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
+  DEFAULT_PREALLOCATE_SEGMENTS,
+  DEFAULT_SEGMENT_SIZE,
+  DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_PREALLOCATED_TOPIC_BYTES,
+  MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
+  MAX_TOPIC_SEGMENT_SIZE,
+  MIN_TOPIC_SEGMENT_SIZE,
+  TOPIC_FIELD_OPTION_KEYS,
+  TOPIC_OPTION_KEYS_SORTED,
+  TOPIC_OPTIONS_MAX,
+  TopicOptionKey,
+  parseBool,
+  parseByteSize,
+  parseCompression,
+  parseExpiry,
+  parseMaxTopicSize,
+  parseU32,
+  topicSegmentSizeBytes,
+  type TopicOptionEntry,
+} from '../format/topic-options.js';
 
 export const OptionsScope = { topic: 1, stream: 2, user: 3 } as const;
 export type OptionsScope = (typeof OptionsScope)[keyof typeof OptionsScope];
@@ -33,35 +82,8 @@ export function optionsScopeOf(name: string): OptionsScope | null {
   }
 }
 
-export const TopicOptionKey = {
-  compressionAlgorithm: 'compression_algorithm',
-  messageExpiry: 'message_expiry',
-  maxTopicSize: 'max_topic_size',
-  segmentSize: 'segment_size',
-  enforceFsync: 'enforce_fsync',
-  messagesRequiredToSave: 'messages_required_to_save',
-  sizeOfMessagesRequiredToSave: 'size_of_messages_required_to_save',
-  preallocateSegments: 'preallocate_segments',
-} as const;
-export type TopicOptionKey = (typeof TopicOptionKey)[keyof typeof TopicOptionKey];
-
-/** Keys whose value is a typed field of the topic (stored once, there). */
-export const TOPIC_FIELD_OPTION_KEYS: readonly string[] = [TopicOptionKey.compressionAlgorithm, TopicOptionKey.maxTopicSize, TopicOptionKey.messageExpiry];
 /** Iggy `UPDATABLE_TOPIC_OPTION_KEYS`: the runtime knobs are create-only. */
 export const UPDATABLE_TOPIC_OPTION_KEYS: readonly string[] = TOPIC_FIELD_OPTION_KEYS;
-
-/** Iggy's bounds (mod.rs): segment size is a 512-byte multiple in 1 MiB..=1 GiB. */
-export const MIN_TOPIC_SEGMENT_SIZE = 1024n * 1024n;
-export const MAX_TOPIC_SEGMENT_SIZE = 1024n * 1024n * 1024n;
-export const MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE = 1024n * 1024n * 1024n;
-export const MAX_MESSAGES_REQUIRED_TO_SAVE = 16 * 1024 * 1024;
-export const MAX_PREALLOCATED_TOPIC_BYTES = 64n * 1024n * 1024n * 1024n;
-
-export const DEFAULT_SEGMENT_SIZE = 1024n * 1024n * 1024n;
-export const DEFAULT_ENFORCE_FSYNC = false;
-export const DEFAULT_MESSAGES_REQUIRED_TO_SAVE = 1024;
-export const DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE = 1024n * 1024n;
-export const DEFAULT_PREALLOCATE_SEGMENTS = false;
 
 /** Iggy `HeaderKind` names (serde snake_case) and codes. */
 export const OptionKind = { string: 2, bool: 3, uint32: 11, uint64: 12 } as const;
@@ -135,18 +157,6 @@ export function optionCatalog(scope: OptionsScope): readonly OptionSpec[] {
   return scope === OptionsScope.topic ? TOPIC_CATALOG : [];
 }
 
-/** Every topic catalog key, ascending (the order options render in). */
-export const TOPIC_OPTION_KEYS_SORTED: readonly string[] = TOPIC_CATALOG.map((spec) => spec.key).sort();
-
-/** A stored explicit option (module comment). */
-export interface TopicOptionEntry {
-  readonly key: string;
-  readonly value: string | null;
-}
-
-/** Bound of a stored option list: one entry per catalog key. */
-export const TOPIC_OPTIONS_MAX = TOPIC_CATALOG.length;
-
 /** A refusal: Iggy's code (4041 unsupported key, 4042 invalid value, ...) and the key it names. */
 export interface OptionRefusal {
   readonly code: ErrorCode;
@@ -158,150 +168,6 @@ export const OPTION_KEY_PREVIEW_LENGTH = 64;
 
 export function keyPreview(key: string): string {
   return Array.from(key).slice(0, OPTION_KEY_PREVIEW_LENGTH).join('');
-}
-
-// ------------------------------------------------------------------------------------------
-// Value parsers (Iggy's FromStr rules). Each returns null for a value Iggy refuses.
-
-const BYTE_UNITS: Readonly<Record<string, bigint>> = {
-  '': 1n,
-  b: 1n,
-  k: 1000n,
-  kb: 1000n,
-  ki: 1024n,
-  kib: 1024n,
-  m: 1000n ** 2n,
-  mb: 1000n ** 2n,
-  mi: 1024n ** 2n,
-  mib: 1024n ** 2n,
-  g: 1000n ** 3n,
-  gb: 1000n ** 3n,
-  gi: 1024n ** 3n,
-  gib: 1024n ** 3n,
-  t: 1000n ** 4n,
-  tb: 1000n ** 4n,
-  ti: 1024n ** 4n,
-  tib: 1024n ** 4n,
-  p: 1000n ** 5n,
-  pb: 1000n ** 5n,
-  pi: 1024n ** 5n,
-  pib: 1024n ** 5n,
-  e: 1000n ** 6n,
-  eb: 1000n ** 6n,
-  ei: 1024n ** 6n,
-  eib: 1024n ** 6n,
-};
-
-/**
- * A byte size (Iggy `IggyByteSize::from_str`, the byte-unit crate): "0", "unlimited" and "none"
- * are 0; otherwise a decimal number, optional spaces and an optional unit (B, KB..EB decimal,
- * KiB..EiB binary, case-insensitive), whose product must be a whole number of bytes in u64.
- */
-export function parseByteSize(text: string): bigint | null {
-  if (text === '0' || text === 'unlimited' || text === 'Unlimited' || text === 'none' || text === 'None') return 0n;
-  const match = /^\s*([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)\s*$/.exec(text);
-  if (match === null) return null;
-  const unit = BYTE_UNITS[match[3]!.toLowerCase()];
-  if (unit === undefined) return null;
-  const fraction = match[2] ?? '';
-  const scale = 10n ** BigInt(fraction.length);
-  const scaled = BigInt(match[1]! + fraction) * unit;
-  if (scaled % scale !== 0n) return null;
-  const bytes = scaled / scale;
-  return bytes <= U64_MAX ? bytes : null;
-}
-
-/** humantime's units in nanoseconds (`parse_duration`; months and years as humantime counts them). */
-const DURATION_UNITS_NS: Readonly<Record<string, bigint>> = (() => {
-  const second = 1_000_000_000n;
-  const table: Record<string, bigint> = {};
-  const add = (names: string[], ns: bigint): void => {
-    for (const name of names) table[name] = ns;
-  };
-  add(['nsec', 'ns'], 1n);
-  add(['usec', 'us', 'µs'], 1000n);
-  add(['msec', 'ms'], 1_000_000n);
-  add(['seconds', 'second', 'sec', 's'], second);
-  add(['minutes', 'minute', 'min', 'mins', 'm'], 60n * second);
-  add(['hours', 'hour', 'hr', 'hrs', 'h'], 3600n * second);
-  add(['days', 'day', 'd'], 86_400n * second);
-  add(['weeks', 'week', 'w'], 604_800n * second);
-  add(['months', 'month', 'M'], 2_630_016n * second);
-  add(['years', 'year', 'y'], 31_557_600n * second);
-  return table;
-})();
-
-/** Iggy caps an expiry at u32::MAX seconds (`IggyExpiry::from_str`). */
-const EXPIRY_SECONDS_MAX = 0xffff_ffffn;
-
-/**
- * A message expiry in µs (Iggy `IggyExpiry::from_str`): "unlimited"/"none"/"never_expire" are
- * u64::MAX, "default"/"server_default" are 0 (server default); otherwise a humantime duration
- * ("5s", "7 days", "1h 30m": integers with units, no bare number) of at most u32::MAX seconds.
- */
-export function parseExpiry(text: string): bigint | null {
-  switch (text) {
-    case 'unlimited':
-    case 'none':
-    case 'None':
-    case 'Unlimited':
-    case 'never_expire':
-      return U64_MAX;
-    case 'default':
-    case 'server_default':
-    case 'Default':
-    case 'Server_default':
-      return 0n;
-    default:
-      break;
-  }
-  const trimmed = text.trim();
-  if (trimmed.length === 0) return null;
-  let totalNs = 0n;
-  const pattern = /([0-9]+)\s*([A-Za-zµ]+)\s*/y;
-  let at = 0;
-  while (at < trimmed.length) {
-    pattern.lastIndex = at;
-    const match = pattern.exec(trimmed);
-    if (match === null) return null;
-    const unit = DURATION_UNITS_NS[match[2]!];
-    if (unit === undefined) return null;
-    totalNs += BigInt(match[1]!) * unit;
-    at = pattern.lastIndex;
-  }
-  if (totalNs / 1_000_000_000n > EXPIRY_SECONDS_MAX) return null;
-  return totalNs / 1000n;
-}
-
-/** Iggy `MaxTopicSize::from_str`: "unlimited" is u64::MAX, "0"/"server_default" 0, else a byte size. */
-export function parseMaxTopicSize(text: string): bigint | null {
-  if (text === 'unlimited') return U64_MAX;
-  if (text === 'server_default') return 0n;
-  return parseByteSize(text);
-}
-
-/** Rust `bool::from_str`: exactly "true" or "false". */
-export function parseBool(text: string): boolean | null {
-  return text === 'true' ? true : text === 'false' ? false : null;
-}
-
-/** Rust `u32::from_str`: ASCII digits with an optional leading '+'. */
-export function parseU32(text: string): number | null {
-  if (!/^\+?[0-9]+$/.test(text)) return null;
-  const value = BigInt(text.startsWith('+') ? text.slice(1) : text);
-  return value <= 0xffff_ffffn ? Number(value) : null;
-}
-
-/** Iggy `CompressionAlgorithm::from_str` (case-insensitive). */
-export function parseCompression(text: string): CompressionAlgorithm | null {
-  switch (text.toLowerCase()) {
-    case 'none':
-      return CompressionAlgorithm.none;
-    case 'gzip':
-      return CompressionAlgorithm.gzip;
-    default:
-      return null;
-  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -388,75 +254,22 @@ export function parseTopicCreateOptions(input: TopicCreateInput): TopicCreateOpt
   return { compressionAlgorithm, messageExpiryUs, maxTopicSizeBytes, entries: Object.freeze(entries) };
 }
 
-interface ParsedValue {
-  readonly compression: number | null;
-  readonly u64: bigint | null;
-  /** The canonical stored text of a runtime knob; null when the value is the "default" sentinel. */
-  readonly text: string | null;
-}
-
-const NO_VALUE: ParsedValue = { compression: null, u64: null, text: null };
+/** Iggy's code for each fault of the stored form's rules. */
+const FAULT_CODE: Readonly<Record<TopicOptionFault, ErrorCode>> = {
+  [TopicOptionFault.unsupportedKey]: ErrorCode.unsupportedOptionKey,
+  [TopicOptionFault.invalidValue]: ErrorCode.invalidOptionValue,
+};
 
 /** One key's value by Iggy's rules (`absorb_strict`), or the refusal code. */
-function parseTopicOptionValue(key: string, text: string): ParsedValue | ErrorCode {
-  switch (key) {
-    case TopicOptionKey.compressionAlgorithm: {
-      const compression = parseCompression(text);
-      return compression === null ? ErrorCode.invalidOptionValue : { ...NO_VALUE, compression };
-    }
-    case TopicOptionKey.messageExpiry: {
-      const u64 = parseExpiry(text);
-      return u64 === null ? ErrorCode.invalidOptionValue : { ...NO_VALUE, u64 };
-    }
-    case TopicOptionKey.maxTopicSize: {
-      const u64 = parseMaxTopicSize(text);
-      return u64 === null ? ErrorCode.invalidOptionValue : { ...NO_VALUE, u64 };
-    }
-    case TopicOptionKey.segmentSize: {
-      const size = parseByteSize(text);
-      if (size === null) return ErrorCode.invalidOptionValue;
-      if (size === 0n) return NO_VALUE;
-      if (size < MIN_TOPIC_SEGMENT_SIZE || size > MAX_TOPIC_SEGMENT_SIZE || size % 512n !== 0n) return ErrorCode.invalidOptionValue;
-      return { ...NO_VALUE, text: size.toString() };
-    }
-    case TopicOptionKey.sizeOfMessagesRequiredToSave: {
-      const size = parseByteSize(text);
-      if (size === null || size > MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE) return ErrorCode.invalidOptionValue;
-      return size === 0n ? NO_VALUE : { ...NO_VALUE, text: size.toString() };
-    }
-    case TopicOptionKey.messagesRequiredToSave: {
-      const count = parseU32(text);
-      if (count === null || count === 0 || count > MAX_MESSAGES_REQUIRED_TO_SAVE) return ErrorCode.invalidOptionValue;
-      return { ...NO_VALUE, text: String(count) };
-    }
-    case TopicOptionKey.enforceFsync:
-    case TopicOptionKey.preallocateSegments: {
-      const flag = parseBool(text);
-      return flag === null ? ErrorCode.invalidOptionValue : { ...NO_VALUE, text: String(flag) };
-    }
-    default:
-      return ErrorCode.unsupportedOptionKey;
-  }
-}
-
-function entryValue(entries: readonly TopicOptionEntry[], key: string): string | null {
-  for (const entry of entries) if (entry.key === key) return entry.value;
-  return null;
-}
-
-/** The topic's effective segment size (explicit entry or the default): the max_topic_size floor. */
-export function topicSegmentSizeBytes(entries: readonly TopicOptionEntry[]): bigint {
-  const value = entryValue(entries, TopicOptionKey.segmentSize);
-  return value === null ? DEFAULT_SEGMENT_SIZE : BigInt(value);
+function parseTopicOptionValue(key: string, text: string): ParsedTopicOptionValue | ErrorCode {
+  const parsed = parseStoredTopicOptionValue(key, text);
+  return typeof parsed === 'object' ? parsed : FAULT_CODE[parsed];
 }
 
 /** Iggy `validate_preallocated_topic_bytes`, for a topic whose effective preallocation is on. */
 function checkTopicOptionsTogether(entries: readonly TopicOptionEntry[], partitionsCount: number): OptionRefusal | null {
-  const preallocate = entryValue(entries, TopicOptionKey.preallocateSegments);
-  if ((preallocate ?? String(DEFAULT_PREALLOCATE_SEGMENTS)) === 'true') {
-    if (topicSegmentSizeBytes(entries) * BigInt(partitionsCount) > MAX_PREALLOCATED_TOPIC_BYTES) {
-      return refuse(ErrorCode.invalidOptionValue, TopicOptionKey.preallocateSegments);
-    }
+  if (preallocationExceeded(entries, partitionsCount)) {
+    return refuse(ErrorCode.invalidOptionValue, TopicOptionKey.preallocateSegments);
   }
   return null;
 }
@@ -467,20 +280,8 @@ function checkTopicOptionsTogether(entries: readonly TopicOptionEntry[], partiti
  * text (re-parsing it gives the same text), and the cross-key caps. ok or the refusal code.
  */
 export function validateTopicOptionEntries(entries: readonly TopicOptionEntry[], partitionsCount: number): ErrorCode {
-  if (entries.length > TOPIC_OPTIONS_MAX) return ErrorCode.unsupportedOptionKey;
-  let previous = '';
-  for (const entry of entries) {
-    if (!(entry.key > previous)) return ErrorCode.invalidOptionValue;
-    previous = entry.key;
-    if (!TOPIC_OPTION_KEYS_SORTED.includes(entry.key)) return ErrorCode.unsupportedOptionKey;
-    const isField = TOPIC_FIELD_OPTION_KEYS.includes(entry.key);
-    if (isField !== (entry.value === null)) return ErrorCode.invalidOptionValue;
-    if (entry.value !== null) {
-      const parsed = parseTopicOptionValue(entry.key, entry.value);
-      if (typeof parsed !== 'object' || parsed.text !== entry.value) return ErrorCode.invalidOptionValue;
-    }
-  }
-  return checkTopicOptionsTogether(entries, partitionsCount)?.code ?? ErrorCode.ok;
+  const fault = topicOptionEntriesFault(entries, partitionsCount);
+  return fault === null ? ErrorCode.ok : FAULT_CODE[fault];
 }
 
 /**

@@ -126,6 +126,17 @@ export class MetadataStateMachine implements StateMachine {
   }
 
   /**
+   * Iggy `PersonalAccessTokenAlreadyExists` answers a retry of a committed
+   * CreatePersonalAccessToken. Its raw token was minted at the edge and never committed (only the
+   * hash was), so the cached reply cannot hand it back: replaying it would return a different token
+   * than the one whose hash is stored (iggy-metadata-plane.md §3.2, special case). Every other
+   * retry gets its cached reply (0).
+   */
+  duplicateDenyCode(operation: number): number {
+    return operation === Operation.createPersonalAccessToken ? ErrorCode.personalAccessTokenAlreadyExists : 0;
+  }
+
+  /**
    * The same checks as `apply`, against the current state, without mutating it. A non-zero code
    * means the operation would commit as a rejection now; zero is not a promise (state may change
    * before the op commits), which is why apply checks again.

@@ -10,7 +10,7 @@
  */
 import type { StateMachineSnapshot } from '../vsr/state-machine.js';
 import { IdSlab } from './id-slab.js';
-import { compareBytes } from './snapshot-codec.js';
+import { compareBytes } from '../format/snapshot-codec.js';
 import type {
   ConsumerGroupSnapshot,
   PersonalAccessTokenSnapshot,

@@ -29,6 +29,7 @@ import {
   resultSuccess,
   type ClientRequestHeader,
 } from '../transport/client-wire.js';
+import { Operation as StateMachineOperation } from '../metadata/operations.js';
 import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
@@ -483,10 +484,10 @@ export class ClientConnection implements ClientHandle {
     const reply = readClientReply(frame);
     if (reply.status !== 0) return frame;
     const body = frame.subarray(HEADER_SIZE, reply.size);
-    if (operation === Operation.createPersonalAccessToken && token !== null && resultCodeOf(body) === 0) {
+    if (operation === StateMachineOperation.createPersonalAccessToken && token !== null && resultCodeOf(body) === 0) {
       return withBody(frame, resultSuccess(encodeRawPersonalAccessToken(token)));
     }
-    if (operation === Operation.deleteSegments) {
+    if (operation === StateMachineOperation.deleteSegments) {
       const code = resultCodeOf(body);
       if (code === 0) return withBody(frame, new Uint8Array(0));
       const denied = withBody(frame, new Uint8Array(0));

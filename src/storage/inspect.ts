@@ -7,7 +7,7 @@
  * so), 1 corrupt (boot would refuse), 2 usage error (unknown kind, nothing at PATH).
  */
 import type { Kernels } from '../kernels/kernel.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
+import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion } from '../format/snapshot-model.js';
 import { HEADER_SIZE } from '../constants.js';
 import type { Disk } from './disk.js';

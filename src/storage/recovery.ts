@@ -22,7 +22,7 @@
  *    A single-replica cluster is its own quorum: every durable prepare is committed.
  */
 import type { Kernels } from '../kernels/kernel.js';
-import { decodeSnapshot, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
+import { decodeSnapshot, SnapshotDecodeError } from '../format/snapshot-codec.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { Logger } from '../vsr/io.js';

@@ -14,7 +14,7 @@
 import type { Kernels } from '../kernels/kernel.js';
 import { TRAILER_SIZE } from '../kernels/kernel.js';
 import { trailerWriteChecksum } from '../kernels/trailer.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../metadata/snapshot-codec.js';
+import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk } from './disk.js';

@@ -30,7 +30,7 @@ import {
   type TopicSnapshot,
   type UserSnapshot,
 } from '../format/snapshot-model.js';
-import { compareBytes } from '../metadata/snapshot-codec.js';
+import { compareBytes } from '../format/snapshot-codec.js';
 import { columnOf } from '../metadata/partition-store.js';
 import { Prng } from '../stdx/prng.js';
 

@@ -11,7 +11,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
 import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
-import { decodeSnapshot } from '../metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../format/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
 import type { Prng } from '../stdx/prng.js';
 import { decodeHeader } from '../vsr/header.js';

@@ -26,6 +26,7 @@
  */
 import { HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
+import { Operation as StateMachineOperation } from '../metadata/operations.js';
 import { EvictionReason, Operation } from '../vsr/header-types.js';
 
 export const ClientCommand = { request: 5, reply: 8, eviction: 13 } as const;
@@ -122,8 +123,8 @@ export const REPLICATED_COMMAND_CODES: ReadonlySet<number> = new Set([
   CommandCode.leaveConsumerGroup,
 ]);
 
-/** Every `Operation` discriminant (Iggy rejects any other byte at the cast). */
-export const KNOWN_OPERATIONS: ReadonlySet<number> = new Set(Object.values(Operation));
+/** Every operation code, the protocol's and the state machine's (Iggy rejects any other byte at the cast). */
+export const KNOWN_OPERATIONS: ReadonlySet<number> = new Set([...Object.values(Operation), ...Object.values(StateMachineOperation)]);
 
 const INTERNAL_OPERATION_MIN = 64;
 const METADATA_OPERATION_MIN = 128;
@@ -136,7 +137,7 @@ export function isInternalOperation(operation: number): boolean {
 
 /** The metadata operations a client may send (128..149; DeleteSegments included here). */
 export function isClientMetadataOperation(operation: number): boolean {
-  return operation >= METADATA_OPERATION_MIN && operation <= Operation.leaveConsumerGroup;
+  return operation >= METADATA_OPERATION_MIN && operation <= StateMachineOperation.leaveConsumerGroup;
 }
 
 export function isPartitionOperation(operation: number): boolean {
@@ -149,9 +150,9 @@ export function isPartitionOperation(operation: number): boolean {
  * offset writes. Mirrors `Operation::is_result_framed`.
  */
 export function isResultFramed(operation: number): boolean {
-  if (operation === Operation.deleteSegments) return false;
+  if (operation === StateMachineOperation.deleteSegments) return false;
   if (isInternalOperation(operation) || isClientMetadataOperation(operation)) return true;
-  return operation === Operation.storeConsumerOffset || operation === Operation.deleteConsumerOffset;
+  return operation === StateMachineOperation.storeConsumerOffset || operation === StateMachineOperation.deleteConsumerOffset;
 }
 
 /** Packed semver (10 bits each) of the client protocol vrmeta speaks: 0.11.0 (Iggy 0.11). */

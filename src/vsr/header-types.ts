@@ -15,10 +15,10 @@ import { Command } from '../constants.js';
 export { Command };
 
 /**
- * `Operation` (u8) of Request, Prepare and Reply (§1.5): the one table of operation codes. The
- * protocol interprets 0..=4 itself (4, batch, is vrmeta's); 64..=68 are Iggy's internal operations
- * (never client-allowed); 128..=150 are the state machine's (src/metadata/operations.ts says which
- * it applies and decodes their bodies); 160..=162 are Iggy's partition operations.
+ * `Operation` (u8) of Request, Prepare and Reply (§1.5): the codes the protocol interprets
+ * itself (4, batch, is vrmeta's). Every code at or above STATE_MACHINE_OPERATION_MIN belongs to
+ * the state machine, which owns its table (src/metadata/operations.ts `Operation`); the replica
+ * hands those to it without naming any.
  */
 export const Operation = {
   reserved: 0,
@@ -30,45 +30,11 @@ export const Operation = {
    * Prepare, RepairPrepare and PrepareOk headers; never in a Request or a Reply.
    */
   batch: 4,
-  // Internal operations (64..127) of Iggy's server; vrmeta carries resolved values in the client
-  // operations' bodies instead, so these never reach apply.
-  createTopicWithAssignments: 64,
-  createPartitionsWithAssignments: 65,
-  removeConsumerGroupMember: 66,
-  completeConsumerGroupRevocation: 67,
-  truncatePartition: 68,
-  createStream: 128,
-  updateStream: 129,
-  deleteStream: 130,
-  purgeStream: 131,
-  createTopic: 132,
-  updateTopic: 133,
-  deleteTopic: 134,
-  purgeTopic: 135,
-  createPartitions: 136,
-  deletePartitions: 137,
-  deleteSegments: 138,
-  createConsumerGroup: 139,
-  deleteConsumerGroup: 140,
-  createUser: 141,
-  updateUser: 142,
-  deleteUser: 143,
-  changePassword: 144,
-  updatePermissions: 145,
-  createPersonalAccessToken: 146,
-  deletePersonalAccessToken: 147,
-  joinConsumerGroup: 148,
-  leaveConsumerGroup: 149,
-  /**
-   * vrmeta extension (Iggy's metadata list ends at 149 and its partition operations start at
-   * 160): a logout revokes the access token it was called with, on every replica.
-   */
-  revokeAccessToken: 150,
-  sendMessages: 160,
-  storeConsumerOffset: 161,
-  deleteConsumerOffset: 162,
 } as const;
 export type Operation = (typeof Operation)[keyof typeof Operation];
+
+/** The lowest state machine operation code: 5..63 are unassigned and reserved to the protocol. */
+export const STATE_MACHINE_OPERATION_MIN = 64;
 
 /** Why a client was evicted (Eviction `reason`, u8). 0 is invalid on the wire. */
 export const EvictionReason = {

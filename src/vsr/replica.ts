@@ -125,13 +125,6 @@ export type ViewChangeReason =
 
 /** IggyError 59: the request number is below the watermark and its reply left the ring. */
 export const ERROR_REQUEST_ALREADY_APPLIED = 59;
-/**
- * Iggy `PersonalAccessTokenAlreadyExists`: the answer to a retry of a committed
- * CreatePersonalAccessToken. Its raw token was minted at the edge and never committed (only the
- * hash was), so the cached reply cannot hand it back: replaying it would return a different token
- * than the one whose hash is stored (iggy-metadata-plane.md §3.2, special case).
- */
-export const ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS = 51;
 /** The packed release this build writes into snapshots (provenance only). */
 export const WRITER_RELEASE = 0x0001_0000;
 
@@ -1060,13 +1053,15 @@ export class Replica {
         return this.drop('session_epoch_ahead', header);
       case 'checksum_mismatch':
         return this.drop('request_checksum_mismatch', header);
-      case 'duplicate':
-        if (header.operation === Operation.createPersonalAccessToken) {
-          this.sendDeny(header, ERROR_PERSONAL_ACCESS_TOKEN_ALREADY_EXISTS);
+      case 'duplicate': {
+        const denyCode = this.stateMachine.duplicateDenyCode?.(header.operation) ?? 0;
+        if (denyCode !== 0) {
+          this.sendDeny(header, denyCode);
           return;
         }
         this.env.bus.sendToClient(header.client, check.reply.bytes);
         return;
+      }
       case 'already_applied':
         this.sendDeny(header, ERROR_REQUEST_ALREADY_APPLIED);
         return;

@@ -49,4 +49,10 @@ export interface StateMachine {
   snapshot(): StateMachineSnapshot;
   /** Replaces the whole state (boot from a checkpoint, or a state-transfer install). */
   restore(snapshot: StateMachineSnapshot): void;
+  /**
+   * The error code a retry of an already committed request of `operation` is denied with instead
+   * of the cached reply, or 0 to replay the cached reply (the default when absent). For a reply
+   * that cannot be replayed: one carrying a secret minted outside the log.
+   */
+  duplicateDenyCode?(operation: number): number;
 }

@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadKernels } from '../../src/kernels/index.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import type { ClientEntrySnapshot } from '../../src/format/snapshot-model.js';
 import { createConnection, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';

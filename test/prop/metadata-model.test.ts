@@ -10,8 +10,9 @@ import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
@@ -162,7 +163,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('garbage' as const),
       actor,
-      operation: fc.constantFrom(Operation.createStream, Operation.createUser, Operation.logout, 150),
+      operation: fc.constantFrom(Operation.createStream, Operation.createUser, ProtocolOperation.logout, 150),
       body: fc.uint8Array({ maxLength: 3 }).map((bytes) => Uint8Array.from([...bytes, 0xff, 0xff])),
     }),
   },

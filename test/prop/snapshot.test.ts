@@ -11,7 +11,7 @@ import { encode as msgpackEncode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/format/snapshot-model.js';
 import { hex, positional, snapshotEncoders } from '../kernels/snapshot-encoders.js';
 import { arbitrarySnapshot } from './snapshot-arbitrary.js';

@@ -9,7 +9,7 @@ import { buildFrame } from '../../src/vsr/frame.js';
 import { decodeFrame, type DecodedFrame } from '../../src/transport/frame-decoder.js';
 import { deriveAuthKey, InitiatorHandshake, type HandshakeStep } from '../../src/transport/replica-auth.js';
 import { ReplicaBus, type ReplicaBusOptions } from '../../src/transport/tcp-bus.js';
-import { Operation } from '../../src/vsr/header.js';
+import { Operation } from '../../src/metadata/operations.js';
 import { tsKernels } from './wire-fixtures.js';
 
 export const kernels = tsKernels;

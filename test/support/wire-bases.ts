@@ -4,12 +4,12 @@
  * removed. Values are distinctive non-zero numbers so a mutation to 0 or 1 is never a no-op.
  */
 import { HEADER_SIZE, MANIFEST_SIZE_MIN } from '../../src/constants.js';
+import { Operation } from '../../src/metadata/operations.js';
 import {
   Command,
   EvictionReason,
   ForwardLogoutOutcome,
   ForwardRegisterOutcome,
-  Operation,
   ReplicaAuthMode,
   ReplicaAuthStatus,
   type Header,

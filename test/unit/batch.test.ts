@@ -18,6 +18,7 @@ import {
   type BatchRequest,
 } from '../../src/vsr/batch.js';
 import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
+import { Operation as StateMachineOperation } from '../../src/metadata/operations.js';
 import { Command, Operation, writeU128, writeU32, type Header, type HeaderInput } from '../../src/vsr/header.js';
 import { base } from '../support/wire-bases.js';
 import { sealUnchecked, tsKernels } from '../support/wire-fixtures.js';
@@ -27,7 +28,7 @@ function request(index: number, body: Uint8Array = new Uint8Array([index, 1, 2])
     client: 0x1000_0000_0000_0000_0000_0000_0000n + BigInt(index),
     request: 7 + index,
     requestChecksum: 0xfeed_0000_0000_0000_0000_0000_0000_0000n + BigInt(index),
-    operation: Operation.createStream,
+    operation: StateMachineOperation.createStream,
     userId: 3 + index,
     body,
   };
@@ -95,7 +96,7 @@ describe('batch envelope', () => {
     for (const operation of [Operation.reserved, Operation.register, Operation.nonReplicated, Operation.logout, Operation.batch]) {
       expect(isBatchable(operation), String(operation)).toBe(false);
     }
-    for (const operation of [Operation.createStream, Operation.createUser, Operation.revokeAccessToken, Operation.createPersonalAccessToken]) {
+    for (const operation of [StateMachineOperation.createStream, StateMachineOperation.createUser, StateMachineOperation.revokeAccessToken, StateMachineOperation.createPersonalAccessToken]) {
       expect(isBatchable(operation), String(operation)).toBe(true);
     }
   });

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadKernels } from '../../src/kernels/index.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { fullSnapshot } from './metadata-fixtures.js';
 import { harness, type Harness } from './http-fixtures.js';
 

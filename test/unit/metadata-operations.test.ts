@@ -13,6 +13,7 @@ import {
   parseIdentifier,
   type MetadataRequest,
 } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { U64_MAX } from '../../src/format/snapshot-model.js';
 import { fakeHash, req } from './metadata-fixtures.js';
 
@@ -85,7 +86,7 @@ describe('operation codec', () => {
     longHash[6] = 0x01; // current_password_hash size high byte -> 257+ bytes
     expect(reason(Operation.changePassword, longHash)).toMatch(/PASSWORD_HASH_SIZE_MAX/);
     expect(reason(Operation.createStream, new Uint8Array(OPERATION_BODY_SIZE_MAX + 1))).toBe('body exceeds the frame body size');
-    expect(reason(Operation.logout, [])).toBe('operation 3 is not a metadata operation');
+    expect(reason(ProtocolOperation.logout, [])).toBe('operation 3 is not a metadata operation');
     const revoke = [...encodeRequest({ operation: Operation.revokeAccessToken, jti: new Uint8Array(16), expiryAtUs: 1 })];
     expect(revoke).toHaveLength(24);
     expect(reason(Operation.revokeAccessToken, revoke.slice(0, 20))).not.toBeNull();
@@ -97,7 +98,7 @@ describe('operation codec', () => {
     expect(isStateMachineOperation(Operation.leaveConsumerGroup)).toBe(true);
     expect(isStateMachineOperation(Operation.revokeAccessToken)).toBe(true);
     expect(isStateMachineOperation(151)).toBe(false);
-    expect(isStateMachineOperation(Operation.register)).toBe(false);
+    expect(isStateMachineOperation(ProtocolOperation.register)).toBe(false);
     expect(isStateMachineOperation(Operation.truncatePartition)).toBe(false);
     expect(isStateMachineOperation(Operation.sendMessages)).toBe(false);
   });

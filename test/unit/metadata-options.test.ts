@@ -18,6 +18,7 @@ import {
   withExplicitFields,
 } from '../../src/metadata/options.js';
 import { U64_MAX } from '../../src/format/snapshot-model.js';
+import { TOPIC_OPTION_KEYS_SORTED, TOPIC_OPTIONS_MAX } from '../../src/format/topic-options.js';
 
 const NONE = { compressionAlgorithm: null, messageExpiryUs: null, maxTopicSizeBytes: null, partitionsCount: 1 };
 
@@ -95,6 +96,12 @@ describe('topic option admission', () => {
     expect(validateTopicOptionEntries([{ key: 'segment_size', value: '1MiB' }], 1)).toBe(ErrorCode.invalidOptionValue);
     expect(validateTopicOptionEntries([{ key: 'message_expiry', value: '5' }], 1)).toBe(ErrorCode.invalidOptionValue);
     expect(validateTopicOptionEntries([{ key: 'preallocate_segments', value: 'true' }], 65)).toBe(ErrorCode.invalidOptionValue);
+  });
+
+  it('the catalog lists exactly the keys the stored form (src/format, read by the snapshot decoder) accepts', () => {
+    const catalogKeys = optionCatalog(OptionsScope.topic).map((spec) => spec.key);
+    expect([...catalogKeys].sort()).toEqual(TOPIC_OPTION_KEYS_SORTED);
+    expect(catalogKeys.length).toBe(TOPIC_OPTIONS_MAX);
   });
 
   it('an update marks its keys explicit once, in key order', () => {

@@ -10,7 +10,7 @@ import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { Operation, type MetadataRequest } from '../../src/metadata/operations.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { REVOKED_TOKEN_EXPIRY_AHEAD_MAX_US } from '../../src/metadata/validation.js';
 import { Driver, ROOT, fullSnapshot, newMachine, req } from './metadata-fixtures.js';
 

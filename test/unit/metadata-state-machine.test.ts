@@ -5,11 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { loadKernels, type Kernels } from '../../src/kernels/index.js';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { MetadataStateMachine, ROOT_CREATED_AT_US } from '../../src/metadata/state-machine.js';
 import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/format/snapshot-model.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
@@ -79,6 +80,19 @@ describe('metadata state machine: genesis', () => {
   it('refuses a genesis whose root hash is not an Argon2id PHC string', () => {
     expect(() => newMachineWith('iggy', 'iggy')).toThrow(/Argon2id/);
     expect(() => newMachineWith('ig', ROOT_HASH)).toThrow(/root username/);
+  });
+});
+
+describe('metadata state machine: retries of committed requests', () => {
+  it('a retried CreatePersonalAccessToken is denied PersonalAccessTokenAlreadyExists; every other retry replays', () => {
+    // The raw token never entered the log, so its cached reply cannot be replayed (the replica
+    // asks the state machine, it names no metadata operation itself).
+    const machine = newMachine();
+    expect(machine.duplicateDenyCode(Operation.createPersonalAccessToken)).toBe(ErrorCode.personalAccessTokenAlreadyExists);
+    for (const operation of [Operation.createStream, Operation.createUser, Operation.deletePersonalAccessToken, Operation.revokeAccessToken]) {
+      expect(machine.duplicateDenyCode(operation)).toBe(0);
+    }
+    expect(machine.duplicateDenyCode(ProtocolOperation.register)).toBe(0);
   });
 });
 
@@ -167,7 +181,7 @@ describe('metadata state machine: streams and topics', () => {
     expect(driver.code(ROOT, req.createStream('s'))).toBe(ErrorCode.streamNameAlreadyExists);
     expect(driver.code(ROOT, req.deleteStream(9))).toBe(ErrorCode.streamIdNotFound);
     expect(driver.raw(ROOT, Operation.createStream, new Uint8Array([1, 0x61, 0])).errorCode).toBe(ErrorCode.invalidCommand);
-    expect(driver.raw(ROOT, Operation.logout, new Uint8Array()).errorCode).toBe(ErrorCode.invalidCommand);
+    expect(driver.raw(ROOT, ProtocolOperation.logout, new Uint8Array()).errorCode).toBe(ErrorCode.invalidCommand);
     expect(driver.sm.snapshot()).toEqual(before);
   });
 

@@ -7,6 +7,7 @@ import { SEGMENT_SIZE_BYTES, TOPIC_DEFAULTS, resolveTopicSettings } from '../../
 import { ERROR_NAMES, ErrorCode, errorName } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { Operation } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { U64_MAX } from '../../src/format/snapshot-model.js';
 import {
   METADATA_LIMITS,
@@ -222,7 +223,7 @@ describe('validation: values', () => {
   it('malformed bodies and non-metadata operations are InvalidCommand 3', () => {
     const driver = new Driver();
     expect(driver.raw(ROOT, Operation.createStream, new Uint8Array([2, 0x61]))).toMatchObject({ errorCode: ErrorCode.invalidCommand });
-    expect(driver.raw(ROOT, Operation.register, new Uint8Array())).toMatchObject({ errorCode: ErrorCode.invalidCommand });
+    expect(driver.raw(ROOT, ProtocolOperation.register, new Uint8Array())).toMatchObject({ errorCode: ErrorCode.invalidCommand });
     expect(driver.raw(ROOT, Operation.createTopicWithAssignments, new Uint8Array())).toMatchObject({ errorCode: ErrorCode.invalidCommand });
     expect(driver.raw(ROOT, 200, encodeRequest(req.createStream('s')))).toMatchObject({ errorCode: ErrorCode.invalidCommand });
   });

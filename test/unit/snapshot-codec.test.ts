@@ -5,7 +5,7 @@
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/format/snapshot-codec.js';
 import type { MetadataSnapshot } from '../../src/format/snapshot-model.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { positional } from '../kernels/snapshot-encoders.js';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
-import { decodeSnapshot } from '../../src/metadata/snapshot-codec.js';
+import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/format/snapshot-model.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';

@@ -8,6 +8,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { Operation as StateMachineOperation } from '../../src/metadata/operations.js';
+import { Operation as ProtocolOperation, STATE_MACHINE_OPERATION_MIN } from '../../src/vsr/header-types.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -56,9 +58,11 @@ const FORBIDDEN_GLOBALS = [
 /**
  * The layers of src/, bottom-up: a module may import its own layer and any layer listed before it,
  * never one after (DESIGN.md §1, "imports point downward only"). A newcomer reading src/ top-down
- * meets format/kernels, then the protocol core, the state machine, storage, the wire and HTTP,
- * then the process that wires them. `testing` (the simulator) sits under `node`, which runs it
- * for `vrmeta simulate`; `index.ts` is the package entry over everything.
+ * meets format/kernels (the snapshot format, its encoder and decoder), then the protocol core and
+ * storage (which persists the core's state and checks snapshot files with the format's decoder,
+ * knowing nothing of the state machine), the state machine, the wire and HTTP, then the process
+ * that wires them. `testing` (the simulator) sits under `node`, which runs it for
+ * `vrmeta simulate`; `index.ts` is the package entry over everything.
  */
 const LAYER_ORDER = [
   'stdx',
@@ -66,8 +70,8 @@ const LAYER_ORDER = [
   'format',
   'kernels',
   'vsr',
-  'metadata',
   'storage',
+  'metadata',
   'transport',
   'http',
   'testing',
@@ -218,22 +222,42 @@ describe('tidy', () => {
         { from: 'node/cli.ts', target: '../bench/cli.ts' },
         { from: 'vsr/io.ts', target: 'format/snapshot-model.ts' },
         { from: 'storage/wal.ts', target: 'storage/disk.ts' },
+        { from: 'storage/inspect.ts', target: 'metadata/snapshot-codec.ts' },
       ]),
     ).toEqual([
       'src/kernels/kernel.ts imports metadata/snapshot-model.ts: kernels may import only stdx, constants.ts, format, kernels',
-      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, metadata, storage, transport, http',
+      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, storage, metadata, transport, http',
       'src/node/cli.ts imports ../bench/cli.ts, which is in no layer of src/',
+      'src/storage/inspect.ts imports metadata/snapshot-codec.ts: storage may import only stdx, constants.ts, format, kernels, vsr, storage',
     ]);
   });
 
-  it('one Operation table: the protocol defines the codes, everyone else imports them', () => {
+  it('one Operation table per owner: the protocol its codes, the state machine its own', () => {
     const definitions: string[] = [];
     for (const file of sources(join(root, 'src'))) {
       if (/\bexport\s+const\s+Operation\s*=/.test(code(readFileSync(file, 'utf8')))) {
         definitions.push(relative(root, file));
       }
     }
-    expect(definitions).toEqual(['src/vsr/header-types.ts']);
+    expect(definitions.sort()).toEqual(['src/metadata/operations.ts', 'src/vsr/header-types.ts']);
+    // Each code is defined once, on its owner's side of the bound.
+    const protocol = Object.values(ProtocolOperation) as number[];
+    const machine = Object.values(StateMachineOperation) as number[];
+    expect(protocol.filter((value) => value >= STATE_MACHINE_OPERATION_MIN)).toEqual([]);
+    expect(machine.filter((value) => value < STATE_MACHINE_OPERATION_MIN || value > 0xff)).toEqual([]);
+    expect(new Set([...protocol, ...machine]).size).toBe(protocol.length + machine.length);
+  });
+
+  it("src/vsr names none of the state machine's operations", () => {
+    const names = Object.keys(StateMachineOperation).join('|');
+    const pattern = new RegExp(`\\bOperation\\.(?:${names})\\b`, 'g');
+    const problems: string[] = [];
+    for (const file of sources(join(root, 'src', 'vsr'))) {
+      for (const match of code(readFileSync(file, 'utf8')).matchAll(pattern)) {
+        problems.push(`${relative(root, file)} names ${match[0]}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it(`held core modules keep to ${COLUMNS_MAX} columns and ${FUNCTION_LINES_MAX}-line functions`, () => {

@@ -36,10 +36,9 @@ import {
   type TopicSnapshot,
   type UserSnapshot,
   type UserStatus,
-} from '../format/snapshot-model.js';
-import { columnFirstUnsafe } from '../format/partition-column.js';
-import { ErrorCode } from './errors.js';
-import { TOPIC_OPTIONS_MAX, validateTopicOptionEntries } from './options.js';
+} from './snapshot-model.js';
+import { columnFirstUnsafe } from './partition-column.js';
+import { TOPIC_OPTIONS_MAX, topicOptionEntriesFault } from './topic-options.js';
 
 /** Why a snapshot was refused. Stable strings: they appear in logs and `vrmeta inspect`. */
 export const SnapshotDecodeReason = {
@@ -122,15 +121,18 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
   const versionOffset = reader.position;
   const version = reader.uint('version', U32_MAX);
   if (!SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version)) {
+    const readable = SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ');
     throw new SnapshotDecodeError(
       'unsupported_version',
       'version',
       versionOffset,
-      `version ${version}, this build reads versions ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`,
+      `version ${version}, this build reads versions ${readable}`,
     );
   }
   const fieldsExpected = 8;
-  if (fieldCount !== fieldsExpected) reader.fail('malformed', 'snapshot', `expected ${fieldsExpected} fields, found ${fieldCount}`);
+  if (fieldCount !== fieldsExpected) {
+    reader.fail('malformed', 'snapshot', `expected ${fieldsExpected} fields, found ${fieldCount}`);
+  }
   const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
   const sequenceNumber = reader.uint('sequenceNumber', Number.MAX_SAFE_INTEGER);
   const users = decodeUsers(reader);
@@ -139,9 +141,22 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
   const writerRelease = reader.uint('writerRelease', U32_MAX);
   const revokedTokens = decodeRevokedTokens(reader);
   if (reader.position !== bytes.byteLength) {
-    reader.fail('trailing_bytes', 'snapshot', `${bytes.byteLength - reader.position} bytes after the snapshot`);
+    reader.fail(
+      'trailing_bytes',
+      'snapshot',
+      `${bytes.byteLength - reader.position} bytes after the snapshot`,
+    );
   }
-  return { version, createdAtUs, sequenceNumber, users, streams, clientTable, writerRelease, revokedTokens };
+  return {
+    version,
+    createdAtUs,
+    sequenceNumber,
+    users,
+    streams,
+    clientTable,
+    writerRelease,
+    revokedTokens,
+  };
 }
 
 function decodeRevokedTokens(reader: Reader): RevokedTokenSnapshot[] {
@@ -155,10 +170,20 @@ function decodeRevokedTokens(reader: Reader): RevokedTokenSnapshot[] {
     const jtiOffset = reader.position;
     const jti = reader.bin('jti');
     if (jti.byteLength !== ACCESS_TOKEN_ID_SIZE) {
-      throw new SnapshotDecodeError('malformed', reader.pathTo('jti'), jtiOffset, `expected ${ACCESS_TOKEN_ID_SIZE} bytes, found ${jti.byteLength}`);
+      throw new SnapshotDecodeError(
+        'malformed',
+        reader.pathTo('jti'),
+        jtiOffset,
+        `expected ${ACCESS_TOKEN_ID_SIZE} bytes, found ${jti.byteLength}`,
+      );
     }
     if (previous !== null && compareBytes(jti, previous) <= 0) {
-      throw new SnapshotDecodeError('not_canonical_order', reader.pathTo('jti'), jtiOffset, 'revoked token ids are not strictly ascending');
+      throw new SnapshotDecodeError(
+        'not_canonical_order',
+        reader.pathTo('jti'),
+        jtiOffset,
+        'revoked token ids are not strictly ascending',
+      );
     }
     previous = jti;
     const userId = reader.uint('userId', U32_MAX);
@@ -188,16 +213,21 @@ function decodeUsers(reader: Reader): UserSnapshot[] {
     reader.at(depth, index);
     reader.record(7);
     const id = reader.uint('id', U32_MAX);
-    if (id <= previousId) reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    if (id <= previousId) {
+      reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    }
     previousId = id;
     const username = reader.string('username');
     const passwordHash = reader.string('passwordHash');
     const status = reader.uint('status', U32_MAX);
-    if (status !== 1 && status !== 2) reader.fail('out_of_range', 'status', `unknown user status ${status}`);
+    if (status !== 1 && status !== 2) {
+      reader.fail('out_of_range', 'status', `unknown user status ${status}`);
+    }
     const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
     const permissions = reader.nil() ? null : decodePermissions(reader);
     const tokens = decodeTokens(reader);
-    users.push({ id, username, passwordHash, status: status as UserStatus, createdAtUs, permissions, tokens });
+    const user = { id, username, passwordHash, status: status as UserStatus, createdAtUs };
+    users.push({ ...user, permissions, tokens });
   }
   reader.leave(depth);
   return users;
@@ -215,7 +245,13 @@ function decodePermissions(reader: Reader): PermissionsSnapshot {
     reader.at(streamsDepth, index);
     reader.record(3);
     const streamId = reader.uint('streamId', U32_MAX);
-    if (streamId <= previousStreamId) reader.fail('not_canonical_order', 'streamId', `${streamId} does not follow ${previousStreamId}`);
+    if (streamId <= previousStreamId) {
+      reader.fail(
+        'not_canonical_order',
+        'streamId',
+        `${streamId} does not follow ${previousStreamId}`,
+      );
+    }
     previousStreamId = streamId;
     const bits = reader.uint('bits', U32_MAX);
     const topicCount = reader.arrayHeader('topics');
@@ -226,7 +262,13 @@ function decodePermissions(reader: Reader): PermissionsSnapshot {
       reader.at(topicsDepth, topicIndex);
       reader.record(2);
       const topicId = reader.uint('topicId', U32_MAX);
-      if (topicId <= previousTopicId) reader.fail('not_canonical_order', 'topicId', `${topicId} does not follow ${previousTopicId}`);
+      if (topicId <= previousTopicId) {
+        reader.fail(
+          'not_canonical_order',
+          'topicId',
+          `${topicId} does not follow ${previousTopicId}`,
+        );
+      }
       previousTopicId = topicId;
       topics.push({ topicId, bits: reader.uint('bits', U32_MAX) });
     }
@@ -247,7 +289,9 @@ function decodeTokens(reader: Reader): PersonalAccessTokenSnapshot[] {
     reader.record(3);
     const name = reader.string('name');
     // Array#sort order (UTF-16 code units), strictly: names are unique per user.
-    if (previousName !== null && !(name > previousName)) reader.fail('not_canonical_order', 'name', 'token names are not ascending');
+    if (previousName !== null && !(name > previousName)) {
+      reader.fail('not_canonical_order', 'name', 'token names are not ascending');
+    }
     previousName = name;
     const tokenHash = reader.bin('tokenHash');
     const expiryAtUs = reader.nil() ? null : reader.uint('expiryAtUs', Number.MAX_SAFE_INTEGER);
@@ -266,7 +310,9 @@ function decodeStreams(reader: Reader): StreamSnapshot[] {
     reader.at(depth, index);
     reader.record(4);
     const id = reader.uint('id', U32_MAX);
-    if (id <= previousId) reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    if (id <= previousId) {
+      reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    }
     previousId = id;
     const name = reader.string('name');
     const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
@@ -290,13 +336,19 @@ function decodeStreams(reader: Reader): StreamSnapshot[] {
 function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
   reader.record(10);
   const id = reader.uint('id', U32_MAX);
-  if (id <= previousTopicId) reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousTopicId}`);
+  if (id <= previousTopicId) {
+    reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousTopicId}`);
+  }
   const name = reader.string('name');
   const createdAtUs = reader.uint('createdAtUs', Number.MAX_SAFE_INTEGER);
   const messageExpiryUs = reader.u64('messageExpiryUs');
   const compression = reader.uint('compressionAlgorithm', U32_MAX);
   if (compression !== 1 && compression !== 2) {
-    reader.fail('out_of_range', 'compressionAlgorithm', `unknown compression algorithm ${compression}`);
+    reader.fail(
+      'out_of_range',
+      'compressionAlgorithm',
+      `unknown compression algorithm ${compression}`,
+    );
   }
   const maxTopicSizeBytes = reader.u64('maxTopicSizeBytes');
   const replicationFactor = reader.uint('replicationFactor', U8_MAX);
@@ -311,14 +363,21 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     reader.at(depth, index);
     reader.record(4);
     const groupId = reader.uint('id', U32_MAX);
-    if (groupId <= previousId) reader.fail('not_canonical_order', 'id', `${groupId} does not follow ${previousId}`);
+    if (groupId <= previousId) {
+      reader.fail('not_canonical_order', 'id', `${groupId} does not follow ${previousId}`);
+    }
     previousId = groupId;
     const groupName = reader.string('name');
     const generation = reader.uint('generation', Number.MAX_SAFE_INTEGER);
-    consumerGroups.push({ id: groupId, name: groupName, generation, members: decodeMembers(reader) });
+    consumerGroups.push(
+      { id: groupId, name: groupName, generation, members: decodeMembers(reader) },
+    );
   }
   reader.leave(depth);
-  const options = decodeTopicOptions(reader, partitionsCreatedAtUs.byteLength / PARTITION_CREATED_AT_SIZE);
+  const options = decodeTopicOptions(
+    reader,
+    partitionsCreatedAtUs.byteLength / PARTITION_CREATED_AT_SIZE,
+  );
   return {
     id,
     name,
@@ -352,8 +411,15 @@ function decodePartitionColumn(reader: Reader): Uint8Array {
   }
   const index = columnFirstUnsafe(column);
   if (index >= 0) {
-    const value = new DataView(column.buffer, column.byteOffset + index * PARTITION_CREATED_AT_SIZE, PARTITION_CREATED_AT_SIZE).getBigUint64(0, true);
-    throw new SnapshotDecodeError('out_of_range', reader.pathTo(`partitionsCreatedAtUs[${index}]`), offset, `${value} exceeds 2^53 - 1`);
+    const valueOffset = column.byteOffset + index * PARTITION_CREATED_AT_SIZE;
+    const view = new DataView(column.buffer, valueOffset, PARTITION_CREATED_AT_SIZE);
+    const value = view.getBigUint64(0, true);
+    throw new SnapshotDecodeError(
+      'out_of_range',
+      reader.pathTo(`partitionsCreatedAtUs[${index}]`),
+      offset,
+      `${value} exceeds 2^53 - 1`,
+    );
   }
   return column;
 }
@@ -361,7 +427,9 @@ function decodePartitionColumn(reader: Reader): Uint8Array {
 /** Topic field 9: explicit options, keys ascending; the entries must satisfy the catalog rules. */
 function decodeTopicOptions(reader: Reader, partitionsCount: number): TopicOptionSnapshot[] {
   const count = reader.arrayHeader('options');
-  if (count > TOPIC_OPTIONS_MAX) reader.fail('out_of_range', 'options', `${count} entries exceeds ${TOPIC_OPTIONS_MAX}`);
+  if (count > TOPIC_OPTIONS_MAX) {
+    reader.fail('out_of_range', 'options', `${count} entries exceeds ${TOPIC_OPTIONS_MAX}`);
+  }
   const options: TopicOptionSnapshot[] = [];
   const depth = reader.enter('options');
   let previousKey: string | null = null;
@@ -369,15 +437,21 @@ function decodeTopicOptions(reader: Reader, partitionsCount: number): TopicOptio
     reader.at(depth, index);
     reader.record(2);
     const key = reader.string('key');
-    if (previousKey !== null && !(key > previousKey)) reader.fail('not_canonical_order', 'key', `"${key}" does not follow "${previousKey}"`);
+    if (previousKey !== null && !(key > previousKey)) {
+      reader.fail('not_canonical_order', 'key', `"${key}" does not follow "${previousKey}"`);
+    }
     previousKey = key;
     const value = reader.nil() ? null : reader.string('value');
     // Frozen as the state machine keeps them, so a restore adopts them without a copy.
     options.push(Object.freeze({ key, value }));
   }
   reader.leave(depth);
-  if (validateTopicOptionEntries(options, partitionsCount) !== ErrorCode.ok) {
-    reader.fail('out_of_range', 'options', 'an entry is not a catalog option in its canonical form');
+  if (topicOptionEntriesFault(options, partitionsCount) !== null) {
+    reader.fail(
+      'out_of_range',
+      'options',
+      'an entry is not a catalog option in its canonical form',
+    );
   }
   return options;
 }
@@ -391,7 +465,9 @@ function decodeMembers(reader: Reader): ConsumerGroupMemberSnapshot[] {
     reader.at(depth, index);
     reader.record(3);
     const id = reader.uint('id', U32_MAX);
-    if (id <= previousId) reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    if (id <= previousId) {
+      reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousId}`);
+    }
     previousId = id;
     const clientId = reader.u128('clientId');
     const partitionCount = reader.arrayHeader('partitions');
@@ -399,7 +475,13 @@ function decodeMembers(reader: Reader): ConsumerGroupMemberSnapshot[] {
     let previousPartition = -1;
     for (let partitionIndex = 0; partitionIndex < partitionCount; partitionIndex++) {
       const partition = reader.uint('partitions', U32_MAX);
-      if (partition <= previousPartition) reader.fail('not_canonical_order', 'partitions', `${partition} does not follow ${previousPartition}`);
+      if (partition <= previousPartition) {
+        reader.fail(
+          'not_canonical_order',
+          'partitions',
+          `${partition} does not follow ${previousPartition}`,
+        );
+      }
       previousPartition = partition;
       partitions.push(partition);
     }
@@ -418,11 +500,20 @@ function decodeClientTable(reader: Reader): ClientEntrySnapshot[] {
     reader.at(depth, index);
     reader.record(7);
     const slot = reader.uint('slot', U32_MAX);
-    if (slot <= previousSlot) reader.fail('not_canonical_order', 'slot', `${slot} does not follow ${previousSlot}`);
+    if (slot <= previousSlot) {
+      reader.fail('not_canonical_order', 'slot', `${slot} does not follow ${previousSlot}`);
+    }
     previousSlot = slot;
     const clientIdOffset = reader.position;
     const clientId = reader.u128('clientId');
-    if (clientId === 0n) throw new SnapshotDecodeError('out_of_range', reader.pathTo('clientId'), clientIdOffset, 'client id 0 is reserved');
+    if (clientId === 0n) {
+      throw new SnapshotDecodeError(
+        'out_of_range',
+        reader.pathTo('clientId'),
+        clientIdOffset,
+        'client id 0 is reserved',
+      );
+    }
     const epoch = reader.uint('epoch', Number.MAX_SAFE_INTEGER);
     const userId = reader.uint('userId', U32_MAX);
     const watermark = reader.uint('watermark', Number.MAX_SAFE_INTEGER);
@@ -486,7 +577,11 @@ class Reader {
 
   private need(byteCount: number, field: string): void {
     if (this.position + byteCount > this.bytes.byteLength) {
-      this.fail('truncated', field, `needs ${byteCount} bytes, ${this.bytes.byteLength - this.position} remain`);
+      this.fail(
+        'truncated',
+        field,
+        `needs ${byteCount} bytes, ${this.bytes.byteLength - this.position} remain`,
+      );
     }
   }
 
@@ -511,18 +606,26 @@ class Reader {
     } else if (tag === 0xdc) {
       this.need(3, field);
       count = this.view.getUint16(this.position + 1);
-      if (count < 16) this.fail('not_canonical_encoding', field, `array16 header for ${count} items`);
+      if (count < 16) {
+        this.fail('not_canonical_encoding', field, `array16 header for ${count} items`);
+      }
       this.position += 3;
     } else if (tag === 0xdd) {
       this.need(5, field);
       count = this.view.getUint32(this.position + 1);
-      if (count < 0x1_0000) this.fail('not_canonical_encoding', field, `array32 header for ${count} items`);
+      if (count < 0x1_0000) {
+        this.fail('not_canonical_encoding', field, `array32 header for ${count} items`);
+      }
       this.position += 5;
     } else {
       this.fail('malformed', field, `expected an array, found type byte 0x${tag.toString(16)}`);
     }
     if (boundByRemaining && count > this.bytes.byteLength - this.position) {
-      this.fail('truncated', field, `${count} items cannot fit in the ${this.bytes.byteLength - this.position} bytes left`);
+      this.fail(
+        'truncated',
+        field,
+        `${count} items cannot fit in the ${this.bytes.byteLength - this.position} bytes left`,
+      );
     }
     return count;
   }
@@ -531,7 +634,8 @@ class Reader {
   record(fieldCount: number): void {
     const tag = this.tag('');
     if (tag !== (0x90 | fieldCount)) {
-      const found = tag >= 0x90 && tag <= 0x9f ? `${tag & 0x0f} fields` : `type byte 0x${tag.toString(16)}`;
+      const isRecord = tag >= 0x90 && tag <= 0x9f;
+      const found = isRecord ? `${tag & 0x0f} fields` : `type byte 0x${tag.toString(16)}`;
       this.fail('malformed', '', `expected a record of ${fieldCount} fields, found ${found}`);
     }
     this.position += 1;
@@ -564,13 +668,19 @@ class Reader {
     } else if (tag === 0xce) {
       this.need(5, field);
       value = this.view.getUint32(at + 1);
-      if (value < 0x1_0000) this.fail('not_canonical_encoding', field, `uint32 encoding of ${value}`);
+      if (value < 0x1_0000) {
+        this.fail('not_canonical_encoding', field, `uint32 encoding of ${value}`);
+      }
       this.position += 5;
     } else if (tag === 0xcf) {
       this.need(9, field);
       const high = this.view.getUint32(at + 1);
-      if (high === 0) this.fail('not_canonical_encoding', field, 'uint64 encoding of a value below 2^32');
-      if (high > SAFE_HIGH_WORD_MAX) this.fail('out_of_range', field, `${this.view.getBigUint64(at + 1)} exceeds 2^53 - 1`);
+      if (high === 0) {
+        this.fail('not_canonical_encoding', field, 'uint64 encoding of a value below 2^32');
+      }
+      if (high > SAFE_HIGH_WORD_MAX) {
+        this.fail('out_of_range', field, `${this.view.getBigUint64(at + 1)} exceeds 2^53 - 1`);
+      }
       value = high * TWO_POW_32 + this.view.getUint32(at + 5);
       this.position += 9;
     } else {
@@ -586,7 +696,9 @@ class Reader {
     if (tag !== 0xcf) return BigInt(this.uint(field, Number.MAX_SAFE_INTEGER));
     this.need(9, field);
     const value = this.view.getBigUint64(this.position + 1);
-    if (value < 0x1_0000_0000n) this.fail('not_canonical_encoding', field, 'uint64 encoding of a value below 2^32');
+    if (value < 0x1_0000_0000n) {
+      this.fail('not_canonical_encoding', field, 'uint64 encoding of a value below 2^32');
+    }
     this.position += 9;
     return value;
   }
@@ -594,11 +706,20 @@ class Reader {
   /** A u128: bin8 of exactly 16 bytes, big-endian. */
   u128(field: string): bigint {
     const tag = this.tag(field);
-    if (tag !== 0xc4) this.fail('malformed', field, `expected a 16-byte bin, found type byte 0x${tag.toString(16)}`);
+    if (tag !== 0xc4) {
+      this.fail(
+        'malformed',
+        field,
+        `expected a 16-byte bin, found type byte 0x${tag.toString(16)}`,
+      );
+    }
     this.need(18, field);
     const length = this.bytes[this.position + 1]!;
-    if (length !== 16) this.fail('malformed', field, `expected a 16-byte bin, found ${length} bytes`);
-    const value = (this.view.getBigUint64(this.position + 2) << 64n) | this.view.getBigUint64(this.position + 10);
+    if (length !== 16) {
+      this.fail('malformed', field, `expected a 16-byte bin, found ${length} bytes`);
+    }
+    const high = this.view.getBigUint64(this.position + 2);
+    const value = (high << 64n) | this.view.getBigUint64(this.position + 10);
     this.position += 18;
     return value;
   }
@@ -613,17 +734,23 @@ class Reader {
     } else if (tag === 0xd9) {
       this.need(2, field);
       length = this.bytes[this.position + 1]!;
-      if (length < 32) this.fail('not_canonical_encoding', field, `str8 header for ${length} bytes`);
+      if (length < 32) {
+        this.fail('not_canonical_encoding', field, `str8 header for ${length} bytes`);
+      }
       headerSize = 2;
     } else if (tag === 0xda) {
       this.need(3, field);
       length = this.view.getUint16(this.position + 1);
-      if (length < 0x100) this.fail('not_canonical_encoding', field, `str16 header for ${length} bytes`);
+      if (length < 0x100) {
+        this.fail('not_canonical_encoding', field, `str16 header for ${length} bytes`);
+      }
       headerSize = 3;
     } else if (tag === 0xdb) {
       this.need(5, field);
       length = this.view.getUint32(this.position + 1);
-      if (length < 0x1_0000) this.fail('not_canonical_encoding', field, `str32 header for ${length} bytes`);
+      if (length < 0x1_0000) {
+        this.fail('not_canonical_encoding', field, `str32 header for ${length} bytes`);
+      }
       headerSize = 5;
     } else {
       this.fail('malformed', field, `expected a string, found type byte 0x${tag.toString(16)}`);
@@ -641,7 +768,9 @@ class Reader {
           break;
         }
       }
-      if (ascii) return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+      if (ascii) {
+        return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+      }
     }
     try {
       return utf8Decoder.decode(bytes.subarray(start, end));
@@ -662,12 +791,16 @@ class Reader {
     } else if (tag === 0xc5) {
       this.need(3, field);
       length = this.view.getUint16(this.position + 1);
-      if (length < 0x100) this.fail('not_canonical_encoding', field, `bin16 header for ${length} bytes`);
+      if (length < 0x100) {
+        this.fail('not_canonical_encoding', field, `bin16 header for ${length} bytes`);
+      }
       headerSize = 3;
     } else if (tag === 0xc6) {
       this.need(5, field);
       length = this.view.getUint32(this.position + 1);
-      if (length < 0x1_0000) this.fail('not_canonical_encoding', field, `bin32 header for ${length} bytes`);
+      if (length < 0x1_0000) {
+        this.fail('not_canonical_encoding', field, `bin32 header for ${length} bytes`);
+      }
       headerSize = 5;
     } else {
       this.fail('malformed', field, `expected bytes, found type byte 0x${tag.toString(16)}`);
@@ -681,8 +814,16 @@ class Reader {
   private failNotUint(tag: number, field: string): never {
     if (tag >= 0xe0 || (tag >= 0xd0 && tag <= 0xd3)) {
       // Signed forms: the canonical encoding writes every integer of the model unsigned.
-      this.fail(tag >= 0xe0 ? 'out_of_range' : 'not_canonical_encoding', field, `signed integer (type byte 0x${tag.toString(16)})`);
+      this.fail(
+        tag >= 0xe0 ? 'out_of_range' : 'not_canonical_encoding',
+        field,
+        `signed integer (type byte 0x${tag.toString(16)})`,
+      );
     }
-    this.fail('malformed', field, `expected an unsigned integer, found type byte 0x${tag.toString(16)}`);
+    this.fail(
+      'malformed',
+      field,
+      `expected an unsigned integer, found type byte 0x${tag.toString(16)}`,
+    );
   }
 }
