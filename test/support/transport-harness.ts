@@ -226,7 +226,7 @@ export class RawPeer {
     const challenge = this.frames()[0];
     if (challenge === undefined) throw new Error('no Challenge received');
     const step = handshake.onFrame(challenge.header);
-    if (step.send !== null) this.write(step.send);
+    if ('send' in step && step.send !== null) this.write(step.send);
     return step;
   }
 }

@@ -485,7 +485,7 @@ export const validFrameOfAnyCommand = (kernels: ChecksumKernels): fc.Arbitrary<U
   validSpecOfAnyCommand.map((frameSpec) => frameOf(kernels, frameSpec));
 
 /** Encodes and seals `header` + `body` without validating: frames a replica would never send. */
-export function sealUnchecked(kernels: ChecksumKernels, header: Header, bodyBytes = new Uint8Array(0)): Uint8Array {
+export function sealUnchecked(kernels: ChecksumKernels, header: Header, bodyBytes: Uint8Array = new Uint8Array(0)): Uint8Array {
   const frame = new Uint8Array(HEADER_SIZE + bodyBytes.byteLength);
   encodeHeader({ ...header, size: frame.byteLength }, frame);
   frame.set(bodyBytes, HEADER_SIZE);

@@ -35,8 +35,9 @@ function header(frame: Uint8Array): Header {
 }
 
 function sent(step: HandshakeStep): Header {
-  expect(step.send).not.toBeNull();
-  return header(step.send!);
+  const send = 'send' in step ? step.send : null;
+  expect(send).not.toBeNull();
+  return header(send!);
 }
 
 function pair(options: { initiatorKey?: ReturnType<typeof deriveAuthKey>; acceptorKey?: ReturnType<typeof deriveAuthKey> } = {}) {
