@@ -201,11 +201,11 @@ function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-/** A "nice" upper bound for an axis: 1, 2 or 5 times a power of ten, at least `max`. */
+/** A round upper bound for an axis, at least `max` and at most 1.33x it above 1.5 (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k). */
 function niceMax(max: number): number {
   if (!(max > 0)) return 1;
   const power = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 5, 10]) if (step * power >= max) return step * power;
+  for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (step * power >= max) return step * power;
   return 10 * power;
 }
 
