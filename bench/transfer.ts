@@ -24,6 +24,10 @@
  * --initial-cluster-state existing): time start -> /health true and applied index >= the
  * leader's index. Its recovery is a restart of another follower on its data directory.
  *
+ * `shape: 'realistic'` replaces the growth to each size with one population of streams, topics,
+ * users, permissions and tokens (bench/transfer-shape.ts), measured the same way at the snapshot
+ * it makes. The report opens with the growth curve: restart, catch-up and RSS per size.
+ *
  * MB/s here is 10^6 bytes per second (the DESIGN.md §6 bar: >= 200 MB/s, RSS growth <= 32 MiB).
  */
 import {
