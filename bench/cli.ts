@@ -202,7 +202,9 @@ export function registerBenchCommands(bench: Command): void {
           log: benchLog,
         });
         if (options.svg !== undefined) {
-          const { writeFileSync } = await import('node:fs');
+          const { mkdirSync, writeFileSync } = await import('node:fs');
+          const { dirname } = await import('node:path');
+          mkdirSync(dirname(resolve(options.svg)), { recursive: true });
           writeFileSync(options.svg, bench.transferReportSvg(report));
           benchLog(`[bench] growth curve written to ${options.svg}`);
         }

@@ -9,6 +9,9 @@
  * at process exit.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatClusterReport, runClusterBench } from '../../bench/cluster.js';
 import { formatLoginFloodReport, runLoginFloodBench } from '../../bench/login-flood.js';
@@ -188,4 +191,21 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
     expect(badClients.status).not.toBe(0);
     expect(badClients.stderr).toMatch(/expected client counts/);
   });
+
+  it('bench transfer --svg FILE writes the growth curve next to the report (creating the directory)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vrmeta-svg-'));
+    try {
+      const svgPath = join(dir, 'nested', 'curve.svg');
+      const run = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--smoke', '--kernels', 'ts', '--json', '--svg', svgPath], { encoding: 'utf8', timeout: 170_000 });
+      expect(run.status).toBe(0);
+      const report = JSON.parse(run.stdout) as { shape: string; sizesMiB: number[] };
+      expect(report).toMatchObject({ shape: 'partitions', sizesMiB: [0.25] });
+      expect(existsSync(svgPath)).toBe(true);
+      const svg = readFileSync(svgPath, 'utf8');
+      expect(svg).toMatch(/^<svg /);
+      expect([...svg.matchAll(/<polyline /g)]).toHaveLength(4);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
