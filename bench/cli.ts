@@ -83,6 +83,12 @@ export function registerBenchCommands(bench: Command): void {
     return parsed;
   }
 
+  function scaleFraction(value: string): number {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed <= 0 || parsed > 1) throw new InvalidArgumentError('expected a fraction in (0, 1], e.g. 0.1 or 1');
+    return parsed;
+  }
+
   function clientsList(value: string): number[] {
     const levels = value.split(',').map((part) => Number(part.trim()));
     if (levels.some((level) => !Number.isSafeInteger(level) || level <= 0)) throw new InvalidArgumentError('expected client counts, e.g. 1,8,64');
@@ -165,14 +171,45 @@ export function registerBenchCommands(bench: Command): void {
     );
 
   etcdBench('transfer', 'state-transfer catch-up of a wiped replica (vs an etcd member rejoining) and restart recovery', 'tiny snapshot')
-    .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated', sizeList)
-    .action(async (options: EtcdBenchFlags & { sizes?: number[] }) => {
-      await runChildBench('transfer', () => import('./transfer.js'), options.json, (bench) => bench.runTransferBench({
-        smoke: options.smoke === true,
-        kernels: options.kernels,
-        ...definedOnly({ sizesMiB: options.sizes }),
-        log: benchLog,
-      }), (bench) => bench.formatTransferReport);
+    .option('--sizes <mib>', 'snapshot sizes in MiB, comma-separated (shape partitions)', sizeList)
+    .addOption(
+      new Option('--shape <shape>', 'partitions (the cheapest bytes, grown to each size) | realistic (streams of 100 topics x 10 partitions, users with permissions and a token)')
+        .choices(['partitions', 'realistic'])
+        .default('partitions'),
+    )
+    .option('--scale <f>', 'realistic shape size, in (0, 1]: 1 = 100,000 topics and 10,000 users (default 0.1)', scaleFraction)
+    .option('--no-etcd', 'vrmeta only (e.g. for the growth curve)')
+    .option('--svg <file>', 'also write the growth curve (restart, catch-up, RSS against snapshot size) as an SVG')
+    .action(async (options: EtcdBenchFlags & { sizes?: number[]; shape: 'partitions' | 'realistic'; scale?: number; etcd: boolean; svg?: string }) => {
+      const conflict =
+        options.scale !== undefined && options.shape !== 'realistic'
+          ? '--scale applies to --shape realistic only'
+          : options.sizes !== undefined && options.shape === 'realistic'
+            ? '--sizes applies to --shape partitions only (the realistic shape sets its own size)'
+            : null;
+      if (conflict !== null) {
+        process.stderr.write(`vrmeta bench transfer: ${conflict}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      await runChildBench('transfer', () => import('./transfer.js'), options.json, async (bench) => {
+        const report = await bench.runTransferBench({
+          smoke: options.smoke === true,
+          kernels: options.kernels,
+          shape: options.shape,
+          // Only an explicit --no-etcd: the default (etcd in full mode, never in smoke) stays the bench's.
+          ...definedOnly({ sizesMiB: options.sizes, realisticScale: options.scale, etcd: options.etcd ? undefined : false }),
+          log: benchLog,
+        });
+        if (options.svg !== undefined) {
+          const { mkdirSync, writeFileSync } = await import('node:fs');
+          const { dirname } = await import('node:path');
+          mkdirSync(dirname(resolve(options.svg)), { recursive: true });
+          writeFileSync(options.svg, bench.transferReportSvg(report));
+          benchLog(`[bench] growth curve written to ${options.svg}`);
+        }
+        return report;
+      }, (bench) => bench.formatTransferReport);
     });
 
   bench

@@ -24,6 +24,10 @@
  * --initial-cluster-state existing): time start -> /health true and applied index >= the
  * leader's index. Its recovery is a restart of another follower on its data directory.
  *
+ * `shape: 'realistic'` replaces the growth to each size with one population of streams, topics,
+ * users, permissions and tokens (bench/transfer-shape.ts), measured the same way at the snapshot
+ * it makes. The report opens with the growth curve: restart, catch-up and RSS per size.
+ *
  * MB/s here is 10^6 bytes per second (the DESIGN.md §6 bar: >= 200 MB/s, RSS growth <= 32 MiB).
  */
 import {
@@ -43,6 +47,15 @@ import {
 import { formatMiB, formatNumber, machineLine } from './load.js';
 import { PARTITION_CREATED_AT_SIZE } from '../src/format/snapshot-model.js';
 import { runSocketBaseline, type SocketBaselineRow } from './socket-baseline.js';
+import {
+  UNBOUNDED_PASSWORD_VERIFY_ENV,
+  buildRealistic,
+  realisticShape,
+  transferCurveSvg,
+  type CurvePoint,
+  type RealisticBuild,
+  type RealisticShape,
+} from './transfer-shape.js';
 
 const MB = 1e6;
 const MIB = 1024 * 1024;
@@ -63,6 +76,20 @@ const ETCD_PUT_CONCURRENCY = 64;
 export interface TransferBenchOptions extends EtcdBenchOptions {
   /** Snapshot sizes in MiB (ascending order is used). */
   readonly sizesMiB?: readonly number[];
+  /**
+   * `partitions` (default): grow to each of `sizesMiB` with the cheapest bytes. `realistic`: one
+   * population of streams, topics, users, permissions and tokens (transfer-shape.ts) at
+   * `realisticScale`; `sizesMiB` is then ignored and the report's sizes are the measured snapshots.
+   */
+  readonly shape?: 'partitions' | 'realistic';
+  /** Scale of the realistic shape: 1 = 100,000 topics and 10,000 users (default 0.1, smoke 0.002). */
+  readonly realisticScale?: number;
+}
+
+/** The realistic population as built (per kernel mode), with the snapshot it made. */
+export interface RealisticRow extends RealisticShape, RealisticBuild {
+  readonly kernels: 'wasm' | 'ts';
+  readonly snapshotBytes: number;
 }
 
 export interface VrmetaTransferRow {
@@ -143,7 +170,11 @@ export interface TransferBenchReport {
   readonly bench: 'transfer';
   readonly machine: string;
   readonly smoke: boolean;
+  readonly shape: 'partitions' | 'realistic';
+  /** Asked for (partitions) or measured, one decimal (realistic). */
   readonly sizesMiB: number[];
+  /** The realistic population per kernel mode (empty for `partitions`). */
+  readonly realistic: RealisticRow[];
   readonly journalSlots: number;
   readonly prepareQueueDepth: number;
   readonly etcd: EtcdReport;
@@ -441,29 +472,51 @@ function vrmetaShape(smoke: boolean): { journalSlots: number; prepareQueueDepth:
   return smoke ? { journalSlots: 64, prepareQueueDepth: 8 } : { journalSlots: 1024, prepareQueueDepth: 32 };
 }
 
+/** A measured snapshot size as the report's size key: MiB with one decimal (at least 0.1). */
+function measuredMiB(bytes: number): number {
+  return Math.max(0.1, Math.round((bytes / MIB) * 10) / 10);
+}
+
 async function runVrmeta(
   kernels: 'wasm' | 'ts',
   sizesMiB: readonly number[],
   smoke: boolean,
+  realistic: RealisticShape | null,
   log: (line: string) => void,
-  out: { transfers: VrmetaTransferRow[]; recoveries: RecoveryRow[]; builds: BuildRow[]; snapshotBytes: Map<number, number> },
+  out: { transfers: VrmetaTransferRow[]; recoveries: RecoveryRow[]; builds: BuildRow[]; snapshotBytes: Map<number, number>; realistic: RealisticRow[] },
 ): Promise<void> {
   const { journalSlots, prepareQueueDepth } = vrmetaShape(smoke);
   log(`[bench] vrmeta (--kernels ${kernels}): starting 3 replicas (journal ${journalSlots} slots)`);
-  const cluster = await VrmetaCluster.start({ kernels, journalSlots, prepareQueueDepth });
+  // The realistic shape logs in as each of its users once: the password gate (20 per second)
+  // would set its build time, so its clusters lift it (transfer-shape.ts says what that costs).
+  const env = realistic === null ? {} : { [UNBOUNDED_PASSWORD_VERIFY_ENV]: '1' };
+  const cluster = await VrmetaCluster.start({ kernels, journalSlots, prepareQueueDepth, env });
   let volume: VrmetaVolume | null = null;
   try {
     const primary = await cluster.primary();
     const backup = (primary + 1) % cluster.replicaCount;
     volume = await VrmetaVolume.create(cluster, primary, smoke ? 4 : VOLUME_WORKERS);
-    for (const sizeMiB of sizesMiB) {
+    // One step per size asked for, or a single step (null) that builds the realistic population.
+    const steps: (number | null)[] = realistic === null ? [...sizesMiB] : [null];
+    for (const step of steps) {
       const buildStartMs = performance.now();
       const writesBefore = volume.writes;
-      await volume.growTo(sizeMiB * MIB);
+      let built: RealisticBuild | null = null;
+      if (step !== null) await volume.growTo(step * MIB);
+      else {
+        log(
+          `[bench] vrmeta ${kernels}: building the realistic shape: ${formatNumber(realistic!.streams)} streams x ${realistic!.topicsPerStream} topics x ${realistic!.partitionsPerTopic} partitions, ${formatNumber(realistic!.users)} users with permissions and a token`,
+        );
+        built = await buildRealistic(cluster, primary, realistic!, smoke ? 4 : undefined);
+      }
       const snapshot = await volume.advanceToCheckpoint();
-      out.builds.push({ system: 'vrmeta', kernels, sizeMiB, writes: volume.writes - writesBefore, seconds: (performance.now() - buildStartMs) / 1000 });
+      // Realistic: every kernel mode's rows share the first one's size key (etcd gets those bytes).
+      const sizeMiB = step ?? measuredMiB(out.realistic[0]?.snapshotBytes ?? snapshot.snapshotBytes);
+      const writes = volume.writes - writesBefore + (built?.writes ?? 0);
+      if (built !== null) out.realistic.push({ ...realistic!, ...built, kernels, snapshotBytes: snapshot.snapshotBytes });
+      out.builds.push({ system: 'vrmeta', kernels, sizeMiB, writes, seconds: (performance.now() - buildStartMs) / 1000 });
       if (!out.snapshotBytes.has(sizeMiB)) out.snapshotBytes.set(sizeMiB, snapshot.snapshotBytes);
-      log(`[bench] vrmeta ${kernels}: snapshot ${formatMiB(snapshot.snapshotBytes)} at checkpoint ${snapshot.checkpointOp} (${volume.writes - writesBefore} writes)`);
+      log(`[bench] vrmeta ${kernels}: snapshot ${formatMiB(snapshot.snapshotBytes)} at checkpoint ${snapshot.checkpointOp} (${writes} writes)`);
 
       const wal = await volume.fillWal();
       await waitConverged(cluster, wal.commit);
@@ -640,7 +693,8 @@ async function runEtcd(
 
 export async function runTransferBench(options: TransferBenchOptions): Promise<TransferBenchReport> {
   const log = options.log ?? (() => {});
-  const sizesMiB = [...(options.sizesMiB ?? (options.smoke ? [0.25] : [16, 64]))].sort((a, b) => a - b);
+  const shape = options.shape ?? 'partitions';
+  const realistic = shape === 'realistic' ? realisticShape(options.realisticScale ?? (options.smoke ? 0.002 : 0.1)) : null;
   log(`# vrmeta bench transfer: ${machineLine()}`);
   const out = {
     transfers: [] as VrmetaTransferRow[],
@@ -648,8 +702,12 @@ export async function runTransferBench(options: TransferBenchOptions): Promise<T
     recoveries: [] as RecoveryRow[],
     builds: [] as BuildRow[],
     snapshotBytes: new Map<number, number>(),
+    realistic: [] as RealisticRow[],
   };
-  for (const kernels of options.kernels) await runVrmeta(kernels, sizesMiB, options.smoke, log, out);
+  const askedMiB = [...(options.sizesMiB ?? (options.smoke ? [0.25] : [16, 64]))].sort((a, b) => a - b);
+  for (const kernels of options.kernels) await runVrmeta(kernels, askedMiB, options.smoke, realistic, log, out);
+  // Realistic: the sizes are what the population measured (the baseline and etcd get those bytes).
+  const sizesMiB = realistic === null ? askedMiB : [...out.snapshotBytes.keys()];
   log('[bench] bare node:net baseline: 256 KiB chunks, 4 in flight, fresh receiver process');
   const socketBaseline = await runSocketBaseline(sizesMiB);
   for (const row of socketBaseline) log(`[bench] node:net baseline ${row.sizeMiB} MiB: ${row.mbps.toFixed(1)} MB/s, receiver RSS +${formatMiB(row.rssGrowthBytes)}`);
@@ -660,7 +718,9 @@ export async function runTransferBench(options: TransferBenchOptions): Promise<T
     bench: 'transfer',
     machine: machineLine(),
     smoke: options.smoke,
+    shape,
     sizesMiB,
+    realistic: out.realistic,
     ...vrmetaShape(options.smoke),
     etcd: etcdReport(availability),
     transfers: out.transfers,
@@ -683,11 +743,50 @@ function mibOrDash(bytes: number | null): string {
   return bytes === null ? '—' : `${bytes >= 0 ? '+' : ''}${formatMiB(bytes)}`;
 }
 
+/** One point per vrmeta size and kernel mode: restart, catch-up and RSS (the growth curve). */
+export function transferCurve(report: TransferBenchReport): CurvePoint[] {
+  return report.transfers.map((row) => {
+    const recovery = report.recoveries.find((candidate) => candidate.system === 'vrmeta' && candidate.kernels === row.kernels && candidate.sizeMiB === row.sizeMiB);
+    return {
+      kernels: row.kernels,
+      snapshotMiB: row.snapshotBytes / MIB,
+      restartS: recovery === undefined ? null : recovery.restartMs / 1000,
+      catchUpS: row.catchUpMs / 1000,
+      peakRssMiB: row.rssPeakBytes / MIB,
+      peerRssMiB: row.peerRssBytes / MIB,
+    };
+  });
+}
+
+/** `--svg FILE`: the growth curve drawn (transfer-shape.ts). */
+export function transferReportSvg(report: TransferBenchReport): string {
+  return transferCurveSvg(transferCurve(report), `vrmeta bench transfer --shape ${report.shape}: ${report.machine}`);
+}
+
+function realisticLine(row: RealisticRow): string {
+  return (
+    `Shape realistic (scale ${row.scale}, ${row.kernels}): ${formatNumber(row.streams)} streams x ${row.topicsPerStream} topics x ${row.partitionsPerTopic} partitions ` +
+    `(${formatNumber(row.topics)} topics, ${formatNumber(row.partitions)} partitions), ${formatNumber(row.users)} users with ${row.permissionStreamsPerUser} stream + ` +
+    `${row.permissionTopicsPerUser} topic permission entries and a personal access token each: snapshot ${formatMiB(row.snapshotBytes)} ` +
+    `(${formatNumber(row.snapshotBytes)} B), built with ${formatNumber(row.writes)} writes and ${formatNumber(row.logins)} user logins in ${row.seconds.toFixed(1)} s`
+  );
+}
+
 export function formatTransferReport(report: TransferBenchReport): string {
   const lines = [
-    `vrmeta bench transfer${report.smoke ? ' (smoke: numbers meaningless)' : ''}: ${report.machine}`,
+    `vrmeta bench transfer --shape ${report.shape}${report.smoke ? ' (smoke: numbers meaningless)' : ''}: ${report.machine}`,
     `vrmeta: 3 replicas, journal ${report.journalSlots} slots, prepare queue ${report.prepareQueueDepth}; MB = 10^6 bytes`,
     report.etcd.ran ? `etcd ${report.etcd.version ?? '?'} (${report.etcd.binary ?? '?'}), default settings, ${ETCD_VALUE_BYTES} B values` : `etcd: not run (${report.etcd.skipped ?? 'unknown'})`,
+    ...report.realistic.map(realisticLine),
+    '',
+    'Growth with the snapshot (vrmeta; restart with a full WAL, catch-up of a wiped replica, both start -> ready):',
+    '',
+    '| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of a peer |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...transferCurve(report).map(
+      (point) =>
+        `| ${point.kernels} | ${point.snapshotMiB.toFixed(1)} MiB | ${seconds(point.restartS === null ? null : point.restartS * 1000)} | ${seconds(point.catchUpS * 1000)} | ${point.peakRssMiB.toFixed(0)} MiB | ${point.peerRssMiB.toFixed(0)} MiB |`,
+    ),
     '',
     'Catch-up of a wiped replica (start -> ready and caught up):',
     '',

@@ -9,11 +9,14 @@
  * at process exit.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatClusterReport, runClusterBench } from '../../bench/cluster.js';
 import { formatLoginFloodReport, runLoginFloodBench } from '../../bench/login-flood.js';
 import { CLI_PATH, cleanupAll, leftovers } from '../../bench/procs.js';
-import { formatTransferReport, runTransferBench } from '../../bench/transfer.js';
+import { formatTransferReport, runTransferBench, transferCurve, transferReportSvg } from '../../bench/transfer.js';
 
 describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
   afterAll(async () => {
@@ -99,13 +102,85 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
     expect(leftovers()).toEqual({ children: 0, tempRoots: [] });
   }, 120_000);
 
+  it('transfer --shape realistic builds the realistic population, and several sizes make a growth curve (table and SVG)', async () => {
+    const [realistic, curve] = await Promise.all([
+      runTransferBench({ smoke: true, kernels: ['wasm'], shape: 'realistic' }),
+      runTransferBench({ smoke: true, kernels: ['ts'], sizesMiB: [0.25, 0.1] }),
+    ]);
+
+    // Smoke scale 0.002: 2 streams x 100 topics x 10 partitions, 20 users with a token each; every
+    // write and login was answered 200 (the build throws otherwise), and they all counted.
+    expect(realistic).toMatchObject({ bench: 'transfer', shape: 'realistic', smoke: true, etcd: { ran: false } });
+    expect(realistic.realistic).toHaveLength(1);
+    const population = realistic.realistic[0]!;
+    expect(population).toMatchObject({
+      kernels: 'wasm',
+      scale: 0.002,
+      streams: 2,
+      topicsPerStream: 100,
+      topics: 200,
+      partitionsPerTopic: 10,
+      partitions: 2000,
+      users: 20,
+      permissionStreamsPerUser: 2,
+      permissionTopicsPerUser: 4,
+      tokens: 20,
+      writes: 2 + 200 + 2 * 20,
+      logins: 20,
+    });
+    // At least 8 B per partition and, per user, a token hash (32 B) and an Argon2id PHC string.
+    expect(population.snapshotBytes).toBeGreaterThan(2000 * 8 + 20 * (32 + 90));
+    // The report's size is the measured snapshot, and every table row is keyed by it.
+    expect(realistic.sizesMiB).toEqual([Math.max(0.1, Math.round((population.snapshotBytes / (1024 * 1024)) * 10) / 10)]);
+    expect(realistic.transfers.map((row) => [row.kernels, row.sizeMiB, row.snapshotBytes])).toEqual([['wasm', realistic.sizesMiB[0], population.snapshotBytes]]);
+    expect(realistic.recoveries.map((row) => [row.system, row.sizeMiB])).toEqual([['vrmeta', realistic.sizesMiB[0]]]);
+    expect(realistic.builds).toMatchObject([{ system: 'vrmeta', kernels: 'wasm', sizeMiB: realistic.sizesMiB[0] }]);
+    const realisticTables = formatTransferReport(realistic);
+    expect(realisticTables).toMatch(/^vrmeta bench transfer --shape realistic/);
+    expect(realisticTables).toMatch(/Shape realistic \(scale 0\.002, wasm\): 2 streams x 100 topics x 10 partitions \(200 topics, 2,000 partitions\), 20 users .* snapshot [\d.]+ MiB \([\d,]+ B\)/);
+
+    // Sizes run in ascending order whatever the order asked, one curve point per size.
+    expect(curve).toMatchObject({ shape: 'partitions', sizesMiB: [0.1, 0.25], realistic: [] });
+    expect(curve.transfers.map((row) => row.sizeMiB)).toEqual([0.1, 0.25]);
+    const points = transferCurve(curve);
+    expect(points.map((point) => point.kernels)).toEqual(['ts', 'ts']);
+    expect(points[0]!.snapshotMiB).toBeLessThan(points[1]!.snapshotMiB);
+    for (const point of points) {
+      expect(point.restartS).not.toBeNull();
+      for (const value of [point.restartS!, point.catchUpS, point.peakRssMiB, point.peerRssMiB]) expect(value).toBeGreaterThan(0);
+    }
+    const curveTable = formatTransferReport(curve);
+    expect(curveTable).toContain('| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of a peer |');
+    expect(curveTable.match(/^\| ts \| 0\.\d MiB \| [\d.]+ m?s \| [\d.]+ m?s \| \d+ MiB \| \d+ MiB \|$/gm)).toHaveLength(2);
+    // The SVG: two panels, restart + catch-up and peak RSS + peer RSS, a two-point line each.
+    const svg = transferReportSvg(curve);
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(svg.trimEnd()).toMatch(/<\/svg>$/);
+    const lines = [...svg.matchAll(/<polyline [^>]*points="([^"]*)"/g)].map((match) => match[1]!.split(' '));
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).toHaveLength(2);
+    for (const label of ['restart (full WAL)', 'catch-up (wiped)', 'peak RSS, rejoined', 'RSS of a peer']) expect(svg).toContain(`>${label}</text>`);
+
+    expect(leftovers()).toEqual({ children: 0, tempRoots: [] });
+  }, 240_000);
+
   it('both are wired into the CLI next to `bench kernels`', () => {
     const help = spawnSync(process.execPath, [CLI_PATH, 'bench', '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/cluster/);
     expect(help.stdout).toMatch(/transfer/);
     const transferHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--help'], { encoding: 'utf8' });
-    for (const flag of ['--json', '--smoke', '--sizes', '--kernels']) expect(transferHelp.stdout).toContain(flag);
+    for (const flag of ['--json', '--smoke', '--sizes', '--kernels', '--shape', '--scale', '--no-etcd', '--svg']) expect(transferHelp.stdout).toContain(flag);
+    // Flags of the other shape are refused before anything starts.
+    const badScale = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--scale', '0.5'], { encoding: 'utf8' });
+    expect(badScale.status).toBe(2);
+    expect(badScale.stderr).toMatch(/--scale applies to --shape realistic only/);
+    const badSizes = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--shape', 'realistic', '--sizes', '1'], { encoding: 'utf8' });
+    expect(badSizes.status).toBe(2);
+    expect(badSizes.stderr).toMatch(/--sizes applies to --shape partitions only/);
+    const badShape = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--shape', 'tiny'], { encoding: 'utf8' });
+    expect(badShape.status).not.toBe(0);
+    expect(badShape.stderr).toMatch(/partitions, realistic/);
     const clusterHelp = spawnSync(process.execPath, [CLI_PATH, 'bench', 'cluster', '--help'], { encoding: 'utf8' });
     for (const flag of ['--json', '--smoke', '--kernels', '--clients', '--duration', '--journal-slots']) expect(clusterHelp.stdout).toContain(flag);
     expect(help.stdout).toMatch(/login-flood/);
@@ -116,4 +191,21 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
     expect(badClients.status).not.toBe(0);
     expect(badClients.stderr).toMatch(/expected client counts/);
   });
+
+  it('bench transfer --svg FILE writes the growth curve next to the report (creating the directory)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vrmeta-svg-'));
+    try {
+      const svgPath = join(dir, 'nested', 'curve.svg');
+      const run = spawnSync(process.execPath, [CLI_PATH, 'bench', 'transfer', '--smoke', '--kernels', 'ts', '--json', '--svg', svgPath], { encoding: 'utf8', timeout: 170_000 });
+      expect(run.status).toBe(0);
+      const report = JSON.parse(run.stdout) as { shape: string; sizesMiB: number[] };
+      expect(report).toMatchObject({ shape: 'partitions', sizesMiB: [0.25] });
+      expect(existsSync(svgPath)).toBe(true);
+      const svg = readFileSync(svgPath, 'utf8');
+      expect(svg).toMatch(/^<svg /);
+      expect([...svg.matchAll(/<polyline /g)]).toHaveLength(4);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
