@@ -171,6 +171,18 @@ export class WasmInstance {
     return this.scratchPtr[slot]!;
   }
 
+  /**
+   * Returns `slot`'s block to the allocator, so the next call can reuse the pages it touched (a
+   * snapshot's encoder slots, then the same payload staged for its chunk manifest).
+   */
+  releaseScratch(slot: number): void {
+    assert(slot >= 0 && slot < SCRATCH_SLOT_COUNT, 'scratch slot exists');
+    if (this.scratchPtr[slot]! < 0) return;
+    this.heap.release(this.scratchPtr[slot]!);
+    this.scratchPtr[slot] = -1;
+    this.scratchSize[slot] = 0;
+  }
+
   /** A pointer to `bytes` inside WASM memory: in place when possible, else copied to `slot`. */
   stage(bytes: Uint8Array, slot: number): number {
     if (this.inMemory(bytes)) return bytes.byteOffset;
