@@ -9,7 +9,7 @@
  * WebAssembly memory never shrinks, so one 64 MiB snapshot would pin its high-water mark (the
  * encoder's tables, heap and output, or a staged payload: ~256 MiB) for the life of the process.
  * When memory has grown past `RECYCLE_BYTES` and no `allocate` buffer is outstanding, the
- * instance is recycled after `RECYCLE_IDLE_MS` without such calls (`trimSoon`, or `trim` at once): a fresh instance of the
+ * instance is recycled on the next turn (`trimSoon`, or `trim` at once): a fresh instance of the
  * same compiled module replaces the old one, whose memory the collector then unmaps. Kernels are
  * pure functions of their inputs, so nothing observable changes.
  */
@@ -42,7 +42,6 @@ const SCRATCH_SLOT_COUNT = 4;
  * pay a re-grow of their memory (page faults, ~10 ms per 64 MiB).
  */
 export const RECYCLE_BYTES = 16 * 1024 * 1024;
-export const RECYCLE_IDLE_MS = 2_000;
 
 /** Candidate build directories: from src/kernels (vitest, tsx) and from dist/src/kernels (tsc). */
 function buildDirectories(): string[] {
@@ -74,9 +73,6 @@ export class WasmInstance {
   /** `allocate` buffers not yet released: memory cannot be recycled under them. */
   private outstanding = 0;
   private trimScheduled = false;
-  private lastLargeUseMs = 0;
-  /** How long memory grown past `RECYCLE_BYTES` stays after its last use. */
-  recycleIdleMs = RECYCLE_IDLE_MS;
   /** Times the instance was replaced by a fresh one (memory returned). */
   recycles = 0;
 
@@ -116,26 +112,14 @@ export class WasmInstance {
     return true;
   }
 
-  /**
-   * `trim` once no large call came for `recycleIdleMs`: checkpoints that follow each other under
-   * load keep the grown memory (re-faulting 185 MiB costs about as much as the encode itself), a
-   * quiet replica returns it.
-   */
+  /** `trim` on the next turn, after the calls of this one (which reuse the grown memory). */
   trimSoon(): void {
-    if (this.memoryBytes <= RECYCLE_BYTES) return;
-    this.lastLargeUseMs = performance.now();
-    if (this.trimScheduled) return;
+    if (this.trimScheduled || this.memoryBytes <= RECYCLE_BYTES) return;
     this.trimScheduled = true;
-    const check = (): void => {
-      const idleMs = performance.now() - this.lastLargeUseMs;
-      if (idleMs < this.recycleIdleMs) {
-        setTimeout(check, this.recycleIdleMs - idleMs).unref();
-        return;
-      }
+    setImmediate(() => {
       this.trimScheduled = false;
       this.trim();
-    };
-    setTimeout(check, this.recycleIdleMs).unref();
+    }).unref();
   }
 
   /** The current view of WASM memory. Valid until memory grows. */

@@ -1,6 +1,6 @@
 /**
  * WASM linear memory never shrinks: a snapshot-sized kernel call must not pin its high-water mark
- * for the life of the process. After such a call the instance is recycled once idle (a
+ * for the life of the process. After such a call the instance is recycled on the next turn (a
  * fresh instance of the same module), the results stay byte-identical to the TS kernels, and a
  * buffer still allocated in WASM memory holds the recycle off.
  */
@@ -10,18 +10,15 @@ import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { RECYCLE_BYTES, WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 
-/** Past the idle delay the tests give the instances. */
-const IDLE_MS = 30;
-const nextTurn = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 3 * IDLE_MS));
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** 24 MiB of partition column: above the recycle threshold, small enough for a unit test. */
 const large = referenceSnapshot({ streams: 60, topicsPerStream: 10, partitionsPerTopic: 5_000, users: 20, clients: 20 });
 const ts = createTsKernels();
 
 describe('WASM memory after a snapshot-sized call', () => {
-  it('is returned once idle, and the kernels stay byte-identical afterwards', async () => {
+  it('is returned on the next turn, and the kernels stay byte-identical afterwards', async () => {
     const instance = new WasmInstance('simd');
-    instance.recycleIdleMs = IDLE_MS;
     const wasm = createWasmKernels(instance);
     const expected = ts.snapshotEncode(large);
     expect(expected.byteLength).toBeGreaterThan(RECYCLE_BYTES);
@@ -56,7 +53,6 @@ describe('WASM memory after a snapshot-sized call', () => {
 
   it('is kept while a buffer allocated in it is outstanding, and returned when it is released', async () => {
     const instance = new WasmInstance('simd');
-    instance.recycleIdleMs = IDLE_MS;
     const wasm = createWasmKernels(instance);
     const sealed = ts.trailerSeal(ts.snapshotEncode(large));
     const buffer = wasm.allocate(sealed.byteLength);
