@@ -45,14 +45,20 @@ const RESULT_BLOCK_SIZE = 64;
 const U64_MASK = 0xffff_ffff_ffff_ffffn;
 
 export function createWasmKernels(instance = new WasmInstance('simd')): Kernels {
-  const abi = instance.exports as unknown as AbiExports;
   for (const name of ['xxh3_64', 'trailer_write', 'trailer_split', 'chunk_manifest', 'journal_scan']) {
     assert(typeof (instance.exports as Record<string, unknown>)[name] === 'function', `export ${name}`);
   }
-  const resultPtr = instance.heap.allocate(RESULT_BLOCK_SIZE);
   assert(JournalResult.size <= RESULT_BLOCK_SIZE);
 
-  function view(): DataView {
+  // The exports and every pointer are re-read per call: a recycle between turns replaces them
+  // (wasm-instance.ts). Take the result block before staging: both may grow memory.
+  function abi(): AbiExports {
+    return instance.exports as unknown as AbiExports;
+  }
+  function resultBlock(): number {
+    return instance.scratch(ScratchSlot.result, RESULT_BLOCK_SIZE);
+  }
+  function view(resultPtr: number): DataView {
     const bytes = instance.bytes();
     return new DataView(bytes.buffer, resultPtr, RESULT_BLOCK_SIZE);
   }
@@ -63,14 +69,18 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
 
     xxh3_64(bytes: Uint8Array, seed = 0n): bigint {
       const ptr = instance.stage(bytes, ScratchSlot.input);
-      return BigInt.asUintN(64, abi.xxh3_64(ptr, bytes.byteLength, BigInt.asIntN(64, seed & U64_MASK)));
+      const hash = BigInt.asUintN(64, abi().xxh3_64(ptr, bytes.byteLength, BigInt.asIntN(64, seed & U64_MASK)));
+      instance.trimSoon();
+      return hash;
     },
 
     trailerWrite(payload: Uint8Array, target: Uint8Array, targetOffset: number): void {
       assert(targetOffset >= 0 && targetOffset + TRAILER_SIZE <= target.byteLength, 'trailer fits');
+      const resultPtr = resultBlock();
       const ptr = instance.stage(payload, ScratchSlot.input);
-      abi.trailer_write(ptr, payload.byteLength, resultPtr);
+      abi().trailer_write(ptr, payload.byteLength, resultPtr);
       target.set(instance.bytes().subarray(resultPtr, resultPtr + TRAILER_SIZE), targetOffset);
+      instance.trimSoon();
     },
 
     trailerSeal(payload: Uint8Array): Uint8Array {
@@ -81,9 +91,11 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     },
 
     trailerSplit(file: Uint8Array): TrailerSplit {
+      const resultPtr = resultBlock();
       const ptr = instance.stage(file, ScratchSlot.input);
-      const status = abi.trailer_split(ptr, file.byteLength, resultPtr);
-      const result = view();
+      const status = abi().trailer_split(ptr, file.byteLength, resultPtr);
+      const result = view(resultPtr);
+      instance.trimSoon();
       if (status === 2) return { status: 'no_trailer', payload: file };
       const payload = file.subarray(0, file.byteLength - TRAILER_SIZE);
       const expected = result.getBigUint64(0, true) | (result.getBigUint64(8, true) << 64n);
@@ -99,17 +111,20 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
       const chunkCount = Math.ceil(totalSize / chunkSize);
       const ptr = instance.stage(artifact, ScratchSlot.input);
       const outPtr = instance.scratch(ScratchSlot.output, chunkCount * 8);
-      const checksum = BigInt.asUintN(64, abi.chunk_manifest(ptr, totalSize, chunkSize, outPtr));
+      const checksum = BigInt.asUintN(64, abi().chunk_manifest(ptr, totalSize, chunkSize, outPtr));
       const chunkChecksums = new BigUint64Array(chunkCount);
       const out = instance.bytes();
       new Uint8Array(chunkChecksums.buffer).set(out.subarray(outPtr, outPtr + chunkCount * 8));
+      instance.trimSoon();
       return { chunkSize, totalSize, chunkCount, chunkChecksums, checksum };
     },
 
     journalScan(image: Uint8Array): JournalScan {
+      const resultPtr = resultBlock();
       const ptr = instance.stage(image, ScratchSlot.input);
-      abi.journal_scan(ptr, image.byteLength, MESSAGE_SIZE_MAX, resultPtr);
-      const result = view();
+      abi().journal_scan(ptr, image.byteLength, MESSAGE_SIZE_MAX, resultPtr);
+      const result = view(resultPtr);
+      instance.trimSoon();
       const failureOffset = Number(result.getBigInt64(JournalResult.failureOffset, true));
       return {
         validEnd: Number(result.getBigUint64(JournalResult.validEnd, true)),
@@ -127,7 +142,9 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     },
 
     snapshotEncode(snapshot: MetadataSnapshot): Uint8Array {
-      return snapshotEncodeWasm(instance, snapshot);
+      const payload = snapshotEncodeWasm(instance, snapshot);
+      instance.trimSoon();
+      return payload;
     },
 
     allocate(byteLength: number) {

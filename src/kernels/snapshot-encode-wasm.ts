@@ -152,6 +152,11 @@ export function snapshotEncodeWasm(instance: WasmInstance, snapshot: MetadataSna
     }
     throw error;
   } finally {
+    // The tables, heap and output go back to the allocator: the payload staged next (chunk
+    // manifest) fits in the pages they touched instead of growing memory by its size again.
+    instance.releaseScratch(ScratchSlot.input);
+    instance.releaseScratch(ScratchSlot.extra);
+    instance.releaseScratch(ScratchSlot.output);
     u8 = new Uint8Array(NO_MEMORY);
     u32 = new Uint32Array(NO_MEMORY);
     f64 = new Float64Array(NO_MEMORY);

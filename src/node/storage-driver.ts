@@ -208,7 +208,7 @@ export class StorageDriver implements Storage {
       if (!this.scheduled) this.drain();
     };
     if (request.kind === 'snapshot_write') {
-      snapshotFile.writeAsync(request.payload, live, (result) => finish(typeof result === 'bigint' ? null : result));
+      snapshotFile.writeAsync(request.payload, request.checksum, live, (result) => finish(typeof result === 'bigint' ? null : result));
     } else if (request.kind === 'wal_drain') {
       wal.drainAsync(request.keepFromOp, live, finish);
     } else {

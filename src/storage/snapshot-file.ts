@@ -82,10 +82,11 @@ export class SnapshotFile {
    * Durably replaces `snapshot.bin` with `payload` + trailer and returns the checkpoint checksum.
    * When this returns, a crash keeps this snapshot. After a DurableWriteError from the rename on,
    * `snapshot.bin` may be either snapshot: chunk reads are refused until `read` or `write`
-   * succeeds again.
+   * succeeds again. `known` is the payload's XXH3-64 when the caller computed it already (the
+   * checkpoint's chunk manifest does): the trailer then needs no second pass over the payload.
    */
-  write(payload: Uint8Array): bigint {
-    const { trailer, checksum } = this.sealed(payload);
+  write(payload: Uint8Array, known?: bigint): bigint {
+    const { trailer, checksum } = this.sealed(payload, known);
     try {
       writeDurably(this.disk, SNAPSHOT_FILE, [payload, trailer]);
     } catch (error) {
@@ -106,8 +107,13 @@ export class SnapshotFile {
    * with the checksum or the DurableWriteError `write` would have thrown; nothing else may touch
    * the snapshot file until then. `live` as for `writeDurablyAsync`.
    */
-  writeAsync(payload: Uint8Array, live: () => boolean, done: (result: bigint | DurableWriteError) => void): void {
-    const { trailer, checksum } = this.sealed(payload);
+  writeAsync(
+    payload: Uint8Array,
+    known: bigint | undefined,
+    live: () => boolean,
+    done: (result: bigint | DurableWriteError) => void,
+  ): void {
+    const { trailer, checksum } = this.sealed(payload, known);
     writeDurablyAsync(this.disk, SNAPSHOT_FILE, [payload, trailer], live, (error) => {
       if (error !== null) {
         this.failed(error);
@@ -119,10 +125,11 @@ export class SnapshotFile {
     });
   }
 
-  private sealed(payload: Uint8Array): { trailer: Uint8Array; checksum: bigint } {
+  private sealed(payload: Uint8Array, known: bigint | undefined): { trailer: Uint8Array; checksum: bigint } {
     assert(payload.byteLength + TRAILER_SIZE <= SNAPSHOT_FILE_SIZE_MAX, 'snapshot size is bounded');
     const trailer = new Uint8Array(TRAILER_SIZE);
-    this.kernels.trailerWrite(payload, trailer, 0);
+    if (known === undefined) this.kernels.trailerWrite(payload, trailer, 0);
+    else trailerWriteChecksum(known, trailer, 0);
     return { trailer, checksum: new DataView(trailer.buffer).getBigUint64(4, true) };
   }
 

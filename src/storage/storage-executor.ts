@@ -44,7 +44,7 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         handles.superblock.write(request.state, { stateTransfer: request.stateTransfer });
         break;
       case 'snapshot_write':
-        handles.snapshotFile.write(request.payload);
+        handles.snapshotFile.write(request.payload, request.checksum);
         break;
       case 'snapshot_read': {
         // Serving a state transfer: a snapshot that no longer verifies is reported with its

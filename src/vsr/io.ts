@@ -60,8 +60,12 @@ export type StorageRequest =
   /** Remove every WAL entry with op < keepFromOp (after a durable checkpoint). */
   | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
   | { readonly kind: 'superblock_write'; readonly state: VsrState; readonly stateTransfer: boolean }
-  /** Write the snapshot payload durably (temp, fsync, rename, fsync dir) with its trailer. */
-  | { readonly kind: 'snapshot_write'; readonly op: number; readonly payload: Uint8Array }
+  /**
+   * Write the snapshot payload durably (temp, fsync, rename, fsync dir) with its trailer.
+   * `checksum`, when given, is the payload's XXH3-64 already computed by the caller: the trailer
+   * takes it instead of a second pass (and a second staging of the payload in WASM memory).
+   */
+  | { readonly kind: 'snapshot_write'; readonly op: number; readonly payload: Uint8Array; readonly checksum?: bigint }
   /**
    * Read `snapshot.bin`, verify its trailer and format version, and return the payload (trailer
    * stripped). An error carries the real cause (missing, unreadable, checksum mismatch).

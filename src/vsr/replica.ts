@@ -1686,7 +1686,7 @@ export class Replica {
       if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
     }
     this.checkpointInProgress = { op: header.op, checksum, payload, anchor: header.checksum, chunkChecksums: [...chunks.chunkChecksums] };
-    this.submit({ kind: 'snapshot_write', op: header.op, payload }, (result) => {
+    this.submit({ kind: 'snapshot_write', op: header.op, payload, checksum }, (result) => {
       if (!result.ok) this.fatal('snapshot_write', result);
       const done = this.checkpointInProgress;
       // Requests complete in order and no checkpoint starts while transferring, so an install can

@@ -50,6 +50,31 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     expect(decodeSnapshot(read!.payload).sequenceNumber).toBe(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 3 }).sequenceNumber);
   });
 
+  it('takes a checksum the caller already computed for the trailer: no second pass, same bytes', () => {
+    const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }));
+    const checksum = kernels.xxh3_64(payload);
+    const hashed = fresh();
+    hashed.file.write(payload);
+    let passes = 0;
+    const counting = { ...kernels, trailerWrite: (...args: Parameters<typeof kernels.trailerWrite>) => {
+      passes += 1;
+      kernels.trailerWrite(...args);
+    } };
+    const disk = new SimDisk(new Prng(1));
+    const known = new SnapshotFile(disk, counting);
+    expect(known.write(payload, checksum)).toBe(checksum);
+    expect(passes).toBe(0);
+    const stored = new Uint8Array(disk.size(SNAPSHOT_FILE));
+    disk.read(SNAPSHOT_FILE, 0, stored);
+    const expected = new Uint8Array(hashed.disk.size(SNAPSHOT_FILE));
+    hashed.disk.read(SNAPSHOT_FILE, 0, expected);
+    expect(Buffer.from(stored).equals(Buffer.from(expected))).toBe(true);
+    expect(known.read()?.checksum).toBe(checksum);
+    // Without one, the trailer is computed.
+    known.write(payload);
+    expect(passes).toBe(1);
+  });
+
   it('replaces an older snapshot atomically', () => {
     const { disk, file } = fresh();
     file.write(snapshotPayload(kernels, 4));
