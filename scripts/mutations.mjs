@@ -41,7 +41,7 @@ const PIN = {
   stages: pin('1. only legal stage transitions exist, and clearing the stage drops the session'),
   lateChunks: pin('1. an abandoned transfer ignores late chunks and never installs, also once a new session is fetching'),
   registry: pin('2. one stats registry survives a restore: survivors keep their counters, the dead are pruned, a reused id starts at zero'),
-  offerCache: pin('3. the offer is built once per checkpoint and served from cache to repeated requests'),
+  offerCache: pin('3. the offer is built when the checkpoint is written and served from it, never read back, to repeated requests'),
   corruptAtRest: {
     file: TRANSFER,
     name: "state transfer scenarios corruption of the serving replica's snapshot at rest is refused there, never re-sealed on the receiver",
@@ -133,7 +133,7 @@ const MUTATIONS = [
     edits: [
       {
         file: REGISTRY,
-        search: '          if (partition !== undefined && partition.createdAtUs === partitionEntry.ref.createdAtUs) continue;\n',
+        search: '          if (partitionCreatedAtUs(topic, partitionEntry.ref.id) === partitionEntry.ref.createdAtUs) continue;\n',
         replace: '',
       },
     ],
@@ -303,7 +303,13 @@ const MUTATIONS = [
     id: 'A2',
     defect: 'A',
     reverts: 'a transferring replica serves the prepares it reported present',
-    edits: [{ file: REPLICA, search: "    if (this.status === 'recovering') return;\n    const reply = ", replace: "    if (this.status === 'recovering' || this.stateTransfer.transferring) return;\n    const reply = " }],
+    edits: [
+      {
+        file: REPLICA,
+        search: "    if (this.status === 'recovering') return this.drop('status_recovering', header);\n    const reply = (",
+        replace: "    if (this.status === 'recovering' || this.stateTransfer.transferring) return this.drop('status_recovering', header);\n    const reply = (",
+      },
+    ],
     pins: [AUDIT_PIN.aServe],
   },
   {
@@ -341,7 +347,7 @@ const MUTATIONS = [
     id: 'A6',
     defect: 'A',
     reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
-    edits: [{ file: REPLICA, search: 'sameLogView, lagging ? commit : -1, ', replace: 'sameLogView, -1, ' }],
+    edits: [{ file: REPLICA, search: '    const keepUnverifiedThrough = lagging ? commit : -1;\n', replace: '    const keepUnverifiedThrough = -1;\n' }],
     pins: [
       seed(2644958924859, 'targeted faults', 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'),
       SEED_UNVOUCHED,
@@ -376,13 +382,7 @@ const MUTATIONS = [
     id: 'A10',
     defect: 'A',
     reverts: 'a primary-elect holding committed bodies the merged log cannot vouch for forfeits instead of dropping them',
-    edits: [
-      {
-        file: REPLICA,
-        search: '    if (this.logView !== outcome.logView && this.classifyJournal(outcome.headers, outcome.head, false, outcome.commitMax).keptBodies) {\n',
-        replace: '    if (false) {\n',
-      },
-    ],
+    edits: [{ file: REPLICA, search: '    if (this.logView !== outcome.logView && unvouched()) {\n', replace: '    if (this.logView !== outcome.logView && unvouched() && false) {\n' }],
     pins: [
       scheduled('A10: a primary-elect holding committed bodies the merged log cannot vouch for forfeits', 'it keeps its body and lets a replica of the merged log view lead'),
       SEED_UNVOUCHED,
@@ -477,9 +477,11 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;\n',
+        search: "    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) {\n      return this.drop('start_view_suffix_empty', header);\n    }\n",
         replace: [
-          '    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) return;',
+          '    if (suffix.length === 0 && header.op > this.commitMin && header.op > header.commit) {',
+          "      return this.drop('start_view_suffix_empty', header);",
+          '    }',
           '    if (this.stateTransfer.transferring) {',
           "      if (header.view > this.view || this.status !== 'normal') {",
           '        this.view = header.view;',
@@ -524,8 +526,11 @@ const MUTATIONS = [
     id: 'E1',
     defect: 'E',
     reverts: 'a refusal that names a checkpoint vouches for it',
-    edits: [{ file: REPLICA, search: '      const vouchers = servers.length + (vouches.get(key) ?? 0);\n', replace: '      const vouchers = servers.length;\n' }],
-    pins: [AUDIT_PIN.eVouch],
+    edits: [{ file: 'src/vsr/state-transfer.ts', search: '    const vouchers = servers.length + (vouches.get(key) ?? 0);\n', replace: '    const vouchers = servers.length;\n' }],
+    pins: [
+      { file: 'test/unit/transfer-vote.test.ts', name: 'voteTarget a refusal naming the id vouches for an offer of it, but never stands alone', title: 'a refusal naming the id vouches for an offer of it' },
+      AUDIT_PIN.eVouch,
+    ],
   },
   {
     id: 'E2',
@@ -539,7 +544,10 @@ const MUTATIONS = [
     defect: 'E',
     reverts: 'all of E at once: no vouch for an id that cannot be served, no repair of a damaged snapshot',
     edits: [],
-    pins: [AUDIT_PIN.eVouch],
+    pins: [
+      { file: 'test/unit/transfer-vote.test.ts', name: 'voteTarget a refusal naming the id vouches for an offer of it, but never stands alone', title: 'a refusal naming the id vouches for an offer of it' },
+      AUDIT_PIN.eVouch,
+    ],
   },
   {
     id: 'F1',
