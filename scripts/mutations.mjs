@@ -407,6 +407,21 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A14',
+    defect: 'A',
+    reverts: 'a repair of the checkpoint op a server holds only as state is answered with an eviction',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    const retainedFrom = floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;\n',
+        replace: '    const retainedFrom = floorServed || true ? this.journal.floor : this.journal.floor + 1;\n',
+      },
+    ],
+    pins: [
+      seed(2689289529624, 'all faults', 'a server answered a repair of its own checkpoint op, held only as state, with nothing: the lagging follower retried forever instead of pulling the checkpoint'),
+    ],
+  },
+  {
     id: 'A12',
     defect: 'A',
     reverts: 'a merge extends a canonical log short of a known commit with the ops another sender applied',

@@ -2637,15 +2637,21 @@ export class Replica {
     const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
       this.send(header.replica, command, { nonce: header.nonce, op });
     let from = header.fromOp;
-    if (from < this.journal.floor) {
+    // What we can serve starts at the journal floor, or just above it when the floor (our
+    // checkpoint op) is held only as state: an installed checkpoint keeps no body for its own op.
+    // Answering such a request with nothing made a lagging follower that needed exactly that op
+    // retry forever (seed 2689289529624); an eviction sends it to state transfer instead.
+    const floorServed = this.journal.prepare(this.journal.floor)?.durable === true;
+    const retainedFrom = floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;
+    if (from < retainedFrom) {
       // Below what we retain: only a checkpoint (state transfer) can cover it.
-      reply(Command.rangeEvicted, this.journal.floor);
-      from = this.journal.floor;
+      reply(Command.rangeEvicted, retainedFrom);
+      from = retainedFrom;
     }
     // Committed-only requests get applied prepares alone: those are canonical.
     const limit = header.committedOnly === 1 ? this.commitMin : this.op;
     const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
-    assert(from >= this.journal.floor && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded range');
+    assert(from >= retainedFrom && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded range');
     let served = from - 1;
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);

@@ -81,6 +81,7 @@ describe('regression seeds', () => {
     [4_320_883_123_812, 'a primary-elect adopted the merged log view without persisting its parked headers (found again after the schedules moved)'],
     [1_086_421_619_296, 'a merge waited forever for a committed op that only a caught-up lost disk of an older log view had applied'],
     [619_636_282_819, 'a lagging follower that applied its view\'s head never claimed the log view; its primary then lost its disk and the survivors wedged'],
+    [2_689_289_529_624, 'a server answered a repair of its own checkpoint op, held only as state, with nothing: the lagging follower retried forever instead of pulling the checkpoint'],
   ])('seed %i (all faults): %s', (seed) => {
     const result = simulateSeed(seed, kernels);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
