@@ -209,6 +209,7 @@ export class ReplicaNode implements NodeApi {
         logger: coreLogger,
         bus: {
           sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+          sendToReplicaParts: (target, header, body) => this.bus.sendToReplicaParts(target, header, body),
           sendToClient: (client, frame) => this.routeClientFrame(client, frame),
         },
       },

@@ -227,9 +227,11 @@ export class Connection {
     this.#socket.cork();
     for (let frame = queue.shift(); frame !== undefined; frame = queue.shift()) {
       written += 1;
+      // A frame in parts is two writes into the same corked writev: its body goes out as is.
+      if (!(frame instanceof Uint8Array)) this.#socket.write(frame.header);
       // `false` means the socket buffer is past its high-water mark (the frame is still
       // buffered): stop here and let the rest wait in the bounded queue until 'drain'.
-      if (!this.#socket.write(frame)) {
+      if (!this.#socket.write(frame instanceof Uint8Array ? frame : frame.body)) {
         this.#waitingDrain = true;
         break;
       }

@@ -26,7 +26,7 @@ import { Command, HEADER_SIZE } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
-import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import { buildFrame, buildFrameHeader, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
 import {
   EvictionReason,
   Operation,
@@ -2577,11 +2577,11 @@ export class Replica {
   }
 
   /**
-   * An offer of a source that went idle (no chunk asked for a tick: not mid-fetch, where a whole
-   * read would stall the chunks) checks, in the background, that the snapshot file at rest still
-   * holds it: the offer itself is served from memory and is right either way, but a file that
-   * rotted would refuse the next boot. Damage found withdraws this source's offers with a vouch
-   * (their requesters take another server's copy) and fetches the file back from a peer.
+   * Once no fetch from a source is under way (`offerSourceIdle`), it checks, in the background,
+   * that the snapshot file at rest still holds it: the offer itself is served from memory and is
+   * right either way, but a file that rotted would refuse the next boot. Damage found withdraws
+   * this source's offers with a vouch (their requesters take another server's copy) and fetches
+   * the file back from a peer.
    */
   private checkOfferSourceAtRest(source: OfferSource): void {
     if (source.checkedAtRest) return;
@@ -2664,40 +2664,75 @@ export class Replica {
     if (entry === undefined) return;
     // At or past the end: never answer with an empty chunk (seed review, defect 4).
     if (header.offset >= entry.len) return;
-    const end = Math.min(entry.len, header.offset + header.len, header.offset + offer.source.manifest.chunkSize);
+    const chunkSize = offer.source.manifest.chunkSize;
+    const end = Math.min(entry.len, header.offset + header.len, header.offset + chunkSize);
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    this.env.bus.sendToReplica(
-      header.replica,
-      buildFrame(
-        this.env.kernels,
-        {
-          command: Command.stateChunk,
-          cluster: this.config.cluster,
-          view: this.view,
-          release: 0,
-          replica: this.config.replica,
-          nonce: header.nonce,
-          offset: header.offset,
-          group: METADATA_GROUP,
-          artifact: header.artifact,
-        },
-        offer.source.payload.subarray(header.offset, end),
-      ),
+    // The body is a view of the payload, never copied. A whole manifest chunk (all a receiver asks
+    // for) has its XXH3-64 in the manifest, summed from these same bytes at the checkpoint, so its
+    // frame is sealed without hashing it again; any other range is hashed here.
+    const body = offer.source.payload.subarray(header.offset, end);
+    const wholeChunk = header.offset % chunkSize === 0 && end === Math.min(entry.len, header.offset + chunkSize);
+    const checksumBody = wholeChunk ? entry.chunkChecksums[header.offset / chunkSize]! : this.env.kernels.xxh3_64(body);
+    const frameHeader = buildFrameHeader(
+      this.env.kernels,
+      {
+        command: Command.stateChunk,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce: header.nonce,
+        offset: header.offset,
+        group: METADATA_GROUP,
+        artifact: header.artifact,
+      },
+      body.byteLength,
+      checksumBody,
     );
+    this.sendToReplicaParts(header.replica, frameHeader, body);
+  }
+
+  /** A frame as header + body: the bus writes the body as is where it can, else it gets them joined. */
+  private sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
+    const bus = this.env.bus;
+    if (bus.sendToReplicaParts !== undefined) {
+      bus.sendToReplicaParts(replica, header, body);
+      return;
+    }
+    const frame = new Uint8Array(header.byteLength + body.byteLength);
+    frame.set(header, 0);
+    frame.set(body, header.byteLength);
+    bus.sendToReplica(replica, frame);
   }
 
   /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
   private tickOffers(): void {
     const idleMax = 10 * this.config.timeouts.repair;
+    for (const offer of this.offers.values()) offer.idleTicks += 1;
+    for (const offer of this.offers.values()) {
+      if (!offer.source.checkedAtRest && this.offerSourceIdle(offer.source)) this.checkOfferSourceAtRest(offer.source);
+    }
     for (const [requester, offer] of this.offers) {
-      offer.idleTicks += 1;
-      if (offer.idleTicks >= OFFER_CHECK_IDLE_TICKS) this.checkOfferSourceAtRest(offer.source);
       const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
       if (offer.idleTicks >= limit) this.offers.delete(requester);
     }
     // A newer checkpoint rewrote the file: the damage, and any repair of it, is moot.
     if (this.offerSourceDamaged !== null && this.offerSourceDamaged.op !== this.checkpointOp) this.offerSourceDamaged = null;
+  }
+
+  /**
+   * No fetch from `source` is under way: each of its offers has served its final chunk, or has not
+   * been asked for one in a repair interval (the receiver's stall timeout, after which it re-asks
+   * or moves to another server). The check at rest reads and hashes the whole file on this
+   * replica's only thread (~0.1 s the first time at 16 MiB); started after two idle ticks, as it
+   * was, a receiver's 20 ms hiccup let it land mid-fetch and stall every chunk behind it.
+   */
+  private offerSourceIdle(source: OfferSource): boolean {
+    for (const offer of this.offers.values()) {
+      if (offer.source === source && !offer.finalServed && offer.idleTicks < this.config.timeouts.repair) return false;
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------- state transfer: receiving
@@ -3221,9 +3256,6 @@ function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): 
   assert(index >= 0, 'the entry is in its manifest');
   return index;
 }
-
-/** Ticks without a chunk request before an offer's file at rest is checked (not mid-fetch). */
-const OFFER_CHECK_IDLE_TICKS = 2;
 
 export class StorageFailure extends Error {
   override readonly name = 'StorageFailure';
