@@ -40,6 +40,7 @@ import type { Logger, MessageBus } from '../vsr/io.js';
 import { BACKOFF_DEFAULTS, assertBackoffOptions, backoffDelayMs, type BackoffOptions } from './backoff.js';
 import { Connection, rejectionCounters, type ConnectionEvents, type RejectionReason } from './connection.js';
 import type { DecodedFrame } from './frame-decoder.js';
+import type { FramePool } from './frame-pool.js';
 import {
   AcceptorHandshake,
   InitiatorHandshake,
@@ -103,6 +104,11 @@ export interface ReplicaBusOptions {
   readonly random?: (() => number) | undefined;
   /** Mutual TLS on the replica port (src/node/tls.ts `replicaMeshTls`); plain TCP when absent. */
   readonly tls?: { readonly server: TlsOptions; readonly client: ConnectionOptions } | undefined;
+  /**
+   * Inbound state chunk frames are taken from this pool; whoever ends their use gives them back
+   * (the node layer: once a chunk is written). Without one, every frame is allocated.
+   */
+  readonly framePool?: FramePool | undefined;
 }
 
 export interface PeerStats {
@@ -541,7 +547,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   }
 
   #connectionOptions() {
-    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs };
+    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs, framePool: this.#options.framePool };
   }
 
   #dial(peer: Peer): void {

@@ -67,6 +67,7 @@ import {
   ArtifactKind,
   STATE_TRANSFER_DECODE_FAILURES_MAX,
   STATE_CHUNKS_IN_FLIGHT_MAX,
+  STATE_CHUNKS_UNWRITTEN_MAX,
   STATE_TRANSFER_STALLS_MAX,
   TransferStageMachine,
   chunkCount,
@@ -2870,6 +2871,7 @@ export class Replica {
     this.stateTransfer.accept({ op: best.op, checksum: best.checksum, manifest: target.manifest, entry, servers: best.servers });
     session.received = 0;
     session.requested = 0;
+    session.written = 0;
     session.ahead.clear();
     session.idleTicks = 0;
     session.stalls = 0;
@@ -2882,19 +2884,25 @@ export class Replica {
   }
 
   /**
-   * Keeps STATE_CHUNKS_IN_FLIGHT_MAX chunks requested ahead of the first missing byte. `retry`
-   * (a stall, a new server) also re-requests every chunk of the window that has not arrived.
+   * Keeps STATE_CHUNKS_IN_FLIGHT_MAX chunks requested ahead of the first missing byte, and at most
+   * STATE_CHUNKS_UNWRITTEN_MAX ahead of the last written one. `retry` (a stall, a new server) also
+   * re-requests every chunk of the window that has not arrived.
    */
   private requestChunks(session: TransferSession, retry = false): void {
     const accepted = session.accepted;
     assert(accepted !== null && session.received < accepted.entry.len, 'a chunk remains');
+    assert(session.written <= session.received && session.received <= session.requested, 'written <= received <= requested');
     const chunkSize = accepted.manifest.chunkSize;
     if (retry) {
       for (let offset = session.received; offset < session.requested; offset += chunkSize) {
         if (!session.ahead.has(offset)) this.requestChunk(session, offset);
       }
     }
-    const windowEnd = Math.min(accepted.entry.len, session.received + STATE_CHUNKS_IN_FLIGHT_MAX * chunkSize);
+    const windowEnd = Math.min(
+      accepted.entry.len,
+      session.received + STATE_CHUNKS_IN_FLIGHT_MAX * chunkSize,
+      session.written + STATE_CHUNKS_UNWRITTEN_MAX * chunkSize,
+    );
     while (session.requested < windowEnd) {
       this.requestChunk(session, session.requested);
       session.requested = Math.min(accepted.entry.len, session.requested + chunkSize);
@@ -2946,16 +2954,19 @@ export class Replica {
     session.idleTicks = 0;
     session.stalls = 0;
     // Verified chunks that overtook a missing one wait here (at most the window, 1 MiB): the
-    // transfer file is written strictly in order. The body is a view of a frame that belongs to
-    // this message (decoders allocate one per frame), so it is kept without a copy.
+    // transfer file is written strictly in order. The body is a view of this message's frame,
+    // kept without a copy until its write completes and never read after (the node layer then
+    // reuses the frame for a later chunk).
     session.ahead.set(header.offset, body);
     const before = session.received;
     for (let chunk = session.ahead.get(session.received); chunk !== undefined; chunk = session.ahead.get(session.received)) {
       session.ahead.delete(session.received);
+      const bytes = chunk.byteLength;
       this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
         if (!result.ok) this.fatal('transfer_write', result);
+        this.onTransferChunkWritten(session, bytes);
       });
-      session.received += chunk.byteLength;
+      session.received += bytes;
     }
     if (session.received === before) return;
     const total = accepted.entry.len;
@@ -2973,6 +2984,16 @@ export class Replica {
     }
     if (repair !== null) this.installSnapshotRepair(repair);
     else this.installTransferred(session);
+  }
+
+  /** A chunk is in the transfer file: requests held back by unwritten chunks may go out. */
+  private onTransferChunkWritten(session: TransferSession, bytes: number): void {
+    session.written += bytes;
+    assert(session.written <= session.received, 'only submitted chunks complete');
+    // Writes complete in order, also after the session ended or began its install: then nothing more to ask.
+    const live = this.snapshotRepair.session(session.nonce, 'fetching') ?? this.stateTransfer.session(session.nonce, 'fetching');
+    if (live !== session || session.received === session.accepted!.entry.len) return;
+    this.requestChunks(session);
   }
 
   /** Every journal entry above commit_min is canonical for the current view. */

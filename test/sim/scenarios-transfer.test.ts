@@ -20,7 +20,7 @@ import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } fro
 import { FrameRejection } from '../../src/vsr/frame-reason.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import type { ReplicaEnv } from '../../src/vsr/io.js';
-import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest, type Manifest } from '../../src/vsr/state-transfer.js';
+import { STATE_CHUNKS_IN_FLIGHT_MAX, STATE_CHUNKS_UNWRITTEN_MAX, TransferStageMachine, encodeManifest, decodeManifest, type Manifest } from '../../src/vsr/state-transfer.js';
 import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
@@ -391,6 +391,40 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
     cluster.converge();
     // It is still checked, when the fetch is over (and again for each later checkpoint offered).
     for (const server of servers) expect((cluster.replica(server) as unknown as ServerView).counters.offerSourceChecks).toBeGreaterThan(0);
+  });
+});
+
+describe('state transfer: a fetch holds a bounded number of chunks, whatever the disk does', () => {
+  it('writes held up (a slow fsync ahead of them) stop the requests after STATE_CHUNKS_UNWRITTEN_MAX chunks; they resume once writes complete', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    // From the first chunk request on, the receiver's storage completes nothing for 60 ticks (three
+    // stall intervals: the session survives), as if a superblock's fsync held the queue.
+    const storage = cluster.replicas[backup]!.storage;
+    const tick = storage.tick.bind(storage);
+    let holdTicks = -1;
+    storage.tick = (store, done) => {
+      if (holdTicks > 0) {
+        holdTicks -= 1;
+        return;
+      }
+      tick(store, done);
+    };
+    const requestedWhileHeld = new Set<number>();
+    cluster.network.filter = ({ from, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (from !== backup || !decoded.ok || decoded.header.command !== Command.requestStateChunk) return 'deliver';
+      if (holdTicks === -1) holdTicks = 60;
+      if (holdTicks > 0) requestedWhileHeld.add(decoded.header.offset);
+      return 'deliver';
+    };
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    // Nothing was written while held: what was asked for is all the fetch ever held in memory.
+    expect(requestedWhileHeld.size).toBe(STATE_CHUNKS_UNWRITTEN_MAX);
+    expect(cluster.replica(backup).counters.stateTransfersAbandoned).toBe(0);
+    cluster.network.filter = null;
+    cluster.converge();
   });
 });
 
