@@ -145,8 +145,9 @@ export class FrameDecoder {
         );
         if (!decoded.ok) return this.#reject(decoded.reason);
         if (available >= size) {
-          // The caller owns the frame: a copy, so it neither aliases nor pins the chunk. Not
-          // `chunk.slice()`: socket chunks are Buffers, whose `slice` is a view, not a copy.
+          // The caller owns the frame (a pooled one until it gives it back): a copy, so it neither
+          // aliases nor pins the chunk. Not `chunk.slice()`: socket chunks are Buffers, whose
+          // `slice` is a view, not a copy.
           const frame = this.#allocate(size, decoded.header);
           frame.set(chunk.subarray(this.#chunkOffset, this.#chunkOffset + size));
           this.#chunkOffset += size;

@@ -9,8 +9,8 @@
  * A frame that is never given back (a chunk the core dropped: a duplicate, a damaged one, a
  * session that ended) is ordinary garbage; the pool allocates another.
  *
- * Bounded: at most `freeMax` free buffers are kept (the chunk window, plus chunks decoded before the
- * driver's next turn writes them). A buffer given back twice is a bug in the caller and asserts:
+ * Bounded: at most `freeMax` free buffers are kept (the node sizes it to the core's bound on chunks
+ * requested and not yet written). A buffer given back twice is a bug in the caller and asserts:
  * the second taker would share bytes with the first.
  */
 import { assert } from '../stdx/assert.js';
