@@ -41,7 +41,7 @@ const PIN = {
   stages: pin('1. only legal stage transitions exist, and clearing the stage drops the session'),
   lateChunks: pin('1. an abandoned transfer ignores late chunks and never installs, also once a new session is fetching'),
   registry: pin('2. one stats registry survives a restore: survivors keep their counters, the dead are pruned, a reused id starts at zero'),
-  offerCache: pin('3. the offer is built once per checkpoint and served from cache to repeated requests'),
+  offerCache: pin('3. the offer is built when the checkpoint is written and served from it, never read back, to repeated requests'),
   corruptAtRest: {
     file: TRANSFER,
     name: "state transfer scenarios corruption of the serving replica's snapshot at rest is refused there, never re-sealed on the receiver",
