@@ -26,6 +26,7 @@ import { MetadataStateMachine } from '../metadata/state-machine.js';
 import { FsDisk } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
+import { FramePool } from '../transport/frame-pool.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
 import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
 import { formatHostPort, parseHostPort } from '../transport/address.js';
@@ -33,12 +34,13 @@ import type { Advertisement } from '../transport/advertisement.js';
 import { SERVER_VERSION_DEFAULT } from '../http/version.js';
 import { processSystemInfo } from '../http/system-info.js';
 import { CLIENT_NO_USER_ID, ClusterNodeRole, ClusterNodeStatus, clientTransportName, encodeStats, type ClusterNodeView } from '../metadata/binary-responses.js';
-import { Command } from '../constants.js';
+import { Command, HEADER_SIZE, STATE_CHUNK_SIZE_MAX } from '../constants.js';
 import type { DecodedFrame } from '../vsr/frame.js';
 import { BinarySessions, type SessionCore } from './binary-sessions.js';
 import { replicaConfig, type ReplicaConfig } from '../vsr/config.js';
 import type { LogLevel as CoreLogLevel, Logger } from '../vsr/io.js';
 import { DivergenceFailure, Replica } from '../vsr/replica.js';
+import { STATE_CHUNKS_UNWRITTEN_MAX } from '../vsr/state-transfer.js';
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
@@ -119,6 +121,12 @@ export class ReplicaNode implements NodeApi {
   private clientIdLast = 0;
   private readonly logger: PinoLogger;
   private readonly disk: FsDisk;
+  /**
+   * State chunk frames of a transfer this replica receives, reused: the bus decodes a chunk into
+   * one, the storage driver gives it back once the chunk is written. The core never has more
+   * chunks requested and unwritten than STATE_CHUNKS_UNWRITTEN_MAX, so that many cover a fetch.
+   */
+  private readonly framePool = new FramePool(HEADER_SIZE + STATE_CHUNK_SIZE_MAX, STATE_CHUNKS_UNWRITTEN_MAX);
   private ticker: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly startedAtMs = Date.now();
@@ -165,6 +173,8 @@ export class ReplicaNode implements NodeApi {
       tcpEvictions: () => this.binary.counters.evictionsSent,
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
+    // A chunk's frame goes back to the pool once the chunk is in the transfer file.
+    this.storage.onTransferWritten = (bytes) => this.framePool.release(bytes);
     this.state = new MetadataStateMachine({ rootUsername: DEFAULT_ROOT_USERNAME, rootPasswordHash: rootHash });
     this.sessions = new ClientSessions(
       {
@@ -189,6 +199,7 @@ export class ReplicaNode implements NodeApi {
       tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
       onMessage: (frame) => this.guard(() => this.onBusFrame(frame)),
       logger: coreLogger,
+      framePool: this.framePool,
     });
     this.core = new Replica({
       config: replicaConfigValue,
@@ -210,6 +221,7 @@ export class ReplicaNode implements NodeApi {
         logger: coreLogger,
         bus: {
           sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+          sendToReplicaParts: (target, header, body) => this.bus.sendToReplicaParts(target, header, body),
           sendToClient: (client, frame) => this.routeClientFrame(client, frame),
         },
       },

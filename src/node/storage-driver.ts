@@ -59,6 +59,11 @@ export class StorageDriver implements Storage {
   readonly counters: StorageDriverCounters = { requests: 0, walAppends: 0, walSyncs: 0, durableWritesAsync: 0, failures: 0 };
   /** Metrics: the duration of each successful WAL fsync, in seconds. */
   onFsync: ((seconds: number) => void) | null = null;
+  /**
+   * A state-transfer chunk was written (its request executed): the bytes are given back to
+   * whoever lent them (the replica bus's frame pool). Runs before the request's completion.
+   */
+  onTransferWritten: ((bytes: Uint8Array) => void) | null = null;
 
   constructor(handles: DurableHandles) {
     this.handles = handles;
@@ -147,6 +152,8 @@ export class StorageDriver implements Storage {
       }
       this.counters.requests += 1;
       const result = executeStorageRequest(this.handles, first.request);
+      // The chunk is in the file (or failed, fatally): nothing reads its bytes again.
+      if (first.request.kind === 'transfer_write') this.onTransferWritten?.(first.request.bytes);
       if (!result.ok) this.counters.failures += 1;
       done.push({ id: first.id, result });
       index += 1;

@@ -24,6 +24,7 @@ import type { ChecksumKernels } from '../vsr/frame.js';
 import { readSize } from '../vsr/header.js';
 import type { Header } from '../vsr/header-types.js';
 import { FrameDecoder, FrameRejection, type DecodedFrame } from './frame-decoder.js';
+import type { FramePool } from './frame-pool.js';
 import { AuthFailure, type AcceptorHandshake, type HandshakeStep, type InitiatorHandshake } from './replica-auth.js';
 import type { SendQueue } from './send-queue.js';
 import { zeroedCounters } from '../stdx/counters.js';
@@ -96,6 +97,8 @@ export interface ConnectionOptions {
   readonly cluster: bigint;
   /** From socket creation (including the TCP connect) to an authenticated connection. */
   readonly handshakeTimeoutMs: number;
+  /** State chunk frames come from here (see `FramePool`); allocated per frame without one. */
+  readonly framePool?: FramePool | null | undefined;
 }
 
 export type ConnectionState = 'handshake' | 'open' | 'closing' | 'closed';
@@ -143,7 +146,7 @@ export class Connection {
     this.direction = options.peer === null ? 'inbound' : 'outbound';
     this.#connected = this.direction === 'inbound';
     this.#secured = !(options.socket instanceof TLSSocket) || this.direction === 'inbound';
-    this.#decoder = new FrameDecoder(options.connection.kernels, { cluster: options.connection.cluster });
+    this.#decoder = new FrameDecoder(options.connection.kernels, { cluster: options.connection.cluster }, options.connection.framePool ?? null);
 
     let resolveClosed: () => void = () => {};
     this.closed = new Promise((resolve) => {
@@ -227,9 +230,11 @@ export class Connection {
     this.#socket.cork();
     for (let frame = queue.shift(); frame !== undefined; frame = queue.shift()) {
       written += 1;
+      // A frame in parts is two writes into the same corked writev: its body goes out as is.
+      if (!(frame instanceof Uint8Array)) this.#socket.write(frame.header);
       // `false` means the socket buffer is past its high-water mark (the frame is still
       // buffered): stop here and let the rest wait in the bounded queue until 'drain'.
-      if (!this.#socket.write(frame)) {
+      if (!this.#socket.write(frame instanceof Uint8Array ? frame : frame.body)) {
         this.#waitingDrain = true;
         break;
       }

@@ -25,8 +25,10 @@
  * Memory: a 256-byte header buffer, plus one frame buffer of at most MESSAGE_SIZE_MAX while a
  * frame spans chunks, plus a reference to the current chunk until it is drained. Nothing here
  * throws on any input bytes; misuse by the caller (pushing before draining) is an assertion.
+ * With a `FramePool`, state chunk frames are taken from it (their consumer gives them back once
+ * written) instead of allocated per frame; every other frame is allocated and owned by the caller.
  */
-import { HEADER_SIZE, HeaderOffset } from '../constants.js';
+import { Command, HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import {
   checkFrameSize,
@@ -41,6 +43,7 @@ import {
 import { FrameRejection, frameRejectionCounters } from '../vsr/frame-reason.js';
 import { readSize } from '../vsr/header.js';
 import type { Header } from '../vsr/header-types.js';
+import type { FramePool } from './frame-pool.js';
 
 export { decodeFrame, type DecodedFrame, type FrameResult, type RejectedFrame } from '../vsr/frame.js';
 export { FrameRejection } from '../vsr/frame-reason.js';
@@ -58,6 +61,7 @@ export class FrameDecoder {
 
   readonly #kernels: ChecksumKernels;
   readonly #options: FrameDecodeOptions;
+  readonly #pool: FramePool | null;
 
   #poisonReason: FrameRejection | null = null;
 
@@ -73,9 +77,10 @@ export class FrameDecoder {
   #frameHeader: Header | null = null;
   #frameLength = 0;
 
-  constructor(kernels: ChecksumKernels, options: FrameDecodeOptions = {}) {
+  constructor(kernels: ChecksumKernels, options: FrameDecodeOptions = {}, pool: FramePool | null = null) {
     this.#kernels = kernels;
     this.#options = options;
+    this.#pool = pool;
   }
 
   get poisoned(): boolean {
@@ -141,9 +146,10 @@ export class FrameDecoder {
         );
         if (!decoded.ok) return this.#reject(decoded.reason);
         if (available >= size) {
-          // The caller owns the frame: a copy, so it neither aliases nor pins the chunk. Not
-          // `chunk.slice()`: socket chunks are Buffers, whose `slice` is a view, not a copy.
-          const frame = new Uint8Array(size);
+          // The caller owns the frame (a pooled one until it gives it back): a copy, so it neither
+          // aliases nor pins the chunk. Not `chunk.slice()`: socket chunks are Buffers, whose
+          // `slice` is a view, not a copy.
+          const frame = this.#allocate(size, decoded.header);
           frame.set(chunk.subarray(this.#chunkOffset, this.#chunkOffset + size));
           this.#chunkOffset += size;
           return this.#finish(frame, decoded.header);
@@ -179,10 +185,17 @@ export class FrameDecoder {
 
   #startBody(size: number, header: Header, headerBytes: Uint8Array): void {
     assert(size > HEADER_SIZE && headerBytes.byteLength === HEADER_SIZE);
-    this.#frame = new Uint8Array(size);
+    this.#frame = this.#allocate(size, header);
     this.#frame.set(headerBytes, 0);
     this.#frameHeader = header;
     this.#frameLength = HEADER_SIZE;
+  }
+
+  /** A buffer for a whole frame whose header verified; every byte is written before it is yielded. */
+  #allocate(size: number, header: Header): Uint8Array {
+    const pool = this.#pool;
+    if (pool !== null && header.command === Command.stateChunk && size <= pool.frameSizeMax) return pool.take(size);
+    return new Uint8Array(size);
   }
 
   #finish(frame: Uint8Array, header: Header): FrameResult {

@@ -6,11 +6,27 @@
  * When a bound is hit the *oldest* frames are dropped, counted: after an outage the newest frames
  * (the current view, the latest commit) are the ones worth delivering, and VSR's timeouts resend
  * whatever was lost. Frames are held by reference, not copied: a frame handed to the bus is
- * immutable from then on (the replica copies before re-stamping a prepare's view).
+ * immutable from then on (the replica copies before re-stamping a prepare's view). A frame may be
+ * queued as its header and its body (`FrameParts`: a state chunk whose body is a view of the
+ * served payload); it counts, is written and is dropped as one frame, never half of one.
  */
 import { MESSAGE_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { RingBuffer } from '../stdx/ring-buffer.js';
+
+/** One frame as its 256-byte header and its body, written back to back without being joined. */
+export interface FrameParts {
+  readonly header: Uint8Array;
+  readonly body: Uint8Array;
+}
+
+/** A queued frame: whole, or in parts. */
+export type OutboundFrame = Uint8Array | FrameParts;
+
+/** Bytes `frame` puts on the wire. */
+export function outboundSize(frame: OutboundFrame): number {
+  return frame instanceof Uint8Array ? frame.byteLength : frame.header.byteLength + frame.body.byteLength;
+}
 
 export class SendQueue {
   readonly frameCountMax: number;
@@ -20,7 +36,7 @@ export class SendQueue {
   /** Frames dropped because the queued bytes would exceed `sizeMax`. */
   droppedSizeFull = 0;
 
-  readonly #frames: RingBuffer<Uint8Array>;
+  readonly #frames: RingBuffer<OutboundFrame>;
   #size = 0;
 
   constructor(frameCountMax: number, sizeMax: number) {
@@ -47,10 +63,11 @@ export class SendQueue {
   }
 
   /** Queues `frame`, dropping the oldest frames to make room. Returns how many were dropped. */
-  push(frame: Uint8Array): number {
-    assert(frame.byteLength <= MESSAGE_SIZE_MAX, 'send queue: frame within MESSAGE_SIZE_MAX');
+  push(frame: OutboundFrame): number {
+    const size = outboundSize(frame);
+    assert(size <= MESSAGE_SIZE_MAX, 'send queue: frame within MESSAGE_SIZE_MAX');
     let dropped = 0;
-    while (this.#size + frame.byteLength > this.sizeMax) {
+    while (this.#size + size > this.sizeMax) {
       this.#dropOldest();
       this.droppedSizeFull += 1;
       dropped += 1;
@@ -62,14 +79,14 @@ export class SendQueue {
     }
     const pushed = this.#frames.push(frame);
     assert(pushed);
-    this.#size += frame.byteLength;
+    this.#size += size;
     assert(this.#size <= this.sizeMax);
     return dropped;
   }
 
-  shift(): Uint8Array | undefined {
+  shift(): OutboundFrame | undefined {
     const frame = this.#frames.shift();
-    if (frame !== undefined) this.#size -= frame.byteLength;
+    if (frame !== undefined) this.#size -= outboundSize(frame);
     assert(this.#size >= 0);
     if (this.#frames.empty) assert(this.#size === 0, 'send queue: byte count matches the frames');
     return frame;
@@ -84,6 +101,6 @@ export class SendQueue {
   #dropOldest(): void {
     const frame = this.#frames.shift();
     assert(frame !== undefined, 'send queue: a bound is exceeded only with frames queued');
-    this.#size -= frame.byteLength;
+    this.#size -= outboundSize(frame);
   }
 }

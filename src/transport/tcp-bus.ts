@@ -40,6 +40,7 @@ import type { Logger, MessageBus } from '../vsr/io.js';
 import { BACKOFF_DEFAULTS, assertBackoffOptions, backoffDelayMs, type BackoffOptions } from './backoff.js';
 import { Connection, rejectionCounters, type ConnectionEvents, type RejectionReason } from './connection.js';
 import type { DecodedFrame } from './frame-decoder.js';
+import type { FramePool } from './frame-pool.js';
 import {
   AcceptorHandshake,
   InitiatorHandshake,
@@ -49,7 +50,7 @@ import {
   dials,
   type AuthFailure,
 } from './replica-auth.js';
-import { SendQueue } from './send-queue.js';
+import { SendQueue, type OutboundFrame } from './send-queue.js';
 import {
   ADVERTISEMENT_VERSION,
   advertisementRefusalCounters,
@@ -103,6 +104,11 @@ export interface ReplicaBusOptions {
   readonly random?: (() => number) | undefined;
   /** Mutual TLS on the replica port (src/node/tls.ts `replicaMeshTls`); plain TCP when absent. */
   readonly tls?: { readonly server: TlsOptions; readonly client: ConnectionOptions } | undefined;
+  /**
+   * Inbound state chunk frames are taken from this pool; whoever ends their use gives them back
+   * (the node layer: once a chunk is written). Without one, every frame is allocated.
+   */
+  readonly framePool?: FramePool | undefined;
 }
 
 export interface PeerStats {
@@ -197,7 +203,7 @@ function nonZero<K extends string>(counters: Record<K, number>): Partial<Record<
 
 const NO_LOGGER: Logger = { log: () => {} };
 
-export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
+export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToReplicaParts'> {
   readonly replica: number;
   readonly replicaCount: number;
   readonly cluster: bigint;
@@ -397,10 +403,26 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
    * field is not its length is a bug in the caller and asserts (STYLE.md: invariants crash).
    */
   sendToReplica(replica: number, frame: Uint8Array): void {
-    assert(Number.isInteger(replica) && replica >= 0 && replica < this.replicaCount, 'sendToReplica: replica index');
     assert(frame.byteLength >= HEADER_SIZE && frame.byteLength <= MESSAGE_SIZE_MAX, 'sendToReplica: a whole frame');
     // A frame whose size field lies would make the peer reject it and drop the whole connection.
     assert(readSize(frame) === frame.byteLength, 'sendToReplica: size field equals the frame length');
+    this.#enqueue(replica, frame);
+  }
+
+  /**
+   * `sendToReplica` for a frame given as its sealed header and its body: both are written by
+   * reference, back to back in one writev, never joined (a state chunk's body is a view of the
+   * served payload, so serving it copies nothing). Neither part may be modified afterwards.
+   */
+  sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
+    assert(header.byteLength === HEADER_SIZE, 'sendToReplicaParts: a 256-byte header');
+    assert(HEADER_SIZE + body.byteLength <= MESSAGE_SIZE_MAX, 'sendToReplicaParts: a frame within MESSAGE_SIZE_MAX');
+    assert(readSize(header) === HEADER_SIZE + body.byteLength, 'sendToReplicaParts: size field equals header + body');
+    this.#enqueue(replica, { header, body });
+  }
+
+  #enqueue(replica: number, frame: OutboundFrame): void {
+    assert(Number.isInteger(replica) && replica >= 0 && replica < this.replicaCount, 'sendToReplica: replica index');
     if (this.#closed) {
       this.#droppedClosed += 1;
       return;
@@ -525,7 +547,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica'> {
   }
 
   #connectionOptions() {
-    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs };
+    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs, framePool: this.#options.framePool };
   }
 
   #dial(peer: Peer): void {

@@ -271,3 +271,31 @@ export function buildFrame<C extends HeaderCommand>(
   sealFrame(kernels, frame);
   return frame;
 }
+
+/**
+ * The sealed 256-byte header of a frame whose body is sent beside it as is (never copied into a
+ * frame): exactly the first 256 bytes `buildFrame(kernels, input, body)` would build, given the
+ * body's size and its XXH3-64 (seed 0) instead of the body. A state chunk's sum is already in the
+ * manifest, so serving a chunk neither copies nor hashes its 256 KiB. The caller vouches that
+ * `checksumBody` is the sum of the body it sends; a wrong one makes the receiver reject the frame.
+ * Sealed frames only (the seal covers header bytes alone; a prepare's identity is not built here).
+ */
+export function buildFrameHeader<C extends HeaderCommand>(
+  kernels: ChecksumKernels,
+  input: Extract<HeaderInput, { readonly command: C }>,
+  bodySize: number,
+  checksumBody: bigint,
+): Uint8Array {
+  assert(Number.isSafeInteger(bodySize) && bodySize >= 0, 'buildFrameHeader: body size');
+  const size = HEADER_SIZE + bodySize;
+  assert(size <= MESSAGE_SIZE_MAX, 'buildFrameHeader: frame fits MESSAGE_SIZE_MAX');
+  assert(checksumBody >= 0n && checksumBody < 1n << 64n, 'buildFrameHeader: checksumBody is an XXH3-64 sum');
+  const header = { ...input, size, checksum: 0n, checksumBody } as unknown as HeaderOf<C>;
+  const reason = validateHeader(header);
+  assert(reason === null, `buildFrameHeader: invalid ${header.command} header: ${reason}`);
+  assert(commandLayout(header.command)?.checksum === 'seal', 'buildFrameHeader: a sealed command');
+  const bytes = new Uint8Array(HEADER_SIZE);
+  encodeHeader(header, bytes);
+  writeU128(bytes, HeaderOffset.checksum, frameSeal(kernels, bytes));
+  return bytes;
+}

@@ -107,6 +107,13 @@ export interface Storage {
 export interface MessageBus {
   /** Best effort: frames may be dropped, delayed, duplicated or reordered. */
   sendToReplica(replica: number, frame: Uint8Array): void;
+  /**
+   * The same, for a frame given as its sealed 256-byte header and its body, written one after the
+   * other without joining them (a served state chunk is a view of the checkpoint payload: no
+   * 256 KiB copy per chunk). Neither part may change afterwards. Optional: a bus without it is
+   * sent the joined frame (the simulator's network), so both carry the same bytes.
+   */
+  sendToReplicaParts?(replica: number, header: Uint8Array, body: Uint8Array): void;
   /** Replies and evictions to a client session. */
   sendToClient(client: bigint, frame: Uint8Array): void;
 }

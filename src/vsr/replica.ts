@@ -27,7 +27,7 @@ import { assert } from '../stdx/assert.js';
 import { BATCH_ENVELOPE_HEADER_SIZE, batchEntrySize, decodeBatch, encodeBatch, isBatchable, type BatchRequest } from './batch.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
-import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import { buildFrame, buildFrameHeader, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
 import {
   EvictionReason,
   Operation,
@@ -79,6 +79,7 @@ import {
   ArtifactKind,
   STATE_TRANSFER_DECODE_FAILURES_MAX,
   STATE_CHUNKS_IN_FLIGHT_MAX,
+  STATE_CHUNKS_UNWRITTEN_MAX,
   STATE_TRANSFER_STALLS_MAX,
   TransferStageMachine,
   chunkCount,
@@ -2920,11 +2921,11 @@ export class Replica {
   }
 
   /**
-   * An offer of a source that went idle (no chunk asked for a tick: not mid-fetch, where a whole
-   * read would stall the chunks) checks, in the background, that the snapshot file at rest still
-   * holds it: the offer itself is served from memory and is right either way, but a file that
-   * rotted would refuse the next boot. Damage found withdraws this source's offers with a vouch
-   * (their requesters take another server's copy) and fetches the file back from a peer.
+   * Once no fetch from a source is under way (`offerSourceIdle`), it checks, in the background,
+   * that the snapshot file at rest still holds it: the offer itself is served from memory and is
+   * right either way, but a file that rotted would refuse the next boot. Damage found withdraws
+   * this source's offers with a vouch (their requesters take another server's copy) and fetches
+   * the file back from a peer.
    */
   private checkOfferSourceAtRest(source: OfferSource): void {
     if (source.checkedAtRest) return;
@@ -2990,25 +2991,75 @@ export class Replica {
     if (entry === undefined) return;
     // At or past the end: never answer with an empty chunk (seed review, defect 4).
     if (header.offset >= entry.len) return;
-    const end = Math.min(entry.len, header.offset + header.len, header.offset + offer.source.manifest.chunkSize);
+    const chunkSize = offer.source.manifest.chunkSize;
+    const end = Math.min(entry.len, header.offset + header.len, header.offset + chunkSize);
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    const chunk = offer.source.payload.subarray(header.offset, end);
-    const fields = { nonce: header.nonce, offset: header.offset, artifact: header.artifact };
-    this.send(header.replica, Command.stateChunk, fields, chunk);
+    // The body is a view of the payload, never copied. A whole manifest chunk (all a receiver asks
+    // for) has its XXH3-64 in the manifest, summed from these same bytes at the checkpoint, so its
+    // frame is sealed without hashing it again; any other range is hashed here.
+    const body = offer.source.payload.subarray(header.offset, end);
+    const wholeChunk = header.offset % chunkSize === 0 && end === Math.min(entry.len, header.offset + chunkSize);
+    const checksumBody = wholeChunk ? entry.chunkChecksums[header.offset / chunkSize]! : this.env.kernels.xxh3_64(body);
+    const frameHeader = buildFrameHeader(
+      this.env.kernels,
+      {
+        command: Command.stateChunk,
+        cluster: this.config.cluster,
+        view: this.view,
+        release: 0,
+        replica: this.config.replica,
+        nonce: header.nonce,
+        offset: header.offset,
+        group: METADATA_GROUP,
+        artifact: header.artifact,
+      },
+      body.byteLength,
+      checksumBody,
+    );
+    this.sendToReplicaParts(header.replica, frameHeader, body);
+  }
+
+  /** A frame as header + body: the bus writes the body as is where it can, else it gets them joined. */
+  private sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
+    const bus = this.env.bus;
+    if (bus.sendToReplicaParts !== undefined) {
+      bus.sendToReplicaParts(replica, header, body);
+      return;
+    }
+    const frame = new Uint8Array(header.byteLength + body.byteLength);
+    frame.set(header, 0);
+    frame.set(body, header.byteLength);
+    bus.sendToReplica(replica, frame);
   }
 
   /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
   private tickOffers(): void {
     const idleMax = 10 * this.config.timeouts.repair;
+    for (const offer of this.offers.values()) offer.idleTicks += 1;
+    for (const offer of this.offers.values()) {
+      if (!offer.source.checkedAtRest && this.offerSourceIdle(offer.source)) this.checkOfferSourceAtRest(offer.source);
+    }
     for (const [requester, offer] of this.offers) {
-      offer.idleTicks += 1;
-      if (offer.idleTicks >= OFFER_CHECK_IDLE_TICKS) this.checkOfferSourceAtRest(offer.source);
       const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
       if (offer.idleTicks >= limit) this.offers.delete(requester);
     }
     // A newer checkpoint rewrote the file: the damage, and any repair of it, is moot.
     if (this.offerSourceDamaged !== null && this.offerSourceDamaged.op !== this.checkpointOp) this.offerSourceDamaged = null;
+  }
+
+  /**
+   * No fetch from `source` is under way: each of its offers has served its final chunk, or has not
+   * been asked for one in a repair interval (the receiver's stall timeout, after which it re-asks
+   * or moves to another server). The check at rest reads and hashes the whole file on this
+   * replica's only thread (~0.1 s the first time at 16 MiB); started after two idle ticks, as it
+   * was, a receiver's 20 ms hiccup let it land mid-fetch and stall every chunk behind it.
+   */
+  private offerSourceIdle(source: OfferSource): boolean {
+    for (const offer of this.offers.values()) {
+      if (offer.source === source && !offer.finalServed && offer.idleTicks < this.config.timeouts.repair) return false;
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------- state transfer: receiving
@@ -3122,6 +3173,7 @@ export class Replica {
     this.stateTransfer.accept({ op: best.op, checksum: best.checksum, manifest: target.manifest, entry, servers: best.servers });
     session.received = 0;
     session.requested = 0;
+    session.written = 0;
     session.ahead.clear();
     session.idleTicks = 0;
     session.stalls = 0;
@@ -3134,19 +3186,25 @@ export class Replica {
   }
 
   /**
-   * Keeps STATE_CHUNKS_IN_FLIGHT_MAX chunks requested ahead of the first missing byte. `retry`
-   * (a stall, a new server) also re-requests every chunk of the window that has not arrived.
+   * Keeps STATE_CHUNKS_IN_FLIGHT_MAX chunks requested ahead of the first missing byte, and at most
+   * STATE_CHUNKS_UNWRITTEN_MAX ahead of the last written one. `retry` (a stall, a new server) also
+   * re-requests every chunk of the window that has not arrived.
    */
   private requestChunks(session: TransferSession, retry = false): void {
     const accepted = session.accepted;
     assert(accepted !== null && session.received < accepted.entry.len, 'a chunk remains');
+    assert(session.written <= session.received && session.received <= session.requested, 'written <= received <= requested');
     const chunkSize = accepted.manifest.chunkSize;
     if (retry) {
       for (let offset = session.received; offset < session.requested; offset += chunkSize) {
         if (!session.ahead.has(offset)) this.requestChunk(session, offset);
       }
     }
-    const windowEnd = Math.min(accepted.entry.len, session.received + STATE_CHUNKS_IN_FLIGHT_MAX * chunkSize);
+    const windowEnd = Math.min(
+      accepted.entry.len,
+      session.received + STATE_CHUNKS_IN_FLIGHT_MAX * chunkSize,
+      session.written + STATE_CHUNKS_UNWRITTEN_MAX * chunkSize,
+    );
     while (session.requested < windowEnd) {
       this.requestChunk(session, session.requested);
       session.requested = Math.min(accepted.entry.len, session.requested + chunkSize);
@@ -3200,17 +3258,20 @@ export class Replica {
     session.idleTicks = 0;
     session.stalls = 0;
     // Verified chunks that overtook a missing one wait here (at most the window, 1 MiB): the
-    // transfer file is written strictly in order. The body is a view of a frame that belongs to
-    // this message (decoders allocate one per frame), so it is kept without a copy.
+    // transfer file is written strictly in order. The body is a view of this message's frame,
+    // kept without a copy until its write completes and never read after (the node layer then
+    // reuses the frame for a later chunk).
     session.ahead.set(header.offset, body);
     const before = session.received;
     const next = (): Uint8Array | undefined => session.ahead.get(session.received);
     for (let chunk = next(); chunk !== undefined; chunk = next()) {
       session.ahead.delete(session.received);
+      const bytes = chunk.byteLength;
       this.submit({ kind: 'transfer_write', offset: session.received, bytes: chunk }, (result) => {
         if (!result.ok) this.fatal('transfer_write', result);
+        this.onTransferChunkWritten(session, bytes);
       });
-      session.received += chunk.byteLength;
+      session.received += bytes;
     }
     if (session.received === before) return;
     const total = accepted.entry.len;
@@ -3229,6 +3290,16 @@ export class Replica {
     }
     if (repair !== null) this.installSnapshotRepair(repair);
     else this.installTransferred(session);
+  }
+
+  /** A chunk is in the transfer file: requests held back by unwritten chunks may go out. */
+  private onTransferChunkWritten(session: TransferSession, bytes: number): void {
+    session.written += bytes;
+    assert(session.written <= session.received, 'only submitted chunks complete');
+    // Writes complete in order, also after the session ended or began its install: then nothing more to ask.
+    const live = this.snapshotRepair.session(session.nonce, 'fetching') ?? this.stateTransfer.session(session.nonce, 'fetching');
+    if (live !== session || session.received === session.accepted!.entry.len) return;
+    this.requestChunks(session);
   }
 
   /** Every journal entry above commit_min is canonical for the current view. */
@@ -3575,9 +3646,6 @@ function artifactIndex(manifest: Manifest, entry: Manifest['entries'][number]): 
   assert(index >= 0, 'the entry is in its manifest');
   return index;
 }
-
-/** Ticks without a chunk request before an offer's file at rest is checked (not mid-fetch). */
-const OFFER_CHECK_IDLE_TICKS = 2;
 
 export class StorageFailure extends Error {
   override readonly name = 'StorageFailure';

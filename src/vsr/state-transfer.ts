@@ -40,6 +40,14 @@ export const STATE_CHUNK_SIZE = STATE_CHUNK_SIZE_MAX;
  * verified and held (within the window) so the transfer file is still written strictly in order.
  */
 export const STATE_CHUNKS_IN_FLIGHT_MAX = 4;
+/**
+ * Chunks requested but not yet in the transfer file, at most. The window refills as soon as a
+ * chunk arrives, and a chunk's write completes a turn later; but a write held behind a durable
+ * write's fsync (a superblock, on the thread pool) would let the window run on while received
+ * chunks pile up in the storage queue. Past this many unwritten chunks no request goes out until
+ * a write completes: what a fetch holds in memory is bounded whatever the disk does.
+ */
+export const STATE_CHUNKS_UNWRITTEN_MAX = 2 * STATE_CHUNKS_IN_FLIGHT_MAX;
 /** Consecutive stalls (no accepted chunk within the retry interval) before a session is abandoned. */
 export const STATE_TRANSFER_STALLS_MAX = 5;
 /** Damaged or undecodable artifacts before the receiver gives up and falls back to repair. */
@@ -173,10 +181,12 @@ export interface TransferSession {
   accepted: { op: number; checksum: bigint; manifest: Manifest; entry: ManifestEntry; servers: number[] } | null;
   /** The replica chunks are requested from (rotates among `accepted.servers` on stalls). */
   peer: number;
-  /** Bytes of the snapshot artifact received and written so far. */
+  /** Bytes of the snapshot artifact received so far, in order (their writes submitted). */
   received: number;
   /** Bytes requested so far (`received` <= `requested`); the window is the difference. */
   requested: number;
+  /** Bytes whose write to the transfer file completed (`written` <= `received`). */
+  written: number;
   /** Verified chunks past `received` (they overtook a missing one), by offset; within the window. */
   readonly ahead: Map<number, Uint8Array>;
   idleTicks: number;
@@ -222,6 +232,7 @@ export class TransferStageMachine {
       peer: -1,
       received: 0,
       requested: 0,
+      written: 0,
       ahead: new Map(),
       idleTicks: 0,
       stalls: 0,

@@ -19,7 +19,8 @@ import { ClientTable } from '../../src/vsr/client-table.js';
 import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } from '../../src/vsr/frame.js';
 import { FrameRejection } from '../../src/vsr/frame-reason.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
-import { STATE_CHUNKS_IN_FLIGHT_MAX, TransferStageMachine, encodeManifest, decodeManifest } from '../../src/vsr/state-transfer.js';
+import type { ReplicaEnv } from '../../src/vsr/io.js';
+import { STATE_CHUNKS_IN_FLIGHT_MAX, STATE_CHUNKS_UNWRITTEN_MAX, TransferStageMachine, encodeManifest, decodeManifest, type Manifest } from '../../src/vsr/state-transfer.js';
 import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
@@ -305,6 +306,125 @@ describe('state transfer scenarios', () => {
     // the checkers (exactly-once, replies == canonical) held across the install.
     expect(cluster.clients.every((client) => client.evictions === 0 && client.session > 0 && client.session < cluster.replica(backup).config.checkpointInterval)).toBe(true);
     expect(cluster.replica(backup).clientTable.get(cluster.clients[0]!.client)).toBeDefined();
+  });
+});
+
+/** What a serving replica exposes to these tests (private fields, read only). */
+interface ServerView {
+  readonly env: ReplicaEnv;
+  readonly offerSource: { readonly payload: Uint8Array; readonly manifest: Manifest } | null;
+  readonly counters: { readonly offerSourceChecks: number };
+}
+
+interface ServedChunk {
+  readonly server: number;
+  readonly header: Uint8Array;
+  readonly body: Uint8Array;
+  readonly payload: Uint8Array;
+  readonly manifest: Manifest;
+  /** The server's at-rest checks when it served this chunk. */
+  readonly checks: number;
+}
+
+/**
+ * Gives every replica but `backup` the production bus's `sendToReplicaParts` (the simulated network
+ * has none, so the core joins the parts for it): each chunk served is recorded with what the server
+ * held, then joined for the simulated wire.
+ */
+function recordServedChunks(cluster: ClusterSim, backup: number): ServedChunk[] {
+  const served: ServedChunk[] = [];
+  for (const server of [0, 1, 2].filter((index) => index !== backup)) {
+    const replica = cluster.replica(server) as unknown as ServerView;
+    replica.env.bus.sendToReplicaParts = (target, header, body) => {
+      const source = replica.offerSource!;
+      served.push({ server, header, body, payload: source.payload, manifest: source.manifest, checks: replica.counters.offerSourceChecks });
+      const frame = new Uint8Array(header.byteLength + body.byteLength);
+      frame.set(header);
+      frame.set(body, header.byteLength);
+      cluster.network.send(server, target, frame);
+    };
+  }
+  return served;
+}
+
+describe('state transfer: serving chunks at the network\'s speed', () => {
+  it('a served chunk is a view of the checkpoint payload, sealed with its manifest sum: never copied into a frame', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    const served = recordServedChunks(cluster, backup);
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    expect(served.length).toBeGreaterThan(10);
+    for (const chunk of served) {
+      const decoded = decodeFrame(kernels, Buffer.concat([chunk.header, chunk.body]));
+      expect(decoded.ok && decoded.header.command).toBe(Command.stateChunk);
+      if (!decoded.ok || decoded.header.command !== Command.stateChunk) continue;
+      const offset = decoded.header.offset;
+      // The very bytes of the payload the server holds, at the chunk's offset: a view, not a copy.
+      expect(chunk.body.buffer).toBe(chunk.payload.buffer);
+      expect(chunk.body.byteOffset).toBe(chunk.payload.byteOffset + offset);
+      // Sealed with the manifest's sum of that chunk (what the receiver checks it against).
+      expect(decoded.header.checksumBody).toBe(chunk.manifest.entries[0]!.chunkChecksums[offset / chunk.manifest.chunkSize]);
+    }
+    cluster.converge();
+  });
+
+  it('the serving replica checks its file at rest only once its fetch is over, never mid-fetch', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    const served = recordServedChunks(cluster, backup);
+    // Slow links: a few ticks between chunk requests, as a loaded receiver has.
+    cluster.network.options = { ...cluster.network.options, delayMinTicks: 3 };
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    const servers = new Set(served.map((chunk) => chunk.server));
+    expect(servers.size).toBeGreaterThan(0);
+    for (const server of servers) {
+      const chunks = served.filter((chunk) => chunk.server === server);
+      const len = chunks[0]!.manifest.entries[0]!.len;
+      const final = chunks.findIndex((chunk) => chunk.body.byteOffset - chunk.payload.byteOffset + chunk.body.byteLength === len);
+      expect(final, `replica ${server} served the final chunk`).toBeGreaterThan(0);
+      // No check before the final chunk was asked for: the whole-file read never stalls a fetch.
+      expect(chunks.slice(0, final + 1).map((chunk) => chunk.checks)).toEqual(chunks.slice(0, final + 1).map(() => 0));
+    }
+    cluster.network.options = { ...cluster.network.options, delayMinTicks: 1 };
+    cluster.converge();
+    // It is still checked, when the fetch is over (and again for each later checkpoint offered).
+    for (const server of servers) expect((cluster.replica(server) as unknown as ServerView).counters.offerSourceChecks).toBeGreaterThan(0);
+  });
+});
+
+describe('state transfer: a fetch holds a bounded number of chunks, whatever the disk does', () => {
+  it('writes held up (a slow fsync ahead of them) stop the requests after STATE_CHUNKS_UNWRITTEN_MAX chunks; they resume once writes complete', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    cluster.restart(backup);
+    // From the first chunk request on, the receiver's storage completes nothing for 60 ticks (three
+    // stall intervals: the session survives), as if a superblock's fsync held the queue.
+    const storage = cluster.replicas[backup]!.storage;
+    const tick = storage.tick.bind(storage);
+    let holdTicks = -1;
+    storage.tick = (store, done) => {
+      if (holdTicks > 0) {
+        holdTicks -= 1;
+        return;
+      }
+      tick(store, done);
+    };
+    const requestedWhileHeld = new Set<number>();
+    cluster.network.filter = ({ from, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (from !== backup || !decoded.ok || decoded.header.command !== Command.requestStateChunk) return 'deliver';
+      if (holdTicks === -1) holdTicks = 60;
+      if (holdTicks > 0) requestedWhileHeld.add(decoded.header.offset);
+      return 'deliver';
+    };
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    // Nothing was written while held: what was asked for is all the fetch ever held in memory.
+    expect(requestedWhileHeld.size).toBe(STATE_CHUNKS_UNWRITTEN_MAX);
+    expect(cluster.replica(backup).counters.stateTransfersAbandoned).toBe(0);
+    cluster.network.filter = null;
+    cluster.converge();
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { HEADER_SIZE, HeaderOffset, MESSAGE_SIZE_MAX } from '../../src/constants.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { FrameDecoder, decodeFrame, type FrameResult } from '../../src/transport/frame-decoder.js';
+import { FramePool } from '../../src/transport/frame-pool.js';
 import { buildFrame, frameSeal } from '../../src/vsr/frame.js';
 import { Command, writeU128, writeU32, type Header, type HeaderCommand, type HeaderInput } from '../../src/vsr/header.js';
 import { base } from '../support/wire-bases.js';
@@ -170,5 +171,61 @@ describe('FrameDecoder', () => {
     // The seal is recomputed, but checksum_body still describes the original, longer body.
     writeU128(shorter, HeaderOffset.checksum, frameSeal(kernels, shorter));
     expect(drain(new FrameDecoder(kernels), [shorter])).toEqual([{ ok: false, reason: 'body_checksum_mismatch' }]);
+  });
+});
+
+describe('FrameDecoder with a FramePool (state chunk frames reused once their chunk is written)', () => {
+  const chunk = (offset: number, fill: number): Uint8Array =>
+    buildFrame(kernels, { ...(({ size: _s, checksum: _c, checksumBody: _b, ...input }) => input)(base(Command.stateChunk)), offset } as HeaderInput, new Uint8Array(4096).fill(fill));
+
+  it('decodes state chunks into pooled buffers, whole or across chunks, and reuses a buffer given back', () => {
+    const pool = new FramePool(HEADER_SIZE + 4096, 4);
+    const decoder = new FrameDecoder(kernels, {}, pool);
+    const [first, second, third] = [chunk(0, 1), chunk(4096, 2), chunk(8192, 3)];
+    const [a] = drain(decoder, [first]);
+    expect(a?.ok && a.body.every((byte) => byte === 1)).toBe(true);
+    // Split across socket reads (the body is assembled in the pooled buffer).
+    const [b] = drain(decoder, splitAt(second, [100, 300, 2000]));
+    expect(b?.ok && b.body.every((byte) => byte === 2)).toBe(true);
+    expect(pool.counters).toMatchObject({ taken: 2, reused: 0 });
+    if (!a?.ok || !b?.ok) return;
+    // Two frames alive at once never share a buffer.
+    expect(a.frame.buffer).not.toBe(b.frame.buffer);
+    pool.release(a.body);
+    const [c] = drain(decoder, splitAt(third, [256]));
+    expect(c?.ok && c.frame.buffer).toBe(a.frame.buffer);
+    expect(c?.ok && c.body.every((byte) => byte === 3)).toBe(true);
+    expect(c?.ok && c.header.command === Command.stateChunk && c.header.offset).toBe(8192);
+    expect(pool.counters).toMatchObject({ taken: 3, reused: 1 });
+  });
+
+  it('every other frame, and a chunk larger than the pool\'s frames, is allocated as before', () => {
+    const pool = new FramePool(HEADER_SIZE + 1024, 4);
+    const decoder = new FrameDecoder(kernels, {}, pool);
+    const results = drain(decoder, [frameOf(Command.prepare), chunk(0, 9)]);
+    expect(results.map((result) => result.ok)).toEqual([true, true]);
+    expect(pool.counters.taken).toBe(0);
+  });
+});
+
+describe('FramePool', () => {
+  it('hands out views of its own buffers, keeps at most freeMax given back, ignores foreign ones', () => {
+    const pool = new FramePool(1000, 2);
+    const frames = [pool.take(1000), pool.take(10), pool.take(500)];
+    expect(frames.map((frame) => frame.byteLength)).toEqual([1000, 10, 500]);
+    for (const frame of frames) pool.release(frame.subarray(3, 7));
+    expect(pool.freeCount).toBe(2);
+    pool.release(new Uint8Array(1000));
+    expect(pool.freeCount).toBe(2);
+    expect(pool.take(1000).buffer).toBe(frames[1]!.buffer);
+    expect(pool.counters).toMatchObject({ taken: 4, reused: 1, kept: 2 });
+  });
+
+  it('asserts on a frame given back twice (its next two takers would share bytes) and on an oversized take', () => {
+    const pool = new FramePool(1000, 4);
+    const frame = pool.take(100);
+    pool.release(frame);
+    expect(() => pool.release(frame)).toThrow(AssertionError);
+    expect(() => pool.take(1001)).toThrow(AssertionError);
   });
 });

@@ -9,6 +9,7 @@ import { AssertionError } from '../../src/stdx/assert.js';
 import { buildPrepare } from '../../src/testing/wal-image.js';
 import {
   buildFrame,
+  buildFrameHeader,
   decodeFrame,
   frameSeal,
   prepareIdentity,
@@ -277,5 +278,41 @@ describe('buildFrame and sealFrame', () => {
     const longer = new Uint8Array(frame.byteLength + 1);
     longer.set(frame);
     expect(() => sealFrame(tsKernels, longer)).toThrow(AssertionError);
+  });
+});
+
+describe('buildFrameHeader (a body sent beside its header, never copied into a frame)', () => {
+  const header = base(Command.stateChunk);
+  const { size: _s, checksum: _c, checksumBody: _b, ...input } = header;
+  const body = bodyFor(header);
+
+  it.each(variants.map((variant) => [variant.label, variant.kernels] as const))(
+    'given the body sum, it is byte for byte the first 256 bytes buildFrame builds (%s kernels)',
+    (_label, kernels) => {
+      const whole = buildFrame(kernels, input as HeaderInput, body);
+      const head = buildFrameHeader(kernels, input as HeaderInput, body.byteLength, kernels.xxh3_64(body, 0n));
+      expect(head.byteLength).toBe(HEADER_SIZE);
+      expect(Buffer.from(head).equals(Buffer.from(whole.subarray(0, HEADER_SIZE)))).toBe(true);
+      const joined = new Uint8Array(HEADER_SIZE + body.byteLength);
+      joined.set(head);
+      joined.set(body, HEADER_SIZE);
+      expect(verifyFrame(kernels, joined)).toBeNull();
+    },
+  );
+
+  it('a sum that is not the body\'s makes a frame the receiver rejects', () => {
+    const head = buildFrameHeader(tsKernels, input as HeaderInput, body.byteLength, tsKernels.xxh3_64(body, 0n) ^ 1n);
+    const joined = new Uint8Array(HEADER_SIZE + body.byteLength);
+    joined.set(head);
+    joined.set(body, HEADER_SIZE);
+    expect(decodeFrame(tsKernels, joined)).toEqual({ ok: false, reason: 'body_checksum_mismatch' });
+  });
+
+  it('refuses what buildFrame refuses (an empty state chunk), a sum wider than 64 bits and a prepare', () => {
+    expect(() => buildFrameHeader(tsKernels, input as HeaderInput, 0, 0n)).toThrow(AssertionError);
+    expect(() => buildFrameHeader(tsKernels, input as HeaderInput, body.byteLength, 1n << 64n)).toThrow(AssertionError);
+    const prepare = base(Command.prepare);
+    const { size: _ps, checksum: _pc, checksumBody: _pb, ...prepareInput } = prepare;
+    expect(() => buildFrameHeader(tsKernels, prepareInput as HeaderInput, prepare.size - HEADER_SIZE, 0n)).toThrow(AssertionError);
   });
 });

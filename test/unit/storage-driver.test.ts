@@ -6,7 +6,7 @@
  * and poisons the WAL.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StorageDriver } from '../../src/node/storage-driver.js';
@@ -15,7 +15,7 @@ import { FsDisk } from '../../src/storage/fs-disk.js';
 import { recover } from '../../src/storage/recovery.js';
 import type { StorageResult } from '../../src/vsr/io.js';
 import { chain, CLUSTER, snapshotPayload, tsKernels, vsrState } from './storage-fixtures.js';
-import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
+import { SNAPSHOT_FILE, SNAPSHOT_TRANSFER_FILE } from '../../src/storage/snapshot-file.js';
 import { SUPERBLOCK_FILES } from '../../src/storage/superblock.js';
 
 const roots: string[] = [];
@@ -140,6 +140,28 @@ describe('storage driver: group commit with the fsync off the event loop', () =>
     await until(() => completed.length === 3);
     expect(completed[2]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/poisoned/) });
     expect(driver.counters.failures).toBe(2);
+  });
+});
+
+describe('storage driver: state transfer chunks', () => {
+  it('gives a chunk\'s bytes back (onTransferWritten) once it is written, before its completion, in order', async () => {
+    const { root, driver, completed } = setup();
+    const given: Uint8Array[] = [];
+    driver.onTransferWritten = (bytes) => {
+      // Written already: the file holds the chunk when the bytes are given back.
+      expect(readFileSync(join(root, SNAPSHOT_TRANSFER_FILE)).subarray(given.length * 4, given.length * 4 + 4)).toEqual(Buffer.from(bytes));
+      expect(completed.map(({ id }) => id)).not.toContain(given.length + 1);
+      given.push(bytes);
+    };
+    const chunks = [new Uint8Array([1, 2, 3, 4]), new Uint8Array([5, 6, 7, 8])];
+    driver.submit(1, { kind: 'transfer_write', offset: 0, bytes: chunks[0]! });
+    driver.submit(2, { kind: 'transfer_write', offset: 4, bytes: chunks[1]! });
+    driver.submit(3, { kind: 'snapshot_read', op: 0 });
+    expect(given).toHaveLength(0);
+    await turn();
+    expect(given).toEqual(chunks);
+    expect(given[0]).toBe(chunks[0]);
+    expect(completed.map(({ id }) => id)).toEqual([1, 2, 3]);
   });
 });
 

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Command } from '../../src/constants.js';
 import { ReplicaBus } from '../../src/transport/tcp-bus.js';
+import { buildFrame, buildFrameHeader } from '../../src/vsr/frame.js';
 import {
   CLUSTER,
   HOST,
@@ -72,6 +73,41 @@ describe('ReplicaBus', () => {
     expect(node2.received[0]?.from).toBe(1);
     expect(node2.received[0]?.frame.header.replica).toBe(0);
     expect(node2.bus.stats().peers.find((peer) => peer.replica === 1)?.rejected).toEqual({});
+  });
+
+  it('a frame sent in parts (header + a view of a payload) arrives as the joined frame, in order with whole frames', async () => {
+    const { nodes } = await harness.start(2);
+    const [node0, node1] = nodes as [Node, Node];
+    await waitFor(() => allConnected(nodes), 'connected');
+    // A payload served in 256 KiB chunks: each chunk is a view, sealed with its sum, never copied.
+    const chunkSize = 256 * 1024;
+    const payload = new Uint8Array(3 * chunkSize - 1000);
+    for (let index = 0; index < payload.byteLength; index++) payload[index] = (index * 31 + 7) & 0xff;
+    const chunkInput = (offset: number) => ({
+      command: Command.stateChunk,
+      cluster: CLUSTER,
+      view: 1,
+      release: 0,
+      replica: 0,
+      nonce: 42n,
+      offset,
+      group: 0n,
+      artifact: 0,
+    } as const);
+    const joined: Uint8Array[] = [];
+    for (let offset = 0; offset < payload.byteLength; offset += chunkSize) {
+      const body = payload.subarray(offset, Math.min(payload.byteLength, offset + chunkSize));
+      node0.bus.sendToReplicaParts(1, buildFrameHeader(kernels, chunkInput(offset), body.byteLength, kernels.xxh3_64(body, 0n)), body);
+      node0.bus.sendToReplica(1, commitFrame(0, offset / chunkSize + 1));
+      joined.push(buildFrame(kernels, chunkInput(offset), body));
+    }
+    await waitFor(() => node1.received.length === 6, 'three chunks and three commits');
+    const chunks = node1.received.filter((entry) => entry.frame.header.command === Command.stateChunk);
+    expect(chunks.map((entry) => Buffer.from(entry.frame.frame).equals(joined.shift()!))).toEqual([true, true, true]);
+    expect(node1.received.map((entry) => entry.frame.header.command)).toEqual([
+      Command.stateChunk, Command.commit, Command.stateChunk, Command.commit, Command.stateChunk, Command.commit,
+    ]);
+    expect(node0.bus.stats().peers[0]).toMatchObject({ sent: 6, dropped: 0, queued: 0 });
   });
 
   it('batches a burst larger than the socket buffer and honours backpressure without losing frames', async () => {

@@ -32,6 +32,27 @@ describe('SendQueue', () => {
     expect(queue).toMatchObject({ length: 1, size: MESSAGE_SIZE_MAX, droppedSizeFull: 4, dropped: 4 });
   });
 
+  it('holds a frame in parts by reference and counts, shifts and drops it as one frame', () => {
+    const queue = new SendQueue(2, MESSAGE_SIZE_MAX);
+    const payload = frame(4096);
+    const parts = { header: frame(256), body: payload.subarray(1024, 2048) };
+    const [a, c] = [frame(300), frame(500)];
+    expect([queue.push(a), queue.push(parts)]).toEqual([0, 0]);
+    expect(queue).toMatchObject({ length: 2, size: 300 + 256 + 1024 });
+    // The count bound drops the oldest whole frame; the parts stay together.
+    expect(queue.push(c)).toBe(1);
+    const shifted = queue.shift();
+    // The body is the caller's view of its payload, not a copy.
+    expect(shifted).toBe(parts);
+    expect(shifted !== undefined && !(shifted instanceof Uint8Array) && shifted.body.buffer).toBe(payload.buffer);
+    expect(queue).toMatchObject({ length: 1, size: 500 });
+    // The byte bound drops parts whole too.
+    const tight = new SendQueue(10, MESSAGE_SIZE_MAX);
+    tight.push({ header: frame(256), body: frame(MESSAGE_SIZE_MAX - 256) });
+    expect(tight.push(frame(256))).toBe(1);
+    expect(tight).toMatchObject({ length: 1, size: 256, droppedSizeFull: 1 });
+  });
+
   it('refuses bounds that could never send a full-size frame', () => {
     expect(() => new SendQueue(1, MESSAGE_SIZE_MAX - 1)).toThrow(AssertionError);
     expect(() => new SendQueue(0, MESSAGE_SIZE_MAX)).toThrow(AssertionError);
