@@ -153,7 +153,13 @@ const BENCH_ENTRY = [new URL('../../bench/cli.js', import.meta.url), new URL('..
 export interface BenchEntry {
   registerBenchCommands(bench: Command): void;
 }
-if (existsSync(fileURLToPath(BENCH_ENTRY))) {
+// Loaded only for a command line that can reach it (`bench ...`, or help): a replica's boot
+// (`start`, and `dev`'s children) does not pay for importing the benches' entry.
+const first = process.argv[2];
+const benchReachable = first === undefined || first === 'bench' || first === 'help' || first.startsWith('-');
+if (!benchReachable) {
+  bench.argument('[args...]').allowUnknownOption().helpOption(false);
+} else if (existsSync(fileURLToPath(BENCH_ENTRY))) {
   const { registerBenchCommands } = (await import(BENCH_ENTRY.href)) as BenchEntry;
   registerBenchCommands(bench);
 } else {
