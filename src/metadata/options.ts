@@ -39,31 +39,8 @@ import {
 
 // The stored form's keys, bounds, defaults and value parsers live in the format layer (the
 // snapshot decoder holds decoded topics to the same rules); re-exported so the state machine's
-// callers name options from one place.
-export {
-  DEFAULT_ENFORCE_FSYNC,
-  DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
-  DEFAULT_PREALLOCATE_SEGMENTS,
-  DEFAULT_SEGMENT_SIZE,
-  DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
-  MAX_MESSAGES_REQUIRED_TO_SAVE,
-  MAX_PREALLOCATED_TOPIC_BYTES,
-  MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE,
-  MAX_TOPIC_SEGMENT_SIZE,
-  MIN_TOPIC_SEGMENT_SIZE,
-  TOPIC_FIELD_OPTION_KEYS,
-  TOPIC_OPTION_KEYS_SORTED,
-  TOPIC_OPTIONS_MAX,
-  TopicOptionKey,
-  parseBool,
-  parseByteSize,
-  parseCompression,
-  parseExpiry,
-  parseMaxTopicSize,
-  parseU32,
-  topicSegmentSizeBytes,
-  type TopicOptionEntry,
-} from '../format/topic-options.js';
+// callers name options from one place (this module's own definitions win over a same name).
+export * from '../format/topic-options.js';
 
 export const OptionsScope = { topic: 1, stream: 2, user: 3 } as const;
 export type OptionsScope = (typeof OptionsScope)[keyof typeof OptionsScope];

@@ -9,7 +9,7 @@
 import type { TopicOptionEntry } from './options.js';
 import { memberOf } from './consumer-groups.js';
 import type { Identifier } from './operations.js';
-import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
+import type { PermissionsSnapshot, TopicSnapshot, UserStatus } from '../format/snapshot-model.js';
 import {
   resolveGroup,
   resolveStream,
@@ -34,14 +34,12 @@ export interface StreamView {
 export interface StreamDetailsView extends StreamView {
   readonly topics: readonly TopicView[];
 }
-export interface TopicView {
-  readonly id: number;
-  readonly name: string;
-  readonly createdAtUs: number;
-  readonly messageExpiryUs: bigint;
-  readonly compressionAlgorithm: CompressionAlgorithm;
-  readonly maxTopicSizeBytes: bigint;
-  readonly replicationFactor: number;
+/** A topic's stored fields as the snapshot model names them, plus what reads derive. */
+export interface TopicView
+  extends Pick<
+    TopicSnapshot,
+    'id' | 'name' | 'createdAtUs' | 'messageExpiryUs' | 'compressionAlgorithm' | 'maxTopicSizeBytes' | 'replicationFactor'
+  > {
   readonly partitionsCount: number;
   readonly sizeBytes: number;
   readonly messagesCount: number;

@@ -14,19 +14,9 @@ import { ClusterSim } from '../../src/testing/vopr.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
 import { DivergenceFailure, type Replica } from '../../src/vsr/replica.js';
+import { formed, smallSim as sim } from '../support/sim-scenarios.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
-
-function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim {
-  return new ClusterSim(scenarioOptions({ journalSlots: 16, prepareQueueDepth: 2, stateChunkSize: 64, ...overrides }), kernels);
-}
-
-function formed(cluster: ClusterSim): void {
-  expect(
-    cluster.runUntil(() => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && entry.replica.logView >= 1), 5_000),
-    cluster.describe(),
-  ).toBe(true);
-}
 
 describe('audit defect A: an install during a view change never drops an op this replica reported present', () => {
   /**

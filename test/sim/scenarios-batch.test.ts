@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
-import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
+import { scenarioOptions } from '../../src/testing/swarm.js';
+import { ClusterSim } from '../../src/testing/vopr.js';
 import { NETWORK_NO_FAULTS } from '../../src/testing/network-sim.js';
 import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import type { ApplyInput, ApplyResult } from '../../src/vsr/state-machine.js';

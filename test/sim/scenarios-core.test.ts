@@ -16,6 +16,7 @@ import { ClusterSim } from '../../src/testing/vopr.js';
 import { decodeFrame } from '../../src/vsr/frame.js';
 import type { PrepareHeader } from '../../src/vsr/header.js';
 import { mergeDoViewChanges, type DoViewChangeRecord } from '../../src/vsr/view-change.js';
+import { formed } from '../support/sim-scenarios.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
 
@@ -24,14 +25,6 @@ function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim 
 }
 
 /** Runs until the cluster formed (every replica normal in a log view >= 1). */
-function formed(cluster: ClusterSim): void {
-  const ok = cluster.runUntil(
-    () => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && (entry.replica.logView >= 1 || cluster.options.replicaCount === 1)),
-    5_000,
-  );
-  expect(ok, cluster.describe()).toBe(true);
-}
-
 function commitMax(cluster: ClusterSim): number {
   return Math.max(...cluster.replicas.map((entry) => entry.replica?.commitMax ?? 0));
 }

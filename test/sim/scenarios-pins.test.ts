@@ -8,22 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { Command } from '../../src/constants.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
-import { ClusterSim, scenarioOptions } from '../../src/testing/cluster-sim.js';
 import { CLIENT_NODE_BASE } from '../../src/testing/network-sim.js';
 import { decodeFrame } from '../../src/vsr/frame.js';
+import { formed, smallSim as sim } from '../support/sim-scenarios.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
-
-function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim {
-  return new ClusterSim(scenarioOptions({ journalSlots: 16, prepareQueueDepth: 2, stateChunkSize: 64, ...overrides }), kernels);
-}
-
-function formed(cluster: ClusterSim): void {
-  expect(
-    cluster.runUntil(() => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && entry.replica.logView >= 1), 5_000),
-    cluster.describe(),
-  ).toBe(true);
-}
 
 /** The command and op of a replica frame (null for a client's or an undecodable one). */
 function peek(frame: Uint8Array): { command: number; op: number } | null {

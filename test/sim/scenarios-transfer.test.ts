@@ -22,19 +22,9 @@ import { METADATA_GROUP } from '../../src/vsr/config.js';
 import type { ReplicaEnv } from '../../src/vsr/io.js';
 import { STATE_CHUNKS_IN_FLIGHT_MAX, STATE_CHUNKS_UNWRITTEN_MAX, TransferStageMachine, encodeManifest, decodeManifest, type Manifest } from '../../src/vsr/state-transfer.js';
 import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
+import { formed, smallSim as sim } from '../support/sim-scenarios.js';
 
 const kernels = createWasmKernels(new WasmInstance('simd'));
-
-function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim {
-  return new ClusterSim(scenarioOptions({ journalSlots: 16, prepareQueueDepth: 2, stateChunkSize: 64, ...overrides }), kernels);
-}
-
-function formed(cluster: ClusterSim): void {
-  expect(
-    cluster.runUntil(() => cluster.replicas.every((entry) => entry.replica !== null && entry.replica.status === 'normal' && entry.replica.logView >= 1), 5_000),
-    cluster.describe(),
-  ).toBe(true);
-}
 
 function commitMax(cluster: ClusterSim): number {
   return Math.max(...cluster.replicas.map((entry) => entry.replica?.commitMax ?? 0));

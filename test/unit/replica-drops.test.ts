@@ -5,17 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Command } from '../../src/constants.js';
-import { createTsKernels } from '../../src/kernels/kernels-ts.js';
-import { Prng } from '../../src/stdx/prng.js';
-import { TestStateMachine } from '../../src/testing/test-state-machine.js';
-import { METADATA_GROUP, replicaConfig } from '../../src/vsr/config.js';
+import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { DROP_REASONS } from '../../src/vsr/drop-reason.js';
 import { buildFrame, decodeFrame, type DecodedFrame } from '../../src/vsr/frame.js';
 import type { HeaderInput } from '../../src/vsr/header.js';
-import type { LogLevel, StorageRequest } from '../../src/vsr/io.js';
-import { Replica } from '../../src/vsr/replica.js';
+import type { LogLevel } from '../../src/vsr/io.js';
+import { loneKernels, loneReplica } from '../support/lone-replica.js';
 
-const kernels = createTsKernels();
+const kernels = loneKernels;
 const CLUSTER = 0xd0_0b_0000n;
 
 interface LogRecord {
@@ -25,33 +22,13 @@ interface LogRecord {
 }
 
 function harness(debugEnabled: boolean) {
-  const pending: { id: number; request: StorageRequest }[] = [];
   const records: LogRecord[] = [];
-  const replica = new Replica({
-    config: replicaConfig({
-      cluster: CLUSTER,
-      replica: 0,
-      replicaCount: 3,
-      viewProbeAttemptsMax: 2,
-      timeouts: { requestStartViewMessage: 2 },
-    }),
-    stateMachine: new TestStateMachine(),
-    boot: { vsrState: null, snapshot: null, prepares: [], provableCommit: 0 },
-    env: {
-      kernels,
-      storage: { submit: (id, request) => pending.push({ id, request }) },
-      bus: { sendToReplica: () => {}, sendToClient: () => {} },
-      clock: { realtimeUs: () => 1_700_000_000_000_000 },
-      prng: new Prng(11),
-      logger: {
-        debugEnabled,
-        log: (level, event, fields = {}) => records.push({ level, event, fields }),
-      },
-    },
+  const { replica, flush } = loneReplica({
+    cluster: CLUSTER,
+    bus: { sendToReplica: () => {}, sendToClient: () => {} },
+    logger: { debugEnabled, log: (level, event, fields = {}) => records.push({ level, event, fields }) },
+    prngSeed: 11,
   });
-  const flush = (): void => {
-    while (pending.length > 0) replica.onStorageDone(pending.shift()!.id, { ok: true });
-  };
   return { replica, records, flush };
 }
 

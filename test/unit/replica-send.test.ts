@@ -5,50 +5,26 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE, HeaderOffset } from '../../src/constants.js';
-import { createTsKernels } from '../../src/kernels/kernels-ts.js';
-import { Prng } from '../../src/stdx/prng.js';
 import { AssertionError } from '../../src/stdx/assert.js';
-import { TestStateMachine } from '../../src/testing/test-state-machine.js';
-import { METADATA_GROUP, replicaConfig } from '../../src/vsr/config.js';
+import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { decodeFrame } from '../../src/vsr/frame.js';
 import type { Header } from '../../src/vsr/header.js';
-import type { StorageRequest } from '../../src/vsr/io.js';
 import { Replica } from '../../src/vsr/replica.js';
 import { VIEW_FENCE } from '../../src/vsr/send.js';
+import { loneKernels, loneReplica } from '../support/lone-replica.js';
 
-const kernels = createTsKernels();
+const kernels = loneKernels;
 const CLUSTER = 0x5e_9d_0000n;
 
 /** A replica whose storage requests wait in `pending` and whose sends land in `sent`. */
 function harness() {
-  const pending: { id: number; request: StorageRequest }[] = [];
   const sent: { target: number; frame: Uint8Array }[] = [];
-  const replica = new Replica({
-    config: replicaConfig({
-      cluster: CLUSTER,
-      replica: 0,
-      replicaCount: 3,
-      viewProbeAttemptsMax: 2,
-      timeouts: { requestStartViewMessage: 2 },
-    }),
-    stateMachine: new TestStateMachine(),
-    boot: { vsrState: null, snapshot: null, prepares: [], provableCommit: 0 },
-    env: {
-      kernels,
-      storage: { submit: (id, request) => pending.push({ id, request }) },
-      bus: {
-        sendToReplica: (target, frame) => sent.push({ target, frame }),
-        sendToClient: () => {},
-      },
-      clock: { realtimeUs: () => 1_700_000_000_000_000 },
-      prng: new Prng(7),
-      logger: { log: () => {} },
-    },
+  const { replica, pending, flush } = loneReplica({
+    cluster: CLUSTER,
+    bus: { sendToReplica: (target, frame) => sent.push({ target, frame }), sendToClient: () => {} },
+    logger: { log: () => {} },
+    prngSeed: 7,
   });
-  /** Completes every pending storage request, in order, successfully. */
-  const flush = (): void => {
-    while (pending.length > 0) replica.onStorageDone(pending.shift()!.id, { ok: true });
-  };
   const commands = (): number[] => sent.map((entry) => headerOf(entry.frame).command);
   return { replica, pending, sent, flush, commands };
 }
