@@ -349,6 +349,7 @@ const MUTATIONS = [
     reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
     edits: [{ file: REPLICA, search: '    const keepUnverifiedThrough = lagging ? commit : -1;\n', replace: '    const keepUnverifiedThrough = -1;\n' }],
     pins: [
+      scheduled('A6: a lagging replica keeps the committed prepares a StartView cannot vouch for', 'a replica more than a WAL behind the view keeps its committed body and catches up past it'),
       seed(2644958924859, 'targeted faults', 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'),
       SEED_UNVOUCHED,
     ],

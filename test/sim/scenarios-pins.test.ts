@@ -140,3 +140,71 @@ describe('A10: a primary-elect holding committed bodies the merged log cannot vo
     expect(cluster.checker.canonicalChecksum(body)).toBeDefined();
   });
 });
+
+/**
+ * The StartView twin of A10: E holds its last committed body (op 21) while P and B change view
+ * without it and checkpoint past it (their journals start at 24), then E restarts and adopts the
+ * new primary's StartView, whose suffix stops above op 21. `runUp` is how far P and B run first.
+ */
+function unvouchedStartView(runUp: number) {
+  const cluster = sim({ clientCount: 1, requestsPerClient: 60 });
+  formed(cluster);
+  const primary = cluster.replica(0).primaryIndex();
+  const eIndex = (primary + 2) % 3;
+  const e = cluster.replica(eIndex);
+  const b = cluster.replica((primary + 1) % 3);
+  const p = cluster.replica(primary);
+  expect(p.config.checkpointInterval).toBe(12);
+  const body = 21;
+  let phase: 'feed' | 'depose' | 'run' | 'rejoin' = 'feed';
+  let holdClients = false;
+  cluster.network.filter = ({ from, to, frame }) => {
+    if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+    const header = peek(frame);
+    if (header === null) return 'deliver';
+    if (phase === 'feed') {
+      // E gets every body up to `body` and never hears that `body` committed.
+      const commit = (decodeFrame(kernels, frame) as { header: { commit?: number } }).header.commit ?? 0;
+      if (to === eIndex && header.op > body && (header.command === Command.prepare || header.command === Command.repairPrepare)) return 'drop';
+      if (to === eIndex && commit >= body) return 'drop';
+      return 'deliver';
+    }
+    // B stops hearing P lead (no prepares, no commits) and elects itself with P's vote.
+    const leads = header.command === Command.prepare || header.command === Command.commit;
+    if (phase === 'depose' && from === p.config.replica && to === b.config.replica && leads) return 'drop';
+    return 'deliver';
+  };
+  expect(cluster.runUntil(() => e.journal.get(body)?.durable === true && p.commitMin >= body, 10_000), cluster.describe()).toBe(true);
+  const view = e.logView;
+  // E goes down holding the body; P and B go on without it in a view B leads.
+  cluster.crash(eIndex);
+  phase = 'depose';
+  expect(cluster.runUntil(() => b.status === 'normal' && b.view > view && b.isPrimary(), 10_000), cluster.describe()).toBe(true);
+  phase = 'run';
+  const ran = () => b.checkpointOp >= 24 && p.checkpointOp >= 24 && b.op >= runUp && b.commitMin >= b.op && p.commitMin >= b.op;
+  expect(cluster.runUntil(ran, 20_000), cluster.describe()).toBe(true);
+  holdClients = true;
+  phase = 'rejoin';
+  cluster.restart(eIndex);
+  const restarted = cluster.replica(eIndex);
+  expect(cluster.runUntil(() => restarted.status === 'normal' && restarted.view === b.view, 5_000), cluster.describe() + '\n' + cluster.recentLog.join('\n')).toBe(true);
+  return { cluster, e: restarted, b, p, view, body };
+}
+
+describe('A6: a lagging replica keeps the committed prepares a StartView cannot vouch for', () => {
+  it('a replica more than a WAL behind the view keeps its committed body and catches up past it', () => {
+    const { cluster, e, b, view, body } = unvouchedStartView(28);
+    // E cannot hold the view's log (its journal starts at checkpoint 12, the view's head is a WAL
+    // past it): it follows as a lagging replica, keeping its log view, and keeps the body that the
+    // StartView (whose suffix starts at 24) cannot vouch for, committed but not applied here.
+    expect(e.journal.floor).toBe(12);
+    expect(e.journal.hasRoom(b.op)).toBe(false);
+    expect(e.logView).toBe(view);
+    expect(e.commitMin).toBe(body - 1);
+    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
+    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(e.logView).toBe(b.logView);
+  });
+});
