@@ -376,6 +376,7 @@ const MUTATIONS = [
     reverts: 'a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view',
     edits: [{ file: REPLICA, search: '    const lagging = !this.journal.hasRoom(header.op) || unvouched;\n', replace: '    const lagging = !this.journal.hasRoom(header.op) || (unvouched && false);\n' }],
     pins: [
+      scheduled('A9: a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view', 'it keeps its body and its log view until committed repair has applied past it'),
       SEED_UNVOUCHED,
     ],
   },

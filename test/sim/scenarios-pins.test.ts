@@ -208,3 +208,20 @@ describe('A6: a lagging replica keeps the committed prepares a StartView cannot 
     expect(e.logView).toBe(b.logView);
   });
 });
+
+describe('A9: a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view', () => {
+  it('it keeps its body and its log view until committed repair has applied past it', () => {
+    const { cluster, e, b, view, body } = unvouchedStartView(25);
+    // E's journal could hold the view's log: only the unvouched body makes it lag.
+    expect(e.journal.hasRoom(b.op)).toBe(true);
+    expect(b.journal.floor).toBe(24);
+    expect(e.view).toBe(b.view);
+    expect(e.logView).toBe(view);
+    expect(e.commitMin).toBe(body - 1);
+    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
+    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(e.logView).toBe(b.logView);
+  });
+});
