@@ -360,6 +360,7 @@ const MUTATIONS = [
     reverts: 'a replica adopting a new log discards only the entries it cannot vouch for, not the verified ones above them',
     edits: [{ file: REPLICA, search: '    if (this.journal.ops().every((op) => op < lowest || removed.has(op))) {\n', replace: '    if (true) {\n' }],
     pins: [
+      scheduled('A8: a replica adopting a new log discards only the entries it cannot vouch for', 'verified committed bodies above an unverifiable parked header stay'),
       seed(1786574930811, 'targeted faults', 'adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them'),
     ],
   },
