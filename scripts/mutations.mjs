@@ -349,6 +349,7 @@ const MUTATIONS = [
     reverts: 'a lagging replica keeps the committed prepares a StartView cannot vouch for',
     edits: [{ file: REPLICA, search: '    const keepUnverifiedThrough = lagging ? commit : -1;\n', replace: '    const keepUnverifiedThrough = -1;\n' }],
     pins: [
+      scheduled('A6: a lagging replica keeps the committed prepares a StartView cannot vouch for', 'a replica more than a WAL behind the view keeps its committed body and catches up past it'),
       seed(2644958924859, 'targeted faults', 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'),
       SEED_UNVOUCHED,
     ],
@@ -359,6 +360,7 @@ const MUTATIONS = [
     reverts: 'a replica adopting a new log discards only the entries it cannot vouch for, not the verified ones above them',
     edits: [{ file: REPLICA, search: '    if (this.journal.ops().every((op) => op < lowest || removed.has(op))) {\n', replace: '    if (true) {\n' }],
     pins: [
+      scheduled('A8: a replica adopting a new log discards only the entries it cannot vouch for', 'verified committed bodies above an unverifiable parked header stay'),
       seed(1786574930811, 'targeted faults', 'adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them'),
     ],
   },
@@ -375,6 +377,7 @@ const MUTATIONS = [
     reverts: 'a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view',
     edits: [{ file: REPLICA, search: '    const lagging = !this.journal.hasRoom(header.op) || unvouched;\n', replace: '    const lagging = !this.journal.hasRoom(header.op) || (unvouched && false);\n' }],
     pins: [
+      scheduled('A9: a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view', 'it keeps its body and its log view until committed repair has applied past it'),
       SEED_UNVOUCHED,
     ],
   },

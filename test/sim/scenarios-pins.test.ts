@@ -140,3 +140,170 @@ describe('A10: a primary-elect holding committed bodies the merged log cannot vo
     expect(cluster.checker.canonicalChecksum(body)).toBeDefined();
   });
 });
+
+/**
+ * The StartView twin of A10: E holds its last committed body (op 21) while P and B change view
+ * without it and checkpoint past it (their journals start at 24), then E restarts and adopts the
+ * new primary's StartView, whose suffix stops above op 21. `runUp` is how far P and B run first.
+ */
+function unvouchedStartView(runUp: number) {
+  const cluster = sim({ clientCount: 1, requestsPerClient: 60 });
+  formed(cluster);
+  const primary = cluster.replica(0).primaryIndex();
+  const eIndex = (primary + 2) % 3;
+  const e = cluster.replica(eIndex);
+  const b = cluster.replica((primary + 1) % 3);
+  const p = cluster.replica(primary);
+  expect(p.config.checkpointInterval).toBe(12);
+  const body = 21;
+  let phase: 'feed' | 'depose' | 'run' | 'rejoin' = 'feed';
+  let holdClients = false;
+  cluster.network.filter = ({ from, to, frame }) => {
+    if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+    const header = peek(frame);
+    if (header === null) return 'deliver';
+    if (phase === 'feed') {
+      // E gets every body up to `body` and never hears that `body` committed.
+      const commit = (decodeFrame(kernels, frame) as { header: { commit?: number } }).header.commit ?? 0;
+      if (to === eIndex && header.op > body && (header.command === Command.prepare || header.command === Command.repairPrepare)) return 'drop';
+      if (to === eIndex && commit >= body) return 'drop';
+      return 'deliver';
+    }
+    // B stops hearing P lead (no prepares, no commits) and elects itself with P's vote.
+    const leads = header.command === Command.prepare || header.command === Command.commit;
+    if (phase === 'depose' && from === p.config.replica && to === b.config.replica && leads) return 'drop';
+    return 'deliver';
+  };
+  expect(cluster.runUntil(() => e.journal.get(body)?.durable === true && p.commitMin >= body, 10_000), cluster.describe()).toBe(true);
+  const view = e.logView;
+  // E goes down holding the body; P and B go on without it in a view B leads.
+  cluster.crash(eIndex);
+  phase = 'depose';
+  expect(cluster.runUntil(() => b.status === 'normal' && b.view > view && b.isPrimary(), 10_000), cluster.describe()).toBe(true);
+  phase = 'run';
+  const ran = () => b.checkpointOp >= 24 && p.checkpointOp >= 24 && b.op >= runUp && b.commitMin >= b.op && p.commitMin >= b.op;
+  expect(cluster.runUntil(ran, 20_000), cluster.describe()).toBe(true);
+  holdClients = true;
+  phase = 'rejoin';
+  cluster.restart(eIndex);
+  const restarted = cluster.replica(eIndex);
+  expect(cluster.runUntil(() => restarted.status === 'normal' && restarted.view === b.view, 5_000), cluster.describe() + '\n' + cluster.recentLog.join('\n')).toBe(true);
+  return { cluster, e: restarted, b, p, view, body };
+}
+
+describe('A6: a lagging replica keeps the committed prepares a StartView cannot vouch for', () => {
+  it('a replica more than a WAL behind the view keeps its committed body and catches up past it', () => {
+    const { cluster, e, b, view, body } = unvouchedStartView(28);
+    // E cannot hold the view's log (its journal starts at checkpoint 12, the view's head is a WAL
+    // past it): it follows as a lagging replica, keeping its log view, and keeps the body that the
+    // StartView (whose suffix starts at 24) cannot vouch for, committed but not applied here.
+    expect(e.journal.floor).toBe(12);
+    expect(e.journal.hasRoom(b.op)).toBe(false);
+    expect(e.logView).toBe(view);
+    expect(e.commitMin).toBe(body - 1);
+    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
+    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(e.logView).toBe(b.logView);
+  });
+});
+
+describe('A9: a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view', () => {
+  it('it keeps its body and its log view until committed repair has applied past it', () => {
+    const { cluster, e, b, view, body } = unvouchedStartView(25);
+    // E's journal could hold the view's log: only the unvouched body makes it lag.
+    expect(e.journal.hasRoom(b.op)).toBe(true);
+    expect(b.journal.floor).toBe(24);
+    expect(e.view).toBe(b.view);
+    expect(e.logView).toBe(view);
+    expect(e.commitMin).toBe(body - 1);
+    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
+    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(e.logView).toBe(b.logView);
+  });
+});
+
+describe('A8: a replica adopting a new log discards only the entries it cannot vouch for', () => {
+  it('verified committed bodies above an unverifiable parked header stay', () => {
+    const cluster = sim({ clientCount: 1, requestsPerClient: 60 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const rIndex = (primary + 2) % 3;
+    const b = cluster.replica((primary + 1) % 3);
+    const p = cluster.replica(primary);
+    const bodies = (command: number) => command === Command.prepare || command === Command.repairPrepare;
+    const transfer = (command: number) =>
+      command === Command.rangeEvicted || command === Command.stateTransferTarget || command === Command.stateChunk;
+    let phase: 'feed' | 'park' | 'gap' | 'depose' = 'feed';
+    let holdClients = false;
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+      const header = peek(frame);
+      if (header === null || phase === 'feed') return 'deliver';
+      if (to === rIndex) {
+        // R never gets a body below 25 nor a checkpoint: its parked headers stay header-only and
+        // the ops between them and 25 stay absent.
+        if (bodies(header.command) && header.op <= 24) return 'drop';
+        if (transfer(header.command)) return 'drop';
+        // While the gap opens, no fresh StartView of the same log view parks its headers.
+        if (phase === 'gap' && header.command === Command.startView) return 'drop';
+      }
+      // B stops hearing P lead (no prepares, no commits) and elects itself with P's vote.
+      const leads = header.command === Command.prepare || header.command === Command.commit;
+      if (phase === 'depose' && from === p.config.replica && to === b.config.replica && leads) return 'drop';
+      return 'deliver';
+    };
+    // R goes down once it checkpointed op 12 (its journal then holds ops up to 27).
+    let r = cluster.replica(rIndex);
+    expect(cluster.runUntil(() => r.checkpointOp === 12 && r.commitMin === r.op, 10_000), cluster.describe()).toBe(true);
+    const rHead = r.op;
+    cluster.crash(rIndex);
+    expect(cluster.runUntil(() => p.op >= rHead + 3 && p.commitMin === p.op, 10_000), cluster.describe()).toBe(true);
+    holdClients = true;
+    cluster.runUntil(() => false, 20);
+    const parked = p.op;
+    expect(parked).toBeLessThan(23);
+    // R restarts into the same view: the StartView that answers its probe parks the headers of
+    // the ops it lacks, (rHead, parked], whose bodies never arrive.
+    phase = 'park';
+    cluster.restart(rIndex);
+    r = cluster.replica(rIndex);
+    expect(cluster.runUntil(() => r.status === 'normal' && r.journal.get(parked) !== undefined, 5_000), cluster.describe()).toBe(true);
+    expect(r.commitMin).toBe(rHead);
+    for (let op = rHead + 1; op <= parked; op++) expect(r.journal.get(op)?.frame).toBeNull();
+    // P prepares up to 26 and checkpoints 24; R takes only the prepares of 25 and 26.
+    phase = 'gap';
+    holdClients = false;
+    const fed = () => r.journal.get(26)?.durable === true && p.checkpointOp >= 24 && b.checkpointOp >= 24 && b.commitMin >= 26;
+    expect(cluster.runUntil(fed, 20_000), cluster.describe()).toBe(true);
+    holdClients = true;
+    // R: bodies up to its commit point, parked headers above it, nothing up to 24, and the
+    // verified bodies of 25-26 (committed by P and B, whose journals now start at checkpoint 24).
+    expect(p.op).toBe(26);
+    expect(r.commitMin).toBe(rHead);
+    expect(p.journal.floor).toBe(24);
+    expect(b.journal.floor).toBe(24);
+    for (let op = parked + 1; op <= 24; op++) expect(r.journal.get(op)).toBeUndefined();
+    for (const op of [25, 26]) expect(r.journal.get(op)?.checksum).toBe(cluster.checker.canonicalChecksum(op));
+    // B leads the next view. Its StartView (suffix from 24) cannot vouch for R's parked headers
+    // below R's gap: they go, R adopts the log view (header-only entries hold no body, so it need
+    // not lag), and the verified bodies above them stay.
+    phase = 'depose';
+    const view = p.view;
+    expect(cluster.runUntil(() => r.view > view && r.status === 'normal', 10_000), cluster.describe()).toBe(true);
+    expect(b.isPrimary()).toBe(true);
+    expect(r.view).toBe(b.view);
+    expect(r.logView).toBe(b.view);
+    expect(r.journal.get(rHead + 1)).toBeUndefined();
+    for (const op of [25, 26]) {
+      expect(r.journal.get(op)?.frame).toBeInstanceOf(Uint8Array);
+      expect(r.journal.get(op)?.checksum).toBe(cluster.checker.canonicalChecksum(op));
+    }
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(r.commitMin).toBeGreaterThanOrEqual(26);
+  });
+});
