@@ -177,7 +177,7 @@ const MUTATIONS = [
     id: '4a',
     defect: 4,
     reverts: 'a chunk request at or past the end is refused',
-    edits: [{ file: SERVER, search: '    if (header.offset >= entry.len) return;\n', replace: '' }],
+    edits: [{ file: SERVER, search: "    if (header.offset >= entry.len) return this.host.drop('chunk_past_end', header);\n", replace: '' }],
     pins: [PIN.pastEnd],
   },
   {

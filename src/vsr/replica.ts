@@ -2782,6 +2782,7 @@ export class Replica {
       sendChunk: (requester, header, body) => this.sendToReplicaParts(requester, header, body),
       submit: (request, done) => this.submit(request, done),
       emit: (level, event, fields) => this.emit(level, event, fields),
+      drop: (reason, header) => this.drop(reason, header),
       startSnapshotRepair: () => this.startSnapshotRepair(),
     };
   }

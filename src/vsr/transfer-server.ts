@@ -13,6 +13,7 @@ import { Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
 import { METADATA_GROUP, type ReplicaConfig } from './config.js';
+import type { DropReason } from './drop-reason.js';
 import type { ReplicaEvent } from './events.js';
 import { buildFrameHeader } from './frame.js';
 import type { RequestStateChunkHeader, RequestStateTransferHeader } from './header.js';
@@ -56,6 +57,8 @@ export interface TransferServerHost {
   /** Queues a storage request; `done` runs when it completes (in submission order). */
   submit(request: StorageRequest, done: (result: StorageResult) => void): void;
   emit(level: LogLevel, event: ReplicaEvent, fields?: Readonly<Record<string, unknown>>): void;
+  /** The replica's `drop`: counts the reason and debug-logs it with the message. */
+  drop(reason: DropReason, header: RequestStateTransferHeader | RequestStateChunkHeader): void;
   /** Fetch our damaged snapshot file back from a peer (the replica's snapshot repair). */
   startSnapshotRepair(): void;
 }
@@ -178,56 +181,63 @@ export class TransferServer {
    * the offers (`checkSourceAtRest`). Only a replica holding no payload reads the file.
    */
   onRequestStateTransfer(header: RequestStateTransferHeader): void {
-    const host = this.host;
     const requester = header.replica;
-    if (requester === host.config.replica) return;
+    if (requester === this.host.config.replica) return this.host.drop('own_message', header);
+    assert(requester < this.host.config.replicaCount, 'the transport checked the sender');
     const existing = this.offers.get(requester);
     if (existing !== undefined && existing.nonce === header.nonce) {
       this.sendOffer(requester, existing);
-      return;
+    } else {
+      this.offerCheckpoint(header);
     }
-    if (!host.readyToOffer || host.checkpointOp === 0) {
-      // Nothing durable to offer (never checkpointed: repair can cover the gap), or not ready.
-      this.refuseTarget(requester, header.nonce, host.checkpointOp !== 0);
-      return;
-    }
+  }
+
+  /** A new session: offer our checkpoint, or refuse with the reason, or load the source first. */
+  private offerCheckpoint(header: RequestStateTransferHeader): void {
+    const host = this.host;
+    // Nothing durable to offer (never checkpointed: repair can cover the gap), or not ready.
+    if (!host.readyToOffer) return this.refuse(header, 'offer_not_ready', host.checkpointOp !== 0);
+    if (host.checkpointOp === 0) return this.refuse(header, 'offer_no_checkpoint', false);
     if (this.offerSourceDamaged?.op === host.checkpointOp) {
       // We cannot serve the bytes, but the id is ours (computed when we took the checkpoint and
       // paired in the superblock): vouch for it so another server's copy can be accepted.
-      this.refuseTarget(requester, header.nonce, true, true);
-      host.startSnapshotRepair();
-      return;
+      this.refuse(header, 'offer_snapshot_damaged', true, true);
+      return host.startSnapshotRepair();
     }
     const held = this.checkpointPayload;
     if (this.offerSource?.op !== host.checkpointOp && held?.op === host.checkpointOp) {
       this.checkpointPayload = null;
       this.sourceFromPayload(held.op, host.checkpointChecksum, held.payload);
       if (this.offerSourceDamaged?.op === held.op) {
-        this.refuseTarget(requester, header.nonce, true, true);
-        return;
+        return this.refuse(header, 'offer_snapshot_damaged', true, true);
       }
     }
+    assert(host.readyToOffer && host.checkpointOp > 0, 'a durable checkpoint to offer');
+    assert(this.offerSourceDamaged?.op !== host.checkpointOp, 'our file verifies, as far as known');
     if (this.offerSource !== null && this.offerSource.op === host.checkpointOp) {
-      this.createOffer(requester, header.nonce, this.offerSource);
-      return;
+      this.createOffer(header.replica, header.nonce, this.offerSource);
+    } else {
+      this.offerWaiting.set(header.replica, header.nonce);
+      assert(this.offerWaiting.size < host.config.replicaCount, 'one waiting request per peer');
+      this.loadSource();
     }
-    this.offerWaiting.set(requester, header.nonce);
-    this.loadSource();
   }
 
   onRequestStateChunk(header: RequestStateChunkHeader): void {
     const offer = this.offers.get(header.replica);
     if (offer === undefined || offer.nonce !== header.nonce) {
       // We hold no offer for this session (expired, or we restarted): restart your session.
-      this.refuseTarget(header.replica, header.nonce, true);
-      return;
+      return this.refuse(header, 'chunk_no_offer', true);
     }
     const entry = offer.source.manifest.entries[header.artifact];
-    if (entry === undefined) return;
+    if (entry === undefined) return this.host.drop('chunk_artifact_unknown', header);
     // At or past the end: never answer with an empty chunk (seed review, defect 4).
-    if (header.offset >= entry.len) return;
+    if (header.offset >= entry.len) return this.host.drop('chunk_past_end', header);
     const chunkSize = offer.source.manifest.chunkSize;
     const end = Math.min(entry.len, header.offset + header.len, header.offset + chunkSize);
+    assert(offer.nonce === header.nonce && header.offset < entry.len, 'a chunk of the offer');
+    assert(header.offset < end && end <= entry.len, 'a non-empty range in the entry');
+    assert(end - header.offset <= chunkSize, 'at most one chunk');
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
     // The body is a view of the payload, never copied. A whole manifest chunk (all a receiver
@@ -239,10 +249,15 @@ export class TransferServer {
     const checksumBody = wholeChunk
       ? entry.chunkChecksums[header.offset / chunkSize]!
       : this.host.kernels.xxh3_64(body);
-    this.host.sendChunk(header.replica, this.chunkHeader(header, body.byteLength, checksumBody), body);
+    const frameHeader = this.chunkHeader(header, body.byteLength, checksumBody);
+    this.host.sendChunk(header.replica, frameHeader, body);
   }
 
-  private chunkHeader(request: RequestStateChunkHeader, size: number, checksum: bigint): Uint8Array {
+  private chunkHeader(
+    request: RequestStateChunkHeader,
+    size: number,
+    checksum: bigint,
+  ): Uint8Array {
     const host = this.host;
     const fields = {
       command: Command.stateChunk,
@@ -284,6 +299,17 @@ export class TransferServer {
     this.host.sendTarget(requester, fields, source.manifestBytes);
   }
 
+  /** A handler's refusal: answer the requester, then drop the request with the reason. */
+  private refuse(
+    header: RequestStateTransferHeader | RequestStateChunkHeader,
+    reason: DropReason,
+    transient: boolean,
+    vouch = false,
+  ): void {
+    this.refuseTarget(header.replica, header.nonce, transient, vouch);
+    return this.host.drop(reason, header);
+  }
+
   /** A refusal; `vouch` names our durable checkpoint id (we hold it but cannot serve its bytes). */
   private refuseTarget(requester: number, nonce: bigint, transient: boolean, vouch = false): void {
     const host = this.host;
@@ -304,7 +330,11 @@ export class TransferServer {
   // ---------------------------------------------------------------- the offer source
 
   /** Our snapshot file does not verify: vouch for its id from now on and fetch it back. */
-  private sourceFailed(op: number, cause: string, waiting: readonly (readonly [number, bigint])[]): void {
+  private sourceFailed(
+    op: number,
+    cause: string,
+    waiting: readonly (readonly [number, bigint])[],
+  ): void {
     this.host.counters.snapshotsDamaged += 1;
     this.offerSourceDamaged = { op, cause };
     for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true, true);
@@ -409,7 +439,8 @@ export class TransferServer {
       // A newer checkpoint rewrote the file since (requests run in order): nothing to repair.
       if (result.ok || source.op !== this.host.checkpointOp) return;
       const cause = result.error;
-      this.host.emit('error', 'offer_refused_snapshot_unreadable', { checkpoint_op: source.op, cause });
+      const fields = { checkpoint_op: source.op, cause };
+      this.host.emit('error', 'offer_refused_snapshot_unreadable', fields);
       const withdrawn: (readonly [number, bigint])[] = [];
       for (const [requester, offer] of this.offers) {
         if (offer.source !== source) continue;
