@@ -83,6 +83,7 @@ const AUDIT_PIN = {
 };
 
 const REPLICA = 'src/vsr/replica.ts';
+const SERVER = 'src/vsr/transfer-server.ts';
 const STAGES = 'src/vsr/state-transfer.ts';
 const VALIDATE = 'src/vsr/header-validate.ts';
 const METADATA = 'src/metadata/state-machine.ts';
@@ -156,7 +157,7 @@ const MUTATIONS = [
     id: '3a',
     defect: 3,
     reverts: 'the offer source is built once per checkpoint',
-    edits: [{ file: REPLICA, search: '    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {\n', replace: '    if (false) {\n' }],
+    edits: [{ file: SERVER, search: '    if (this.offerSource !== null && this.offerSource.op === host.checkpointOp) {\n', replace: '    if (false) {\n' }],
     pins: [PIN.offerCache],
   },
   {
@@ -176,7 +177,7 @@ const MUTATIONS = [
     id: '4a',
     defect: 4,
     reverts: 'a chunk request at or past the end is refused',
-    edits: [{ file: REPLICA, search: '    if (header.offset >= entry.len) return;\n', replace: '' }],
+    edits: [{ file: SERVER, search: "    if (header.offset >= entry.len) return this.host.drop('chunk_past_end', header);\n", replace: '' }],
     pins: [PIN.pastEnd],
   },
   {
@@ -190,7 +191,7 @@ const MUTATIONS = [
     id: '4c',
     defect: 4,
     reverts: 'offers are first-wins per (requester, nonce)',
-    edits: [{ file: REPLICA, search: '    if (existing !== undefined && existing.nonce === header.nonce) {\n', replace: '    if (false) {\n' }],
+    edits: [{ file: SERVER, search: '    if (existing !== undefined && existing.nonce === header.nonce) {\n', replace: '    if (false) {\n' }],
     pins: [PIN.firstWins],
   },
   {

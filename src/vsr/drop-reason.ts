@@ -89,6 +89,20 @@ export const DropReason = {
   chunkOutsideWindow: 'chunk_outside_window',
   chunkDuplicate: 'chunk_duplicate',
   chunkSizeMismatch: 'chunk_size_mismatch',
+
+  // State transfer (serving): a refusal is answered (a StateTransferTarget), then dropped.
+  /** Recovering, or pulling a checkpoint ourselves: nothing to offer yet. */
+  offerNotReady: 'offer_not_ready',
+  /** Never checkpointed: repair covers the gap. */
+  offerNoCheckpoint: 'offer_no_checkpoint',
+  /** Our snapshot file does not verify: we vouch for its id and fetch it back from a peer. */
+  offerSnapshotDamaged: 'offer_snapshot_damaged',
+  /** A chunk request for a session we hold no offer for (expired, or we restarted). */
+  chunkNoOffer: 'chunk_no_offer',
+  /** A chunk request naming an artifact the offer's manifest does not list. */
+  chunkArtifactUnknown: 'chunk_artifact_unknown',
+  /** A chunk request at or past the artifact's end: never answered with an empty chunk. */
+  chunkPastEnd: 'chunk_past_end',
 } as const;
 export type DropReason = (typeof DropReason)[keyof typeof DropReason];
 

@@ -27,7 +27,7 @@ import { assert } from '../stdx/assert.js';
 import { BATCH_ENVELOPE_HEADER_SIZE, batchEntrySize, decodeBatch, encodeBatch, isBatchable, type BatchRequest } from './batch.js';
 import { ClientTable, type CachedReply } from './client-table.js';
 import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
-import { buildFrame, buildFrameHeader, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
 import {
   EvictionReason,
   Operation,
@@ -46,8 +46,6 @@ import {
   type RequestHeader,
   type RequestPreparesHeader,
   type RequestStartViewHeader,
-  type RequestStateChunkHeader,
-  type RequestStateTransferHeader,
   type StartViewChangeHeader,
   type StartViewHeader,
   type StateChunkHeader,
@@ -84,13 +82,13 @@ import {
   TransferStageMachine,
   chunkCount,
   decodeManifest,
-  encodeManifest,
   type Manifest,
   type Stage,
   type TransferSession,
   voteTarget,
 } from './state-transfer.js';
 import { Timeout } from './timeout.js';
+import { TransferServer, type TransferServerHost } from './transfer-server.js';
 import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './view-change.js';
 
 export type Status = 'normal' | 'view_change' | 'recovering';
@@ -243,38 +241,12 @@ export interface StateTransferProgress {
   readonly checkpointOp: number | null;
 }
 
-/**
- * A checkpoint offer, built once per checkpoint from the payload whose hash is the checkpoint id
- * (the one just written durably, or verified when read at boot or installed).
- */
-interface OfferSource {
-  readonly op: number;
-  readonly checksum: bigint;
-  /** Identity of the prepare at `op`, 0 if unknown. */
-  readonly anchor: bigint;
-  readonly payload: Uint8Array;
-  readonly manifest: Manifest;
-  readonly manifestBytes: Uint8Array;
-  /** The file at rest was checked against this source (`checkOfferSourceAtRest`), or is being. */
-  checkedAtRest: boolean;
-}
-
 /** What `drop` logs of a message: any header (or a record standing for one) has these. */
 interface DroppedMessage {
   readonly command: number;
   readonly replica: number;
   readonly view: number;
   readonly op?: number;
-}
-
-/** What one requester was offered: first-wins per (requester, nonce). */
-interface Offer {
-  readonly nonce: bigint;
-  readonly source: OfferSource;
-  readonly commitOp: number;
-  readonly commitMax: number;
-  idleTicks: number;
-  finalServed: boolean;
 }
 
 export class Replica {
@@ -352,12 +324,6 @@ export class Replica {
   /** The latest durable checkpoint (snapshot written and paired in the superblock). */
   checkpointOp = 0;
   checkpointChecksum = 0n;
-  /**
-   * The durable snapshot payload of `checkpointOp` when no offer source holds it yet (read at boot,
-   * or installed): the first offer request builds the source from it without reading the file.
-   * Null once the source holds it (one payload per replica).
-   */
-  private checkpointPayload: { readonly op: number; readonly payload: Uint8Array } | null = null;
   /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
   readonly checkpointIds = new Map<number, bigint>();
   private checkpointInProgress: {
@@ -452,23 +418,14 @@ export class Replica {
 
   /** Receiver: the state-transfer stage machine (owns the session). */
   readonly stateTransfer = new TransferStageMachine();
-  /** Server: offers by requester, and the source built once per checkpoint. */
-  private readonly offers = new Map<number, Offer>();
-  private offerSource: OfferSource | null = null;
-  private offerLoading = false;
-  /**
-   * Our snapshot file for this checkpoint op failed to load: requests get a vouch for the id
-   * instead of a re-read each time, and `snapshotRepair` fetches the bytes back from a peer.
-   */
-  private offerSourceDamaged: { op: number; cause: string } | null = null;
   /**
    * Serving side: re-fetches our own damaged snapshot file (same checkpoint op and id, which the
    * superblock still holds) from a peer, by the transfer protocol, without touching our state.
    * Unlike `stateTransfer` it gates nothing: a primary with a rotten file keeps leading.
    */
   readonly snapshotRepair = new TransferStageMachine();
-  /** Requesters waiting for the offer source to load (bounded by the replica count). */
-  private readonly offerWaiting = new Map<number, bigint>();
+  /** Server: offers our checkpoint to peers that pull it (src/vsr/transfer-server.ts). */
+  private readonly transferServer: TransferServer;
   private ticks = 0;
   /** The next superblock write installs a transferred checkpoint (its op may jump). */
   private superblockStateTransfer = false;
@@ -510,6 +467,7 @@ export class Replica {
     this.timeoutRequestStartView = new Timeout('request_start_view_message', t.requestStartViewMessage);
     this.timeoutRepair = new Timeout('repair', t.repair);
     this.incarnation = env.prng.u128();
+    this.transferServer = new TransferServer(this.transferServerHost());
 
     // Capacity first, then the recovered table (the seed PR's boot crash: see client-table.ts).
     this.clientTable = new ClientTable(config.clientsTableMax);
@@ -519,7 +477,7 @@ export class Replica {
       this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);
       this.checkpointOp = snapshot.decoded.sequenceNumber;
       this.checkpointChecksum = snapshot.checksum;
-      this.checkpointPayload = { op: this.checkpointOp, payload: snapshot.payload };
+      this.transferServer.bootPayload(this.checkpointOp, snapshot.payload);
       this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
       this.commitMin = this.checkpointOp;
       this.commitMax = this.checkpointOp;
@@ -734,7 +692,7 @@ export class Replica {
   tick(): void {
     this.ticks += 1;
     for (const timeout of this.timeouts()) timeout.tick();
-    this.tickOffers();
+    this.transferServer.tick();
     this.tickStateTransfer();
     this.tickSnapshotRepair();
     if (this.superblockRetryTicks > 0 && --this.superblockRetryTicks === 0) this.persistView();
@@ -855,13 +813,13 @@ export class Replica {
         this.onRequest(header, message.body);
         break;
       case Command.requestStateTransfer:
-        this.onRequestStateTransfer(header);
+        this.transferServer.onRequestStateTransfer(header);
         break;
       case Command.stateTransferTarget:
         this.onStateTransferTarget(header, message.body);
         break;
       case Command.requestStateChunk:
-        this.onRequestStateChunk(header);
+        this.transferServer.onRequestStateChunk(header);
         break;
       case Command.stateChunk:
         this.onStateChunk(header, message.body);
@@ -1697,8 +1655,7 @@ export class Replica {
       this.checkpointChecksum = done.checksum;
       this.checkpointAnchor = done.anchor;
       // What is offered is what was just written durably, and it hashes to the checkpoint id.
-      this.checkpointPayload = null;
-      this.offerSource = this.buildOfferSource(done.op, done.checksum, done.anchor, done.payload, done.chunkChecksums);
+      this.transferServer.checkpointWritten(done.op, done.checksum, done.anchor, done.payload, done.chunkChecksums);
       this.persistView();
     });
   }
@@ -2793,231 +2750,41 @@ export class Replica {
 
   // ---------------------------------------------------------------- state transfer: serving
 
-  /**
-   * A peer asks for our latest checkpoint. The offer is first-wins per (requester, nonce): a
-   * retried request with the same nonce gets the same manifest, even if a newer checkpoint
-   * landed, so a retry can never swap the manifest the receiver already accepted (seed review,
-   * defect 4). The source (payload + manifest) is built once per checkpoint, when its snapshot is
-   * written (or from the payload a boot or an install holds), so the offer goes out at once; the
-   * file at rest is checked against it in the background, and damage found there withdraws the
-   * offers (`checkOfferSourceAtRest`). Only a replica holding no payload reads the file.
-   */
-  private onRequestStateTransfer(header: RequestStateTransferHeader): void {
-    const requester = header.replica;
-    if (requester === this.config.replica) return;
-    const existing = this.offers.get(requester);
-    if (existing !== undefined && existing.nonce === header.nonce) {
-      this.sendTarget(requester, existing);
-      return;
-    }
-    if (this.status === 'recovering' || this.stateTransfer.transferring || this.checkpointOp === 0) {
-      // Nothing durable to offer (never checkpointed: repair can cover the gap), or not ready.
-      this.refuseTarget(requester, header.nonce, this.checkpointOp !== 0);
-      return;
-    }
-    if (this.offerSourceDamaged?.op === this.checkpointOp) {
-      // We cannot serve the bytes, but the id is ours (computed when we took the checkpoint and
-      // paired in the superblock): vouch for it so another server's copy can be accepted.
-      this.refuseTarget(requester, header.nonce, true, true);
-      this.startSnapshotRepair();
-      return;
-    }
-    if (this.offerSource?.op !== this.checkpointOp && this.checkpointPayload?.op === this.checkpointOp) {
-      const { op, payload } = this.checkpointPayload;
-      this.checkpointPayload = null;
-      this.offerSourceFromPayload(op, this.checkpointChecksum, payload);
-      if (this.offerSourceDamaged?.op === op) {
-        this.refuseTarget(requester, header.nonce, true, true);
-        return;
-      }
-    }
-    if (this.offerSource !== null && this.offerSource.op === this.checkpointOp) {
-      this.createOffer(requester, header.nonce, this.offerSource);
-      return;
-    }
-    this.offerWaiting.set(requester, header.nonce);
-    this.loadOfferSource();
-  }
-
-  /** Our snapshot file does not verify: vouch for its id from now on and fetch it back. */
-  private offerSourceFailed(op: number, cause: string, waiting: readonly (readonly [number, bigint])[]): void {
-    this.counters.snapshotsDamaged += 1;
-    this.offerSourceDamaged = { op, cause };
-    for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true, true);
-    this.startSnapshotRepair();
-  }
-
-  /**
-   * The offer source of checkpoint `op` from a payload held in memory. The payload must hash to
-   * the checkpoint id; one that does not is refused like a damaged file.
-   */
-  private offerSourceFromPayload(op: number, checksum: bigint, payload: Uint8Array): void {
-    // One pass gives the chunk sums and the whole artifact's XXH3-64, which must be the
-    // checkpoint id.
-    const chunks = this.env.kernels.chunkManifest(payload, this.config.stateChunkSize);
-    if (chunks.checksum !== checksum) {
-      this.env.logger.log('error', 'state transfer offer refused: snapshot does not match its checkpoint id', {
-        checkpoint_op: op,
-        expected: checksum.toString(16),
-        actual: chunks.checksum.toString(16),
-      });
-      this.offerSourceFailed(op, `payload hashes to ${chunks.checksum.toString(16)}`, []);
-      return;
-    }
-    const anchor = this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? this.checkpointAnchor ?? 0n;
-    this.offerSource = this.buildOfferSource(op, checksum, anchor, payload, [...chunks.chunkChecksums]);
-  }
-
-  private buildOfferSource(op: number, checksum: bigint, anchor: bigint, payload: Uint8Array, chunkChecksums: readonly bigint[]): OfferSource {
-    const chunkSize = this.config.stateChunkSize;
-    assert(chunkChecksums.length === chunkCount(payload.byteLength, chunkSize), 'one chunk sum per chunk');
-    const manifest: Manifest = {
-      chunkSize,
-      entries: [{ kind: ArtifactKind.metadataSnapshot, frontier: op, len: payload.byteLength, checksum, chunkChecksums }],
+  /** What the transfer server may see and do of this replica (read when used). */
+  private transferServerHost(): TransferServerHost {
+    const replica = this;
+    return {
+      config: this.config,
+      kernels: this.env.kernels,
+      logger: this.env.logger,
+      counters: this.counters,
+      get view() {
+        return replica.view;
+      },
+      get commitMin() {
+        return replica.commitMin;
+      },
+      get commitMax() {
+        return replica.commitMax;
+      },
+      get checkpointOp() {
+        return replica.checkpointOp;
+      },
+      get checkpointChecksum() {
+        return replica.checkpointChecksum;
+      },
+      get readyToOffer() {
+        return replica.status !== 'recovering' && !replica.stateTransfer.transferring;
+      },
+      anchorOf: (op) =>
+        this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? this.checkpointAnchor ?? 0n,
+      sendTarget: (requester, fields, manifestBytes) => this.send(requester, Command.stateTransferTarget, fields, manifestBytes),
+      sendChunk: (requester, header, body) => this.sendToReplicaParts(requester, header, body),
+      submit: (request, done) => this.submit(request, done),
+      emit: (level, event, fields) => this.emit(level, event, fields),
+      drop: (reason, header) => this.drop(reason, header),
+      startSnapshotRepair: () => this.startSnapshotRepair(),
     };
-    this.counters.offerSourcesBuilt += 1;
-    this.emit('debug', 'offer_source_ready', { checkpoint_op: op, bytes: payload.byteLength });
-    return { op, checksum, anchor, payload, manifest, manifestBytes: encodeManifest(this.env.kernels, manifest), checkedAtRest: false };
-  }
-
-  /** No payload in memory (a snapshot repaired from a peer): read the file, verify, build. */
-  private loadOfferSource(): void {
-    if (this.offerLoading) return;
-    this.offerLoading = true;
-    const op = this.checkpointOp;
-    const checksum = this.checkpointChecksum;
-    this.counters.offerSourceReads += 1;
-    this.submit({ kind: 'snapshot_read', op }, (result) => {
-      this.offerLoading = false;
-      const waiting = [...this.offerWaiting];
-      this.offerWaiting.clear();
-      if (!result.ok || result.payload === undefined) {
-        const cause = result.ok ? 'no payload' : result.error;
-        this.emit('error', 'offer_refused_snapshot_unreadable', { checkpoint_op: op, cause });
-        this.offerSourceFailed(op, cause, waiting);
-        return;
-      }
-      // A checkpoint written meanwhile built a newer source: keep it for later requests.
-      const newer = this.offerSource !== null && this.offerSource.op > op ? this.offerSource : null;
-      this.offerSourceFromPayload(op, checksum, result.payload);
-      const source = this.offerSource;
-      if (newer !== null) this.offerSource = newer;
-      if (this.offerSourceDamaged?.op === op) {
-        for (const [requester, nonce] of waiting) this.refuseTarget(requester, nonce, true, true);
-        return;
-      }
-      assert(source !== null && source.op === op, 'a verified payload builds its source');
-      // Read and verified just now: no background check needed.
-      source.checkedAtRest = true;
-      for (const [requester, nonce] of waiting) this.createOffer(requester, nonce, source);
-    });
-  }
-
-  private createOffer(requester: number, nonce: bigint, source: OfferSource): void {
-    const offer: Offer = { nonce, source, commitOp: this.commitMin, commitMax: this.commitMax, idleTicks: 0, finalServed: false };
-    this.offers.set(requester, offer);
-    this.counters.offersServed += 1;
-    this.sendTarget(requester, offer);
-  }
-
-  /**
-   * Once no fetch from a source is under way (`offerSourceIdle`), it checks, in the background,
-   * that the snapshot file at rest still holds it: the offer itself is served from memory and is
-   * right either way, but a file that rotted would refuse the next boot. Damage found withdraws
-   * this source's offers with a vouch (their requesters take another server's copy) and fetches
-   * the file back from a peer.
-   */
-  private checkOfferSourceAtRest(source: OfferSource): void {
-    if (source.checkedAtRest) return;
-    source.checkedAtRest = true;
-    this.counters.offerSourceChecks += 1;
-    this.submit({ kind: 'snapshot_verify', op: source.op, checksum: source.checksum }, (result) => {
-      // A newer checkpoint rewrote the file since (requests run in order): nothing to repair.
-      if (result.ok || source.op !== this.checkpointOp) return;
-      this.emit('error', 'offer_refused_snapshot_unreadable', { checkpoint_op: source.op, cause: result.error });
-      const withdrawn: (readonly [number, bigint])[] = [];
-      for (const [requester, offer] of this.offers) {
-        if (offer.source !== source) continue;
-        this.offers.delete(requester);
-        withdrawn.push([requester, offer.nonce]);
-      }
-      if (this.offerSource === source) this.offerSource = null;
-      this.offerSourceFailed(source.op, result.error, withdrawn);
-    });
-  }
-
-  private sendTarget(requester: number, offer: Offer): void {
-    this.send(
-      requester,
-      Command.stateTransferTarget,
-      {
-        nonce: offer.nonce,
-        commitOp: offer.commitOp,
-        available: 1,
-        unavailableTransient: 0,
-        commitMax: Math.max(offer.commitMax, offer.commitOp),
-        checkpointAnchor: offer.source.anchor,
-        checkpointOp: offer.source.op,
-        checkpointId: offer.source.op === 0 ? 0n : offer.source.checksum,
-      },
-      offer.source.manifestBytes,
-    );
-  }
-
-  /** A refusal; `vouch` names our durable checkpoint id (we hold it but cannot serve its bytes). */
-  private refuseTarget(requester: number, nonce: bigint, transient: boolean, vouch = false): void {
-    this.counters.offersRefused += 1;
-    const vouched = vouch && this.checkpointOp > 0;
-    this.send(requester, Command.stateTransferTarget, {
-      nonce,
-      commitOp: 0,
-      available: 0,
-      unavailableTransient: transient ? 1 : 0,
-      commitMax: this.commitMax,
-      checkpointAnchor: 0n,
-      checkpointOp: vouched ? this.checkpointOp : 0,
-      checkpointId: vouched ? this.checkpointChecksum : 0n,
-    });
-  }
-
-  private onRequestStateChunk(header: RequestStateChunkHeader): void {
-    const offer = this.offers.get(header.replica);
-    if (offer === undefined || offer.nonce !== header.nonce) {
-      // We hold no offer for this session (expired, or we restarted): restart your session.
-      this.refuseTarget(header.replica, header.nonce, true);
-      return;
-    }
-    const entry = offer.source.manifest.entries[header.artifact];
-    if (entry === undefined) return;
-    // At or past the end: never answer with an empty chunk (seed review, defect 4).
-    if (header.offset >= entry.len) return;
-    const chunkSize = offer.source.manifest.chunkSize;
-    const end = Math.min(entry.len, header.offset + header.len, header.offset + chunkSize);
-    offer.idleTicks = 0;
-    if (end === entry.len) offer.finalServed = true;
-    // The body is a view of the payload, never copied. A whole manifest chunk (all a receiver asks
-    // for) has its XXH3-64 in the manifest, summed from these same bytes at the checkpoint, so its
-    // frame is sealed without hashing it again; any other range is hashed here.
-    const body = offer.source.payload.subarray(header.offset, end);
-    const wholeChunk = header.offset % chunkSize === 0 && end === Math.min(entry.len, header.offset + chunkSize);
-    const checksumBody = wholeChunk ? entry.chunkChecksums[header.offset / chunkSize]! : this.env.kernels.xxh3_64(body);
-    const frameHeader = buildFrameHeader(
-      this.env.kernels,
-      {
-        command: Command.stateChunk,
-        cluster: this.config.cluster,
-        view: this.view,
-        release: 0,
-        replica: this.config.replica,
-        nonce: header.nonce,
-        offset: header.offset,
-        group: METADATA_GROUP,
-        artifact: header.artifact,
-      },
-      body.byteLength,
-      checksumBody,
-    );
-    this.sendToReplicaParts(header.replica, frameHeader, body);
   }
 
   /** A frame as header + body: the bus writes the body as is where it can, else it gets them joined. */
@@ -3031,35 +2798,6 @@ export class Replica {
     frame.set(header, 0);
     frame.set(body, header.byteLength);
     bus.sendToReplica(replica, frame);
-  }
-
-  /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
-  private tickOffers(): void {
-    const idleMax = 10 * this.config.timeouts.repair;
-    for (const offer of this.offers.values()) offer.idleTicks += 1;
-    for (const offer of this.offers.values()) {
-      if (!offer.source.checkedAtRest && this.offerSourceIdle(offer.source)) this.checkOfferSourceAtRest(offer.source);
-    }
-    for (const [requester, offer] of this.offers) {
-      const limit = offer.finalServed ? 3 * this.config.timeouts.repair : idleMax;
-      if (offer.idleTicks >= limit) this.offers.delete(requester);
-    }
-    // A newer checkpoint rewrote the file: the damage, and any repair of it, is moot.
-    if (this.offerSourceDamaged !== null && this.offerSourceDamaged.op !== this.checkpointOp) this.offerSourceDamaged = null;
-  }
-
-  /**
-   * No fetch from `source` is under way: each of its offers has served its final chunk, or has not
-   * been asked for one in a repair interval (the receiver's stall timeout, after which it re-asks
-   * or moves to another server). The check at rest reads and hashes the whole file on this
-   * replica's only thread (~0.1 s the first time at 16 MiB); started after two idle ticks, as it
-   * was, a receiver's 20 ms hiccup let it land mid-fetch and stall every chunk behind it.
-   */
-  private offerSourceIdle(source: OfferSource): boolean {
-    for (const offer of this.offers.values()) {
-      if (offer.source === source && !offer.finalServed && offer.idleTicks < this.config.timeouts.repair) return false;
-    }
-    return true;
   }
 
   // ---------------------------------------------------------------- state transfer: receiving
@@ -3394,8 +3132,7 @@ export class Replica {
       this.checkpointChecksum = accepted.checksum;
       this.checkpointIds.set(accepted.op, accepted.checksum);
       // The installed payload is what we offer on (one payload: the old source goes).
-      this.offerSource = null;
-      this.checkpointPayload = result.installedPayload === undefined ? null : { op: accepted.op, payload: result.installedPayload };
+      this.transferServer.checkpointReplaced(accepted.op, result.installedPayload);
       this.superblockStateTransfer = true;
       this.persistView();
       this.stateTransfer.clear();
@@ -3454,7 +3191,7 @@ export class Replica {
 
   /** Fetch our damaged snapshot file back from a peer (see `snapshotRepair`). */
   private startSnapshotRepair(): void {
-    const damaged = this.offerSourceDamaged;
+    const damaged = this.transferServer.damaged;
     if (damaged === null || damaged.op !== this.checkpointOp || this.config.replicaCount === 1) return;
     if (this.snapshotRepair.transferring || this.stateTransfer.transferring) return;
     const session = this.snapshotRepair.arm(this.env.prng.u128(), this.ticks);
@@ -3494,9 +3231,7 @@ export class Replica {
         this.env.logger.log('warn', 'snapshot repair: install refused', { error: result.error });
         return; // the next offer request retries
       }
-      this.offerSourceDamaged = null;
-      this.offerSource = null;
-      this.checkpointPayload = result.installedPayload === undefined ? null : { op: accepted.op, payload: result.installedPayload };
+      this.transferServer.snapshotRepaired(accepted.op, result.installedPayload);
       this.counters.snapshotRepairs += 1;
       this.env.logger.log('info', 'snapshot repaired from a peer', { checkpoint_op: accepted.op, peer: session.peer });
     });
@@ -3512,7 +3247,7 @@ export class Replica {
     const session = this.snapshotRepair.sessionAny;
     const stage = this.snapshotRepair.stage;
     if (session === null || (stage !== 'awaiting_target' && stage !== 'fetching')) return;
-    if (this.offerSourceDamaged === null) {
+    if (this.transferServer.damaged === null) {
       this.endSnapshotRepair('a newer checkpoint rewrote the file');
       return;
     }

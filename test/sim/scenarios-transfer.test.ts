@@ -302,7 +302,7 @@ describe('state transfer scenarios', () => {
 /** What a serving replica exposes to these tests (private fields, read only). */
 interface ServerView {
   readonly env: ReplicaEnv;
-  readonly offerSource: { readonly payload: Uint8Array; readonly manifest: Manifest } | null;
+  readonly transferServer: { readonly source: { readonly payload: Uint8Array; readonly manifest: Manifest } | null };
   readonly counters: { readonly offerSourceChecks: number };
 }
 
@@ -326,7 +326,7 @@ function recordServedChunks(cluster: ClusterSim, backup: number): ServedChunk[] 
   for (const server of [0, 1, 2].filter((index) => index !== backup)) {
     const replica = cluster.replica(server) as unknown as ServerView;
     replica.env.bus.sendToReplicaParts = (target, header, body) => {
-      const source = replica.offerSource!;
+      const source = replica.transferServer.source!;
       served.push({ server, header, body, payload: source.payload, manifest: source.manifest, checks: replica.counters.offerSourceChecks });
       const frame = new Uint8Array(header.byteLength + body.byteLength);
       frame.set(header);

@@ -89,6 +89,17 @@ describe('replica handlers name the guard that held', () => {
     expect(replica.view).toBe(0);
   });
 
+  it('the transfer server drops through the replica: refusals named, counted, debug-logged', () => {
+    const { replica, records } = harness(true);
+    const chunk = { offset: 0, len: 64, artifact: 0, nonce: 5n };
+    replica.onMessage(frame({ command: Command.requestStateChunk, view: 0, replica: 1, ...chunk }));
+    const transfer = { command: Command.requestStateTransfer, view: 0, replica: 2, nonce: 6n };
+    replica.onMessage(frame(transfer));
+    expect(replica.counters.drops).toEqual({ chunk_no_offer: 1, offer_not_ready: 1 });
+    expect(replica.counters.offersRefused).toBe(2);
+    expect(debugReasons(records)).toEqual(['chunk_no_offer', 'offer_not_ready']);
+  });
+
   it('with debug off, drops are counted and no debug record is built', () => {
     const { replica, records } = harness(false);
     replica.onMessage(svc(0, 1));

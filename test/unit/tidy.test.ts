@@ -134,6 +134,7 @@ const HELD_TO_LIMITS = [
   'vsr/header-types.ts',
   'vsr/state-machine.ts',
   'vsr/timeout.ts',
+  'vsr/transfer-server.ts',
   'metadata/errors.ts',
   'metadata/op-context.ts',
   'metadata/operations.ts',
