@@ -426,6 +426,21 @@ const MUTATIONS = [
     ],
   },
   {
+    id: 'A15',
+    defect: 'A',
+    reverts: 'a primary-elect repairs the committed bodies it lacks against the merged log, not only from applied histories',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    const committedWalk = !primaryElect || this.journal.get(this.commitMin + 1) !== undefined;\n',
+        replace: '    const committedWalk = true;\n',
+      },
+    ],
+    pins: [
+      seed(4201942244488, 'all faults', 'a primary-elect missing a committed op that no live replica had applied asked only for applied ops and never started its view'),
+    ],
+  },
+  {
     id: 'A12',
     defect: 'A',
     reverts: 'a merge extends a canonical log short of a known commit with the ops another sender applied',

@@ -2512,7 +2512,13 @@ export class Replica {
     // The walk is blocked by a missing body, or by a body it may not apply (`commitCanonical`:
     // a prepare of our log view that nothing verified against the committed history).
     const fenced = this.commitCanonical <= this.commitMin && this.journal.prepare(this.commitMin + 1) !== undefined;
-    if (this.commitMin < this.commitMax && (this.journal.prepare(this.commitMin + 1) === undefined || fenced)) {
+    // A primary-elect's journal is canonical for the merged log up to its head, so each body it
+    // lacks is vouched by its header or its successor's parent: it repairs them top-down below
+    // (canonical repair). Committed-only repair would ask for ops some peer applied, and when
+    // no live replica applied them (their holder lacks an op below), the view never started
+    // (seed 4201942244488: op 19, held only by a replica stuck below it, 400 view changes).
+    const committedWalk = !primaryElect || this.journal.get(this.commitMin + 1) !== undefined;
+    if (committedWalk && this.commitMin < this.commitMax && (this.journal.prepare(this.commitMin + 1) === undefined || fenced)) {
       const from = this.commitMin + 1;
       if (this.journal.get(from) !== undefined && !fenced) {
         // We hold the canonical headers (parked): any replica that journaled these prepares can

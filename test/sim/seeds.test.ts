@@ -82,6 +82,7 @@ describe('regression seeds', () => {
     [1_086_421_619_296, 'a merge waited forever for a committed op that only a caught-up lost disk of an older log view had applied'],
     [619_636_282_819, 'a lagging follower that applied its view\'s head never claimed the log view; its primary then lost its disk and the survivors wedged'],
     [2_689_289_529_624, 'a server answered a repair of its own checkpoint op, held only as state, with nothing: the lagging follower retried forever instead of pulling the checkpoint'],
+    [4_201_942_244_488, 'a primary-elect missing a committed op that no live replica had applied asked only for applied ops and never started its view'],
   ])('seed %i (all faults): %s', (seed) => {
     const result = simulateSeed(seed, kernels);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
