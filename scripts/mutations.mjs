@@ -67,7 +67,11 @@ const seed = (number, faults, label) => {
 const PINS = 'test/sim/scenarios-pins.test.ts';
 /** A deterministic schedule of test/sim/scenarios-pins.test.ts, by its describe block and title. */
 const scheduled = (block, title) => ({ file: PINS, name: `${block} ${title}`, title });
-/** Pins A6, A9 and A10: with any of those reverted, this schedule loses a committed op or wedges. */
+/**
+ * The regression seed that once pinned A6, A9 and A10 (with any of them reverted it lost a committed
+ * op or wedged). The schedules moved since and it no longer fails with them reverted; it stays
+ * listed as a second pin, and the deterministic schedules above each entry are what kill them.
+ */
 const SEED_UNVOUCHED = seed(3551023059979, 'all faults', 'a replica adopting a newer log view dropped a committed body the StartView could not vouch for; a lost disk then lost the op');
 const AUDIT_PIN = {
   a: audit('audit defect A: an install during a view change never drops an op this replica reported present', 'the only holder of an acknowledged op transfers a checkpoint mid view change and the op survives'),
