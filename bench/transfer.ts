@@ -31,6 +31,7 @@
  * MB/s here is 10^6 bytes per second (the DESIGN.md §6 bar: >= 200 MB/s, RSS growth <= 32 MiB).
  */
 import {
+  BUNDLED_CLI_PATH,
   EtcdCluster,
   VrmetaCluster,
   benchEtcd,
@@ -155,6 +156,8 @@ export interface RecoveryRow {
   readonly restartMs: number;
   /** vrmeta: start -> 'replica started' (process boot, recovery from disk, state restored); null for etcd. */
   readonly bootMs: number | null;
+  /** The restarted replica's `boot phases` record (ms per phase); null for etcd. */
+  readonly bootPhasesMs: Record<string, number> | null;
   readonly walOpsPerS: number;
 }
 
@@ -365,7 +368,7 @@ function markers(child: ChildHandle): Marker[] {
   return out;
 }
 
-const TRANSFER_MARKERS = ['"msg":"state transfer', '"msg":"replica started"', '"msg":"recovery_done"'];
+const TRANSFER_MARKERS = ['"msg":"state transfer', '"msg":"replica started"', '"msg":"recovery_done"', '"phases_ms"'];
 
 function keepTransferMarkers(line: string): boolean {
   return TRANSFER_MARKERS.some((marker) => line.includes(marker));
@@ -384,6 +387,7 @@ async function vrmetaRecovery(cluster: VrmetaCluster, primary: number, backup: n
   await waitConverged(cluster, (await cluster.status(primary)).commit_max);
   const walOps = before.commit_min - before.checkpoint_op;
   const started = markers(child).find((mark) => mark.msg === 'replica started');
+  const phases = markers(child).find((mark) => mark.record['phases_ms'] !== undefined);
   return {
     system: 'vrmeta',
     kernels,
@@ -392,6 +396,7 @@ async function vrmetaRecovery(cluster: VrmetaCluster, primary: number, backup: n
     walOps,
     restartMs,
     bootMs: started === undefined ? null : started.atMs - spawnedAtMs,
+    bootPhasesMs: (phases?.record['phases_ms'] as Record<string, number> | undefined) ?? null,
     walOpsPerS: walOps / (restartMs / 1000),
   };
 }
@@ -490,7 +495,10 @@ async function runVrmeta(
   // The realistic shape logs in as each of its users once: the password gate (20 per second)
   // would set its build time, so its clusters lift it (transfer-shape.ts says what that costs).
   const env = realistic === null ? {} : { [UNBOUNDED_PASSWORD_VERIFY_ENV]: '1' };
-  const cluster = await VrmetaCluster.start({ kernels, journalSlots, prepareQueueDepth, env });
+  // Replicas run the bundled CLI, as `npm start` and the package's bin do: restart and catch-up
+  // are timed from process start, so module loading is part of what they measure.
+  const cliPath = BUNDLED_CLI_PATH;
+  const cluster = await VrmetaCluster.start({ kernels, journalSlots, prepareQueueDepth, env, cliPath });
   let volume: VrmetaVolume | null = null;
   try {
     const primary = await cluster.primary();
@@ -523,6 +531,10 @@ async function runVrmeta(
       const recovery = await vrmetaRecovery(cluster, primary, backup, kernels, sizeMiB, snapshot.snapshotBytes);
       out.recoveries.push(recovery);
       log(`[bench] vrmeta ${kernels}: restart with ${recovery.walOps} WAL ops: ready in ${formatNumber(recovery.restartMs)} ms`);
+      if (recovery.bootPhasesMs !== null) {
+        const phases = Object.entries(recovery.bootPhasesMs).map(([phase, ms]) => `${phase} ${ms}`);
+        log(`[bench] vrmeta ${kernels}: restart boot phases (ms): ${phases.join(', ')}`);
+      }
 
       const transfer = await vrmetaCatchUp(cluster, primary, backup, kernels, sizeMiB, snapshot);
       out.transfers.push(transfer);
@@ -653,6 +665,7 @@ async function etcdRestart(cluster: EtcdCluster, leader: number, sizeMiB: number
     walOps: leaderStatus.raftIndex,
     restartMs: caughtUpMs,
     bootMs: null,
+    bootPhasesMs: null,
     walOpsPerS: leaderStatus.raftIndex / (caughtUpMs / 1000),
   };
 }
