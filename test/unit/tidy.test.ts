@@ -123,16 +123,14 @@ const FUNCTION_LINES_MAX = 70;
 
 /**
  * Core modules held to the column and function-length limits (paths under src/; a folder holds
- * every file in it, so whatever lands in src/format or src/vsr is held from its first commit,
- * except a file LIMITS_SCOPED_OUT names). The rest of src/metadata joins file by file as it is
- * brought under the limits; so do the simulator's modules (src/testing).
+ * every file in it, so whatever lands in src/format, src/vsr or src/metadata is held from its
+ * first commit, except a file LIMITS_SCOPED_OUT names). The simulator's modules (src/testing)
+ * join file by file as they are brought under the limits.
  */
 const HELD_TO_LIMITS = [
   'format',
   'vsr',
-  'metadata/errors.ts',
-  'metadata/op-context.ts',
-  'metadata/operations.ts',
+  'metadata',
   'testing/cluster.ts',
   'testing/faults.ts',
   'testing/swarm.ts',
