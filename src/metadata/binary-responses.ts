@@ -48,7 +48,13 @@ import type {
   UserView,
 } from './queries.js';
 import { OptionsScope, optionCatalog, resolveTopicOptions } from './options.js';
-import { CompressionAlgorithm, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../format/snapshot-model.js';
+import {
+  CompressionAlgorithm,
+  GlobalPermission,
+  StreamPermission,
+  TopicPermission,
+  type PermissionsSnapshot,
+} from '../format/snapshot-model.js';
 
 /** Option value kinds (Iggy `HeaderKind`): the ones vrmeta writes. */
 export const OptionKind = { string: 2, bool: 3, uint8: 9, uint32: 11, uint64: 12 } as const;
@@ -75,7 +81,9 @@ export function optionU64(key: string, value: bigint): OptionEntry {
 /** The TLV block of `entries`, keys sorted (Iggy writes options in key order). */
 export function encodeOptionsBlock(entries: readonly OptionEntry[]): Uint8Array {
   const writer = new BodyWriter();
-  const sorted = [...entries].sort((left, right) => (left.key < right.key ? -1 : left.key > right.key ? 1 : 0));
+  const sorted = [...entries].sort((left, right) =>
+    left.key < right.key ? -1 : left.key > right.key ? 1 : 0,
+  );
   for (const entry of sorted) {
     const key = encoder.encode(entry.key);
     writer.u8(OptionKind.string);
@@ -132,7 +140,9 @@ function typedOption(key: string, value: string): OptionEntry {
  * A topic's options as Iggy's TopicResponse carries them: the keys the client set (explicit
  * block) and the rest at their effective values (derived block), each in its catalog kind.
  */
-export function topicOptionBlocks(topic: TopicView): { explicit: OptionEntry[]; derived: OptionEntry[] } {
+export function topicOptionBlocks(
+  topic: TopicView,
+): { explicit: OptionEntry[]; derived: OptionEntry[] } {
   const explicit: OptionEntry[] = [];
   const derived: OptionEntry[] = [];
   for (const option of resolveTopicOptions(topic, topic.options)) {
@@ -278,10 +288,19 @@ const STREAM_ORDER = [
   StreamPermission.pollMessages,
   StreamPermission.sendMessages,
 ] as const;
-const TOPIC_ORDER = [TopicPermission.manageTopic, TopicPermission.readTopic, TopicPermission.pollMessages, TopicPermission.sendMessages] as const;
+const TOPIC_ORDER = [
+  TopicPermission.manageTopic,
+  TopicPermission.readTopic,
+  TopicPermission.pollMessages,
+  TopicPermission.sendMessages,
+] as const;
 
 /** The wire order of the boolean flags: Iggy's field order, which is also our bit order. */
-export const PERMISSION_FLAG_ORDER = { global: GLOBAL_ORDER, stream: STREAM_ORDER, topic: TOPIC_ORDER } as const;
+export const PERMISSION_FLAG_ORDER = {
+  global: GLOBAL_ORDER,
+  stream: STREAM_ORDER,
+  topic: TOPIC_ORDER,
+} as const;
 
 function writeFlags(writer: BodyWriter, bits: number, order: readonly number[]): void {
   for (const bit of order) writer.u8((bits & bit) !== 0 ? 1 : 0);
@@ -320,7 +339,12 @@ export function encodeRawPersonalAccessToken(token: string): Uint8Array {
   return writer.finish();
 }
 
-export function encodeLoginRegister(userId: number, session: number, protocolVersion: number, serverVersion: string): Uint8Array {
+export function encodeLoginRegister(
+  userId: number,
+  session: number,
+  protocolVersion: number,
+  serverVersion: string,
+): Uint8Array {
   const writer = new BodyWriter();
   writer.u32(userId);
   writer.u64(u64(session));
@@ -332,7 +356,9 @@ export function encodeLoginRegister(userId: number, session: number, protocolVer
 /** Iggy's transport discriminant in client listings. */
 export const ClientTransport = { tcp: 1, quic: 2, http: 3, websocket: 4 } as const;
 
-/** The transport as Iggy's JSON names it (`ClientInfo.transport`, core/common wire_conversions.rs). */
+/**
+ * The transport as Iggy's JSON names it (`ClientInfo.transport`, core/common wire_conversions.rs).
+ */
 export function clientTransportName(transport: number): string {
   switch (transport) {
     case ClientTransport.tcp:
@@ -358,7 +384,11 @@ export interface ClientInfoView {
   readonly userId: number;
   readonly transport: number;
   readonly address: string;
-  readonly consumerGroups: readonly { readonly streamId: number; readonly topicId: number; readonly groupId: number }[];
+  readonly consumerGroups: readonly {
+    readonly streamId: number;
+    readonly topicId: number;
+    readonly groupId: number;
+  }[];
 }
 
 function writeClient(writer: BodyWriter, client: ClientInfoView): void {

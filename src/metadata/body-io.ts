@@ -29,7 +29,9 @@ export class BodyReader {
     return this.reason === null;
   }
 
-  /** Records `reason` unless an earlier failure already did (the first reason is the useful one). */
+  /**
+   * Records `reason` unless an earlier failure already did (the first reason is the useful one).
+   */
   check(condition: boolean, reason: string): void {
     if (!condition && this.reason === null) this.reason = reason;
   }
@@ -233,7 +235,10 @@ export class BodyWriter {
       return;
     }
     const encoded = this.utf8(value.name);
-    assert(encoded.byteLength >= 1 && encoded.byteLength <= NAME_SIZE_MAX, 'identifier name size 1..=255');
+    assert(
+      encoded.byteLength >= 1 && encoded.byteLength <= NAME_SIZE_MAX,
+      'identifier name size 1..=255',
+    );
     this.u8(IdentifierKind.name);
     this.u8(encoded.byteLength);
     this.bytes(encoded);

@@ -26,7 +26,9 @@ export function assignPartitions(memberCount: number, partitionsCount: number): 
   return assignment;
 }
 
-/** Recomputes every member's partitions for a topic of `partitionsCount` and bumps the generation. */
+/**
+ * Recomputes every member's partitions for a topic of `partitionsCount` and bumps the generation.
+ */
 export function rebalance(group: GroupState, partitionsCount: number): void {
   const members = group.members.toArray();
   const assignment = assignPartitions(members.length, partitionsCount);

@@ -8,7 +8,12 @@
  * Every one of these starts with the new object's id as a u32 (`createdIdOf` reads it back).
  */
 import type { ApplyResult } from '../vsr/state-machine.js';
-import { encodeConsumerGroupDetails, encodeStreamDetails, encodeTopicDetails, encodeUserDetails } from './binary-responses.js';
+import {
+  encodeConsumerGroupDetails,
+  encodeStreamDetails,
+  encodeTopicDetails,
+  encodeUserDetails,
+} from './binary-responses.js';
 import { ErrorCode } from './errors.js';
 import { PARTITION_SEGMENTS_MIN, type PartitionView } from './queries.js';
 import type { GroupState, StreamState, TopicState, UserState } from './state.js';
@@ -36,7 +41,14 @@ function partitionViews(topic: TopicState): PartitionView[] {
   const views: PartitionView[] = [];
   topic.partitions.forEach((id, createdAtUs) => {
     // A new partition has its one empty segment, as the topic reads show it (queries.ts).
-    views.push({ id, createdAtUs, segmentsCount: PARTITION_SEGMENTS_MIN, currentOffset: 0, sizeBytes: 0, messagesCount: 0 });
+    views.push({
+      id,
+      createdAtUs,
+      segmentsCount: PARTITION_SEGMENTS_MIN,
+      currentOffset: 0,
+      sizeBytes: 0,
+      messagesCount: 0,
+    });
   });
   return views;
 }

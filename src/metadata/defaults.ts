@@ -49,7 +49,10 @@ export interface TopicSettings {
  * through unchanged (a replication factor of 0, an unknown compression code) so that precheck and
  * apply reject them with the same code on every replica.
  */
-export function resolveTopicSettings(request: TopicSettingsRequest, defaults: TopicDefaults = TOPIC_DEFAULTS): TopicSettings {
+export function resolveTopicSettings(
+  request: TopicSettingsRequest,
+  defaults: TopicDefaults = TOPIC_DEFAULTS,
+): TopicSettings {
   const expiry = request.messageExpiryUs ?? 0n;
   const maxSize = request.maxTopicSizeBytes ?? 0n;
   return {
@@ -62,7 +65,8 @@ export function resolveTopicSettings(request: TopicSettingsRequest, defaults: To
 
 export function validateCompression(code: number): ErrorCode {
   // Iggy's CompressionAlgorithm::from_code answers InvalidCommand for an unknown code.
-  return code === CompressionAlgorithm.none || code === CompressionAlgorithm.gzip ? ErrorCode.ok : ErrorCode.invalidCommand;
+  const known = code === CompressionAlgorithm.none || code === CompressionAlgorithm.gzip;
+  return known ? ErrorCode.ok : ErrorCode.invalidCommand;
 }
 
 /** A resolved expiry: 0 (the unresolved sentinel) never reaches the log. */
@@ -74,21 +78,30 @@ export function validateMessageExpiry(expiryUs: bigint): ErrorCode {
  * Iggy `validate_topic_size_floor`: a cap is unlimited or at least one segment of the topic's
  * segment size (its `segment_size` option, 1 GiB by default).
  */
-export function validateMaxTopicSize(sizeBytes: bigint, segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES): ErrorCode {
+export function validateMaxTopicSize(
+  sizeBytes: bigint,
+  segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES,
+): ErrorCode {
   if (sizeBytes === 0n || sizeBytes > U64_MAX) return ErrorCode.invalidCommand;
   if (sizeBytes !== U64_MAX && sizeBytes < segmentSizeBytes) return ErrorCode.invalidTopicSize;
   return ErrorCode.ok;
 }
 
 export function validateReplicationFactor(factor: number): ErrorCode {
-  return Number.isInteger(factor) && factor >= 1 && factor <= 0xff ? ErrorCode.ok : ErrorCode.invalidReplicationFactor;
+  const fits = Number.isInteger(factor) && factor >= 1 && factor <= 0xff;
+  return fits ? ErrorCode.ok : ErrorCode.invalidReplicationFactor;
 }
 
 /** The committed-body rule for resolved settings, in a fixed order so every caller agrees. */
-export function validateTopicSettings(settings: TopicSettings, segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES): ErrorCode {
+export function validateTopicSettings(
+  settings: TopicSettings,
+  segmentSizeBytes: bigint = SEGMENT_SIZE_BYTES,
+): ErrorCode {
   let code: ErrorCode = validateCompression(settings.compressionAlgorithm);
   if (code === ErrorCode.ok) code = validateMessageExpiry(settings.messageExpiryUs);
-  if (code === ErrorCode.ok) code = validateMaxTopicSize(settings.maxTopicSizeBytes, segmentSizeBytes);
+  if (code === ErrorCode.ok) {
+    code = validateMaxTopicSize(settings.maxTopicSizeBytes, segmentSizeBytes);
+  }
   if (code === ErrorCode.ok) code = validateReplicationFactor(settings.replicationFactor);
   return code;
 }

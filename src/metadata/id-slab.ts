@@ -19,7 +19,10 @@ export class IdSlab<T> {
   readonly idLimit: number;
 
   constructor(idLimit: number) {
-    assert(Number.isSafeInteger(idLimit) && idLimit > 0 && idLimit <= 0x1_0000_0000, 'id limit fits a u32 space');
+    assert(
+      Number.isSafeInteger(idLimit) && idLimit > 0 && idLimit <= 0x1_0000_0000,
+      'id limit fits a u32 space',
+    );
     this.idLimit = idLimit;
   }
 

@@ -18,20 +18,24 @@
  *   128 CreateStream         name
  *   129 UpdateStream         stream_id, name
  *   130 DeleteStream         stream_id          131 PurgeStream  stream_id
- *   132 CreateTopic          stream_id, partitions_count u32, compression u8, message_expiry_us u64,
- *                            max_topic_size_bytes u64, replication_factor u8, name, options
- *                            (u8 count <= TOPIC_OPTIONS_MAX, count x (key name, u8 has_value,
- *                            [value name]), keys strictly ascending)
+ *   132 CreateTopic          stream_id, partitions_count u32, compression u8,
+ *                            message_expiry_us u64, max_topic_size_bytes u64,
+ *                            replication_factor u8, name, options (u8 count <= TOPIC_OPTIONS_MAX,
+ *                            count x (key name, u8 has_value, [value name]), keys strictly
+ *                            ascending)
  *   133 UpdateTopic          stream_id, topic_id, present u8 (bit0 compression, bit1 expiry,
- *                            bit2 max size, bit3 replication; absent fields are zero), compression u8,
- *                            message_expiry_us u64, max_topic_size_bytes u64, replication_factor u8, name
+ *                            bit2 max size, bit3 replication; absent fields are zero),
+ *                            compression u8, message_expiry_us u64, max_topic_size_bytes u64,
+ *                            replication_factor u8, name
  *   134 DeleteTopic / 135 PurgeTopic                       stream_id, topic_id
- *   136 CreatePartitions / 137 DeletePartitions            stream_id, topic_id, partitions_count u32
+ *   136 CreatePartitions / 137 DeletePartitions            stream_id, topic_id,
+ *                                                          partitions_count u32
  *   138 DeleteSegments       stream_id, topic_id, partition_id u32, segments_count u32
  *   139 CreateConsumerGroup  stream_id, topic_id, name
  *   140 DeleteConsumerGroup / 148 Join / 149 Leave         stream_id, topic_id, group_id
  *   141 CreateUser           username name, status u8, password_hash hash, permissions
- *   142 UpdateUser           user_id, present u8 (bit0 username, bit1 status), status u8, username name
+ *   142 UpdateUser           user_id, present u8 (bit0 username, bit1 status), status u8,
+ *                            username name
  *   143 DeleteUser           user_id
  *   144 ChangePassword       user_id, current_password_hash hash, new_password_hash hash
  *   145 UpdatePermissions    user_id, permissions
@@ -45,10 +49,22 @@ import { assert } from '../stdx/assert.js';
 import { BodyReader, BodyWriter } from './body-io.js';
 import { Operation, type Identifier, type MetadataRequest } from './operations.js';
 import { TOPIC_OPTIONS_MAX, type TopicOptionEntry } from './options.js';
-import { ACCESS_TOKEN_ID_SIZE, GlobalPermission, StreamPermission, TopicPermission, type PermissionsSnapshot } from '../format/snapshot-model.js';
-import { PAT_TOKEN_HASH_SIZE, PERMISSION_STREAMS_MAX, PERMISSION_TOPICS_MAX } from './validation.js';
+import {
+  ACCESS_TOKEN_ID_SIZE,
+  GlobalPermission,
+  StreamPermission,
+  TopicPermission,
+  type PermissionsSnapshot,
+} from '../format/snapshot-model.js';
+import {
+  PAT_TOKEN_HASH_SIZE,
+  PERMISSION_STREAMS_MAX,
+  PERMISSION_TOPICS_MAX,
+} from './validation.js';
 
-export type DecodeResult = { readonly ok: true; readonly request: MetadataRequest } | { readonly ok: false; readonly reason: string };
+export type DecodeResult =
+  | { readonly ok: true; readonly request: MetadataRequest }
+  | { readonly ok: false; readonly reason: string };
 
 /** A metadata body never exceeds one frame's body. */
 export const OPERATION_BODY_SIZE_MAX = MESSAGE_BODY_SIZE_MAX;
@@ -76,7 +92,8 @@ function readTopicOptions(r: BodyReader): readonly TopicOptionEntry[] {
     r.check(hasValue <= 1, `options.has_value: ${hasValue}`);
     const value = hasValue === 1 ? r.name('options.value') : null;
     const previous = entries[entries.length - 1];
-    r.check(previous === undefined || key > previous.key, 'options: keys are not strictly ascending');
+    const ascending = previous === undefined || key > previous.key;
+    r.check(ascending, 'options: keys are not strictly ascending');
     entries.push({ key, value });
   }
   return entries;
@@ -87,7 +104,8 @@ function writeTopicOptions(w: BodyWriter, entries: readonly TopicOptionEntry[]):
   w.u8(entries.length);
   for (let index = 0; index < entries.length; index++) {
     const entry = entries[index]!;
-    assert(index === 0 || entry.key > entries[index - 1]!.key, 'topic option keys strictly ascending');
+    const ascending = index === 0 || entry.key > entries[index - 1]!.key;
+    assert(ascending, 'topic option keys strictly ascending');
     w.name(entry.key);
     w.u8(entry.value === null ? 0 : 1);
     if (entry.value !== null) w.name(entry.value);
@@ -95,16 +113,30 @@ function writeTopicOptions(w: BodyWriter, entries: readonly TopicOptionEntry[]):
 }
 
 export function decodeRequest(operation: number, body: Uint8Array): DecodeResult {
-  if (body.byteLength > OPERATION_BODY_SIZE_MAX) return { ok: false, reason: 'body exceeds the frame body size' };
+  if (body.byteLength > OPERATION_BODY_SIZE_MAX) {
+    return { ok: false, reason: 'body exceeds the frame body size' };
+  }
   const reader = new BodyReader(body);
   const request = readRequest(operation, reader);
-  if (request === null) return { ok: false, reason: `operation ${operation} is not a metadata operation` };
+  if (request === null) {
+    return { ok: false, reason: `operation ${operation} is not a metadata operation` };
+  }
   const reason = reader.finish();
   if (reason !== null) return { ok: false, reason };
   return { ok: true, request };
 }
 
 function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
+  // Each reader answers null, reading nothing, for an operation outside its group.
+  return (
+    readStreamTopicRequest(operation, r) ??
+    readPartitionGroupRequest(operation, r) ??
+    readUserRequest(operation, r)
+  );
+}
+
+/** Streams and topics. */
+function readStreamTopicRequest(operation: number, r: BodyReader): MetadataRequest | null {
   switch (operation) {
     case Operation.createStream:
       return { operation, name: r.name('name') };
@@ -151,6 +183,14 @@ function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
     case Operation.deleteTopic:
     case Operation.purgeTopic:
       return { operation, streamId: r.identifier('stream_id'), topicId: r.identifier('topic_id') };
+    default:
+      return null;
+  }
+}
+
+/** Partitions, segments and consumer groups. */
+function readPartitionGroupRequest(operation: number, r: BodyReader): MetadataRequest | null {
+  switch (operation) {
     case Operation.createPartitions:
     case Operation.deletePartitions:
       return {
@@ -168,7 +208,12 @@ function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
         segmentsCount: r.u32('segments_count'),
       };
     case Operation.createConsumerGroup:
-      return { operation, streamId: r.identifier('stream_id'), topicId: r.identifier('topic_id'), name: r.name('name') };
+      return {
+        operation,
+        streamId: r.identifier('stream_id'),
+        topicId: r.identifier('topic_id'),
+        name: r.name('name'),
+      };
     case Operation.deleteConsumerGroup:
     case Operation.joinConsumerGroup:
     case Operation.leaveConsumerGroup:
@@ -178,6 +223,14 @@ function readRequest(operation: number, r: BodyReader): MetadataRequest | null {
         topicId: r.identifier('topic_id'),
         groupId: r.identifier('group_id'),
       };
+    default:
+      return null;
+  }
+}
+
+/** Users, personal access tokens and token revocation. */
+function readUserRequest(operation: number, r: BodyReader): MetadataRequest | null {
+  switch (operation) {
     case Operation.createUser:
       return {
         operation,
@@ -240,7 +293,10 @@ function readPermissions(r: BodyReader): PermissionsSnapshot | null {
   const global = r.u32('permissions.global');
   r.check((global & ~GLOBAL_PERMISSION_BITS) === 0, 'permissions.global has unknown bits');
   const streamCount = r.u16('permissions.streams');
-  r.check(streamCount <= PERMISSION_STREAMS_MAX, 'permissions.streams exceeds PERMISSION_STREAMS_MAX');
+  r.check(
+    streamCount <= PERMISSION_STREAMS_MAX,
+    'permissions.streams exceeds PERMISSION_STREAMS_MAX',
+  );
   const streams = [];
   let previousStreamId = -1;
   for (let index = 0; index < streamCount && r.ok; index++) {
@@ -250,14 +306,20 @@ function readPermissions(r: BodyReader): PermissionsSnapshot | null {
     r.check((bits & ~STREAM_PERMISSION_BITS) === 0, 'permissions.stream.bits has unknown bits');
     previousStreamId = streamId;
     const topicCount = r.u16('permissions.topics');
-    r.check(topicCount <= PERMISSION_TOPICS_MAX, 'permissions.topics exceeds PERMISSION_TOPICS_MAX');
+    r.check(
+      topicCount <= PERMISSION_TOPICS_MAX,
+      'permissions.topics exceeds PERMISSION_TOPICS_MAX',
+    );
     const topics = [];
     let previousTopicId = -1;
     for (let topicIndex = 0; topicIndex < topicCount && r.ok; topicIndex++) {
       const topicId = r.u32('permissions.topic_id');
       const topicBits = r.u32('permissions.topic.bits');
       r.check(topicId > previousTopicId, 'permissions topic ids are not strictly ascending');
-      r.check((topicBits & ~TOPIC_PERMISSION_BITS) === 0, 'permissions.topic.bits has unknown bits');
+      r.check(
+        (topicBits & ~TOPIC_PERMISSION_BITS) === 0,
+        'permissions.topic.bits has unknown bits',
+      );
       previousTopicId = topicId;
       topics.push(Object.freeze({ topicId, bits: topicBits }));
     }
@@ -272,18 +334,30 @@ function readPermissions(r: BodyReader): PermissionsSnapshot | null {
  */
 export function encodeRequest(request: MetadataRequest): Uint8Array {
   const w = new BodyWriter();
+  const written =
+    writeStreamTopicRequest(w, request) ||
+    writePartitionGroupRequest(w, request) ||
+    writeUserRequest(w, request);
+  assert(written, 'every metadata operation has a writer');
+  const body = w.finish();
+  assert(body.byteLength <= OPERATION_BODY_SIZE_MAX, 'metadata body fits one frame');
+  return body;
+}
+
+/** Streams and topics. False, writing nothing, for an operation outside the group. */
+function writeStreamTopicRequest(w: BodyWriter, request: MetadataRequest): boolean {
   switch (request.operation) {
     case Operation.createStream:
       w.name(request.name);
-      break;
+      return true;
     case Operation.updateStream:
       w.identifier(request.streamId);
       w.name(request.name);
-      break;
+      return true;
     case Operation.deleteStream:
     case Operation.purgeStream:
       w.identifier(request.streamId);
-      break;
+      return true;
     case Operation.createTopic:
       w.identifier(request.streamId);
       w.u32(request.partitionsCount);
@@ -293,7 +367,7 @@ export function encodeRequest(request: MetadataRequest): Uint8Array {
       w.u8(request.replicationFactor);
       w.name(request.name);
       writeTopicOptions(w, request.options);
-      break;
+      return true;
     case Operation.updateTopic: {
       w.identifier(request.streamId);
       w.identifier(request.topicId);
@@ -308,82 +382,100 @@ export function encodeRequest(request: MetadataRequest): Uint8Array {
       w.u64(request.maxTopicSizeBytes ?? 0n);
       w.u8(request.replicationFactor ?? 0);
       w.name(request.name);
-      break;
+      return true;
     }
     case Operation.deleteTopic:
     case Operation.purgeTopic:
       w.identifier(request.streamId);
       w.identifier(request.topicId);
-      break;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Partitions, segments and consumer groups. False, writing nothing, for another operation. */
+function writePartitionGroupRequest(w: BodyWriter, request: MetadataRequest): boolean {
+  switch (request.operation) {
     case Operation.createPartitions:
     case Operation.deletePartitions:
       w.identifier(request.streamId);
       w.identifier(request.topicId);
       w.u32(request.partitionsCount);
-      break;
+      return true;
     case Operation.deleteSegments:
       w.identifier(request.streamId);
       w.identifier(request.topicId);
       w.u32(request.partitionId);
       w.u32(request.segmentsCount);
-      break;
+      return true;
     case Operation.createConsumerGroup:
       w.identifier(request.streamId);
       w.identifier(request.topicId);
       w.name(request.name);
-      break;
+      return true;
     case Operation.deleteConsumerGroup:
     case Operation.joinConsumerGroup:
     case Operation.leaveConsumerGroup:
       w.identifier(request.streamId);
       w.identifier(request.topicId);
       w.identifier(request.groupId);
-      break;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Users, personal access tokens and token revocation. False, writing nothing, otherwise. */
+function writeUserRequest(w: BodyWriter, request: MetadataRequest): boolean {
+  switch (request.operation) {
     case Operation.createUser:
       w.name(request.username);
       w.u8(request.status);
       w.hash(request.passwordHash);
       writePermissions(w, request.permissions);
-      break;
+      return true;
     case Operation.updateUser:
       w.identifier(request.userId);
       w.u8((request.username !== null ? 1 : 0) | (request.status !== null ? 2 : 0));
       w.u8(request.status ?? 0);
       w.name(request.username ?? '');
-      break;
+      return true;
     case Operation.deleteUser:
       w.identifier(request.userId);
-      break;
+      return true;
     case Operation.changePassword:
       w.identifier(request.userId);
       w.hash(request.currentPasswordHash);
       w.hash(request.newPasswordHash);
-      break;
+      return true;
     case Operation.updatePermissions:
       w.identifier(request.userId);
       writePermissions(w, request.permissions);
-      break;
+      return true;
     case Operation.createPersonalAccessToken:
       assert(request.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE, 'token hash is SHA-256');
       w.name(request.name);
       w.u64(request.expiryUs);
       w.bytes(request.tokenHash);
-      break;
+      return true;
     case Operation.deletePersonalAccessToken:
       w.u8((request.onlyIfExpired ? 1 : 0) | (request.ownerUserId !== null ? 2 : 0));
       if (request.ownerUserId !== null) w.u32(request.ownerUserId);
       w.name(request.name);
-      break;
+      return true;
     case Operation.revokeAccessToken:
       assert(request.jti.byteLength === ACCESS_TOKEN_ID_SIZE, 'a token id is 16 bytes');
-      assert(Number.isSafeInteger(request.expiryAtUs) && request.expiryAtUs >= 0, 'expiry is a u64 below 2^53');
+      assert(
+        Number.isSafeInteger(request.expiryAtUs) && request.expiryAtUs >= 0,
+        'expiry is a u64 below 2^53',
+      );
       w.bytes(request.jti);
       w.u64(BigInt(request.expiryAtUs));
-      break;
+      return true;
+    default:
+      return false;
   }
-  const body = w.finish();
-  assert(body.byteLength <= OPERATION_BODY_SIZE_MAX, 'metadata body fits one frame');
-  return body;
 }
 
 function writePermissions(w: BodyWriter, permissions: PermissionsSnapshot | null): void {
@@ -408,5 +500,7 @@ function writePermissions(w: BodyWriter, permissions: PermissionsSnapshot | null
 }
 
 export function identifiersEqual(left: Identifier, right: Identifier): boolean {
-  return left.kind === 'id' ? right.kind === 'id' && right.id === left.id : right.kind === 'name' && right.name === left.name;
+  return left.kind === 'id'
+    ? right.kind === 'id' && right.id === left.id
+    : right.kind === 'name' && right.name === left.name;
 }

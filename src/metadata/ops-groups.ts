@@ -4,7 +4,8 @@
  *
  * Check order follows Iggy's gate: stream and topic are resolved (their not-found codes), then
  * topic read access is checked, and only then is the group resolved, so an unauthorized caller
- * learns nothing about which groups exist. Membership is per client session (`ApplyInput.clientId`).
+ * learns nothing about which groups exist. Membership is per client session
+ * (`ApplyInput.clientId`).
  */
 import { assert } from '../stdx/assert.js';
 import type { ApplyResult } from '../vsr/state-machine.js';
@@ -27,7 +28,9 @@ import { validateConsumerGroupName } from './validation.js';
 function readableTopic(ctx: OpContext, address: TopicAddress): ResolvedTopic | ErrorCode {
   const resolved = resolveStreamTopic(ctx.state, address);
   if (typeof resolved === 'number') return resolved;
-  if (!canReadTopic(ctx.actor, resolved.stream.id, resolved.topic.id)) return ErrorCode.unauthorized;
+  if (!canReadTopic(ctx.actor, resolved.stream.id, resolved.topic.id)) {
+    return ErrorCode.unauthorized;
+  }
   return resolved;
 }
 
@@ -35,7 +38,10 @@ interface ResolvedGroup extends ResolvedTopic {
   readonly group: GroupState;
 }
 
-function readableGroup(ctx: OpContext, address: TopicAddress & { readonly groupId: Identifier }): ResolvedGroup | ErrorCode {
+function readableGroup(
+  ctx: OpContext,
+  address: TopicAddress & { readonly groupId: Identifier },
+): ResolvedGroup | ErrorCode {
   const resolved = readableTopic(ctx, address);
   if (typeof resolved === 'number') return resolved;
   const group = resolveGroup(resolved.topic, address.groupId);
@@ -43,7 +49,10 @@ function readableGroup(ctx: OpContext, address: TopicAddress & { readonly groupI
   return { ...resolved, group };
 }
 
-export function createConsumerGroup(ctx: OpContext, request: CreateConsumerGroupRequest): ApplyResult {
+export function createConsumerGroup(
+  ctx: OpContext,
+  request: CreateConsumerGroupRequest,
+): ApplyResult {
   const invalid = validateConsumerGroupName(request.name);
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const resolved = readableTopic(ctx, request);
@@ -52,12 +61,20 @@ export function createConsumerGroup(ctx: OpContext, request: CreateConsumerGroup
   if (topic.groupIndex.has(request.name)) return rejected(ErrorCode.consumerGroupNameAlreadyExists);
   if (topic.groups.isFull()) return rejected(ErrorCode.consumerGroupsLimitReached);
   if (!ctx.commit) return OK;
-  const group = topic.groups.insert((id) => ({ id, name: request.name, generation: 0, members: ctx.state.newMemberSlab() }));
+  const group = topic.groups.insert((id) => ({
+    id,
+    name: request.name,
+    generation: 0,
+    members: ctx.state.newMemberSlab(),
+  }));
   topic.groupIndex.set(group.name, group.id);
   return createdGroupReply(topic, group);
 }
 
-export function deleteConsumerGroup(ctx: OpContext, request: DeleteConsumerGroupRequest): ApplyResult {
+export function deleteConsumerGroup(
+  ctx: OpContext,
+  request: DeleteConsumerGroupRequest,
+): ApplyResult {
   const resolved = readableGroup(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   if (!ctx.commit) return OK;
@@ -81,11 +98,16 @@ export function joinConsumerGroup(ctx: OpContext, request: JoinConsumerGroupRequ
   return OK;
 }
 
-export function leaveConsumerGroup(ctx: OpContext, request: LeaveConsumerGroupRequest): ApplyResult {
+export function leaveConsumerGroup(
+  ctx: OpContext,
+  request: LeaveConsumerGroupRequest,
+): ApplyResult {
   const resolved = readableGroup(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   const { topic, group } = resolved;
-  if (memberOf(group, ctx.clientId) === undefined) return rejected(ErrorCode.consumerGroupMemberNotFound);
+  if (memberOf(group, ctx.clientId) === undefined) {
+    return rejected(ErrorCode.consumerGroupMemberNotFound);
+  }
   if (!ctx.commit) return OK;
   const left = leave(group, ctx.clientId, topic.partitions.count);
   assert(left, 'the member checked above leaves');
@@ -107,13 +129,17 @@ export function removeClientFromGroups(state: MetadataState, clientId: bigint): 
 }
 
 /** Where a client is a member: (stream, topic, group) ids, ascending. */
-export function groupsOfClient(state: MetadataState, clientId: bigint): { streamId: number; topicId: number; groupId: number }[] {
+export function groupsOfClient(
+  state: MetadataState,
+  clientId: bigint,
+): { streamId: number; topicId: number; groupId: number }[] {
   const out: { streamId: number; topicId: number; groupId: number }[] = [];
   for (const stream of state.streams.values()) {
     for (const topic of stream.topics.values()) {
       if (topic.groups.count === 0) continue;
       for (const group of topic.groups.values()) {
-        if (memberOf(group, clientId) !== undefined) out.push({ streamId: stream.id, topicId: topic.id, groupId: group.id });
+        if (memberOf(group, clientId) === undefined) continue;
+        out.push({ streamId: stream.id, topicId: topic.id, groupId: group.id });
       }
     }
   }

@@ -17,7 +17,13 @@ import {
   validateTopicSettings,
 } from './defaults.js';
 import { ErrorCode } from './errors.js';
-import { MIN_TOPIC_SEGMENT_SIZE, TopicOptionKey, topicSegmentSizeBytes, validateTopicOptionEntries, withExplicitFields } from './options.js';
+import {
+  MIN_TOPIC_SEGMENT_SIZE,
+  TopicOptionKey,
+  topicSegmentSizeBytes,
+  validateTopicOptionEntries,
+  withExplicitFields,
+} from './options.js';
 import { createdStreamReply, createdTopicReply } from './create-replies.js';
 import { OK, firstError, rejected, type OpContext } from './op-context.js';
 import type {
@@ -34,10 +40,28 @@ import type {
   UpdateStreamRequest,
   UpdateTopicRequest,
 } from './operations.js';
-import { canCreateStream, canCreateTopic, canManageStream, canManageTopic, withoutStream, withoutTopic } from './permissions.js';
+import {
+  canCreateStream,
+  canCreateTopic,
+  canManageStream,
+  canManageTopic,
+  withoutStream,
+  withoutTopic,
+} from './permissions.js';
 import type { CompressionAlgorithm } from '../format/snapshot-model.js';
-import { resolveStream, resolveTopic, type MetadataState, type StreamState, type TopicState } from './state.js';
-import { validatePartitionsChangeCount, validateStreamName, validateTopicName, validateTopicPartitionsCount } from './validation.js';
+import {
+  resolveStream,
+  resolveTopic,
+  type MetadataState,
+  type StreamState,
+  type TopicState,
+} from './state.js';
+import {
+  validatePartitionsChangeCount,
+  validateStreamName,
+  validateTopicName,
+  validateTopicPartitionsCount,
+} from './validation.js';
 
 export function createStream(ctx: OpContext, request: CreateStreamRequest): ApplyResult {
   const invalid = validateStreamName(request.name);
@@ -66,7 +90,9 @@ export function updateStream(ctx: OpContext, request: UpdateStreamRequest): Appl
   if (stream === undefined) return rejected(ErrorCode.streamIdNotFound);
   if (!canManageStream(ctx.actor, stream.id)) return rejected(ErrorCode.unauthorized);
   const holder = state.streamIndex.get(request.name);
-  if (holder !== undefined && holder !== stream.id) return rejected(ErrorCode.streamNameAlreadyExists);
+  if (holder !== undefined && holder !== stream.id) {
+    return rejected(ErrorCode.streamNameAlreadyExists);
+  }
   if (!ctx.commit) return OK;
   state.streamIndex.delete(stream.name);
   stream.name = request.name;
@@ -101,7 +127,9 @@ export function purgeStream(ctx: OpContext, request: PurgeStreamRequest): ApplyR
 }
 
 function purgeCounters(ctx: OpContext, stream: StreamState, topic: TopicState): void {
-  topic.partitions.forEach((id, createdAtUs) => ctx.stats.purgePartition(stream, topic, { id, createdAtUs }, ctx.op));
+  topic.partitions.forEach((id, createdAtUs) =>
+    ctx.stats.purgePartition(stream, topic, { id, createdAtUs }, ctx.op),
+  );
 }
 
 export interface ResolvedTopic {
@@ -115,7 +143,10 @@ export interface TopicAddress {
 }
 
 /** Resolves stream then topic, or the not-found code of the level that missed. */
-export function resolveStreamTopic(state: MetadataState, address: TopicAddress): ResolvedTopic | ErrorCode {
+export function resolveStreamTopic(
+  state: MetadataState,
+  address: TopicAddress,
+): ResolvedTopic | ErrorCode {
   const stream = resolveStream(state, address.streamId);
   if (stream === undefined) return ErrorCode.streamIdNotFound;
   const topic = resolveTopic(stream, address.topicId);
@@ -127,7 +158,9 @@ export function resolveStreamTopic(state: MetadataState, address: TopicAddress):
 function managedTopic(ctx: OpContext, address: TopicAddress): ResolvedTopic | ErrorCode {
   const resolved = resolveStreamTopic(ctx.state, address);
   if (typeof resolved === 'number') return resolved;
-  if (!canManageTopic(ctx.actor, resolved.stream.id, resolved.topic.id)) return ErrorCode.unauthorized;
+  if (!canManageTopic(ctx.actor, resolved.stream.id, resolved.topic.id)) {
+    return ErrorCode.unauthorized;
+  }
   return resolved;
 }
 
@@ -144,7 +177,9 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
   if (!canCreateTopic(ctx.actor, stream.id)) return rejected(ErrorCode.unauthorized);
   if (stream.topicIndex.has(request.name)) return rejected(ErrorCode.topicNameAlreadyExists);
   if (stream.topics.isFull()) return rejected(ErrorCode.tooManyTopics);
-  if (request.partitionsCount > ctx.state.limits.partitionsPerTopicMax) return rejected(ErrorCode.partitionIdSpaceExhausted);
+  if (request.partitionsCount > ctx.state.limits.partitionsPerTopicMax) {
+    return rejected(ErrorCode.partitionIdSpaceExhausted);
+  }
   if (!ctx.commit) return OK;
   const topic = stream.topics.insert((id) => ({
     id,
@@ -154,7 +189,9 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
     compressionAlgorithm: request.compressionAlgorithm as CompressionAlgorithm,
     maxTopicSizeBytes: request.maxTopicSizeBytes,
     replicationFactor: request.replicationFactor,
-    options: Object.freeze(request.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value }))),
+    options: Object.freeze(
+      request.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value })),
+    ),
     partitions: ctx.state.newPartitionStore(),
     groups: ctx.state.newGroupSlab(),
     groupIndex: new Map(),
@@ -176,11 +213,19 @@ function updatedOptionKeys(request: UpdateTopicRequest): string[] {
 export function updateTopic(ctx: OpContext, request: UpdateTopicRequest): ApplyResult {
   const invalid = firstError(
     validateTopicName(request.name),
-    request.compressionAlgorithm === null ? ErrorCode.ok : validateCompression(request.compressionAlgorithm),
-    request.messageExpiryUs === null ? ErrorCode.ok : validateMessageExpiry(request.messageExpiryUs),
+    request.compressionAlgorithm === null
+      ? ErrorCode.ok
+      : validateCompression(request.compressionAlgorithm),
+    request.messageExpiryUs === null
+      ? ErrorCode.ok
+      : validateMessageExpiry(request.messageExpiryUs),
     // Shape only here; the floor is the resolved topic's segment size, below.
-    request.maxTopicSizeBytes === null ? ErrorCode.ok : validateMaxTopicSize(request.maxTopicSizeBytes, MIN_TOPIC_SEGMENT_SIZE),
-    request.replicationFactor === null ? ErrorCode.ok : validateReplicationFactor(request.replicationFactor),
+    request.maxTopicSizeBytes === null
+      ? ErrorCode.ok
+      : validateMaxTopicSize(request.maxTopicSizeBytes, MIN_TOPIC_SEGMENT_SIZE),
+    request.replicationFactor === null
+      ? ErrorCode.ok
+      : validateReplicationFactor(request.replicationFactor),
   );
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const resolved = managedTopic(ctx, request);
@@ -188,17 +233,22 @@ export function updateTopic(ctx: OpContext, request: UpdateTopicRequest): ApplyR
   const { stream, topic } = resolved;
   // The cap's floor is this topic's own segment size (create-only, so it cannot move under it).
   if (request.maxTopicSizeBytes !== null) {
-    const floor = validateMaxTopicSize(request.maxTopicSizeBytes, topicSegmentSizeBytes(topic.options));
+    const segmentSizeBytes = topicSegmentSizeBytes(topic.options);
+    const floor = validateMaxTopicSize(request.maxTopicSizeBytes, segmentSizeBytes);
     if (floor !== ErrorCode.ok) return rejected(floor);
   }
   const holder = stream.topicIndex.get(request.name);
-  if (holder !== undefined && holder !== topic.id) return rejected(ErrorCode.topicNameAlreadyExists);
+  if (holder !== undefined && holder !== topic.id) {
+    return rejected(ErrorCode.topicNameAlreadyExists);
+  }
   if (!ctx.commit) return OK;
   stream.topicIndex.delete(topic.name);
   topic.name = request.name;
   stream.topicIndex.set(topic.name, topic.id);
   // Absent settings keep their value: a rename alone must not reset the topic's retention.
-  if (request.compressionAlgorithm !== null) topic.compressionAlgorithm = request.compressionAlgorithm as CompressionAlgorithm;
+  if (request.compressionAlgorithm !== null) {
+    topic.compressionAlgorithm = request.compressionAlgorithm as CompressionAlgorithm;
+  }
   if (request.messageExpiryUs !== null) topic.messageExpiryUs = request.messageExpiryUs;
   if (request.maxTopicSizeBytes !== null) topic.maxTopicSizeBytes = request.maxTopicSizeBytes;
   topic.options = withExplicitFields(topic.options, updatedOptionKeys(request));
@@ -215,7 +265,8 @@ export function deleteTopic(ctx: OpContext, request: DeleteTopicRequest): ApplyR
   stream.topicIndex.delete(topic.name);
   ctx.stats.removeTopic(stream, topic);
   for (const user of ctx.state.users.values()) {
-    if (user.permissions !== null) user.permissions = withoutTopic(user.permissions, stream.id, topic.id);
+    if (user.permissions === null) continue;
+    user.permissions = withoutTopic(user.permissions, stream.id, topic.id);
   }
   return OK;
 }
@@ -255,11 +306,15 @@ export function deletePartitions(ctx: OpContext, request: DeletePartitionsReques
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
   const { stream, topic } = resolved;
-  if (request.partitionsCount > topic.partitions.count) return rejected(ErrorCode.invalidPartitionsCount);
+  if (request.partitionsCount > topic.partitions.count) {
+    return rejected(ErrorCode.invalidPartitionsCount);
+  }
   if (!ctx.commit) return OK;
   // The highest ids go, so the remaining ids stay dense (Iggy truncates the partition list).
   const kept = topic.partitions.count - request.partitionsCount;
-  for (let id = kept; id < topic.partitions.count; id++) ctx.stats.removePartition(stream, topic, topic.partitions.ref(id)!);
+  for (let id = kept; id < topic.partitions.count; id++) {
+    ctx.stats.removePartition(stream, topic, topic.partitions.ref(id)!);
+  }
   topic.partitions.truncate(kept);
   rebalanceGroups(topic);
   return OK;
@@ -273,6 +328,8 @@ export function deletePartitions(ctx: OpContext, request: DeletePartitionsReques
 export function deleteSegments(ctx: OpContext, request: DeleteSegmentsRequest): ApplyResult {
   const resolved = managedTopic(ctx, request);
   if (typeof resolved === 'number') return rejected(resolved);
-  if (request.partitionId >= resolved.topic.partitions.count) return rejected(ErrorCode.partitionNotFound);
+  if (request.partitionId >= resolved.topic.partitions.count) {
+    return rejected(ErrorCode.partitionNotFound);
+  }
   return OK;
 }

@@ -19,7 +19,9 @@ import { REVOKED_TOKEN_EXPIRY_AHEAD_MAX_US } from './validation.js';
 
 export function revokeAccessToken(ctx: OpContext, request: RevokeAccessTokenRequest): ApplyResult {
   const { state, actor, timestampUs } = ctx;
-  if (request.expiryAtUs > timestampUs + REVOKED_TOKEN_EXPIRY_AHEAD_MAX_US) return rejected(ErrorCode.invalidFormat);
+  if (request.expiryAtUs > timestampUs + REVOKED_TOKEN_EXPIRY_AHEAD_MAX_US) {
+    return rejected(ErrorCode.invalidFormat);
+  }
   // Already expired: every replica refuses the token on its expiry; nothing to keep.
   if (request.expiryAtUs <= timestampUs) return OK;
   const key = hexOf(request.jti);
@@ -27,7 +29,8 @@ export function revokeAccessToken(ctx: OpContext, request: RevokeAccessTokenRequ
   if (existing === undefined) {
     // Counted after pruning, so a full list of expired entries does not refuse a revocation.
     const live = liveCounts(state, timestampUs, actor.id);
-    if (live.total >= state.limits.revokedTokensMax || live.ofUser >= state.limits.revokedTokensPerUserMax) {
+    const { revokedTokensMax, revokedTokensPerUserMax } = state.limits;
+    if (live.total >= revokedTokensMax || live.ofUser >= revokedTokensPerUserMax) {
       return rejected(ErrorCode.revokedTokensLimitReached);
     }
   }
@@ -35,16 +38,23 @@ export function revokeAccessToken(ctx: OpContext, request: RevokeAccessTokenRequ
   pruneExpired(state, timestampUs);
   if (existing !== undefined) {
     // Revoked twice (a retried logout): keep the later expiry, owner unchanged.
-    if (request.expiryAtUs > existing.expiryAtUs) state.revokedTokens.set(key, { ...existing, expiryAtUs: request.expiryAtUs });
+    if (request.expiryAtUs > existing.expiryAtUs) {
+      state.revokedTokens.set(key, { ...existing, expiryAtUs: request.expiryAtUs });
+    }
     return OK;
   }
-  state.revokedTokens.set(key, { jti: request.jti.slice(), userId: actor.id, expiryAtUs: request.expiryAtUs });
+  const revoked = { jti: request.jti.slice(), userId: actor.id, expiryAtUs: request.expiryAtUs };
+  state.revokedTokens.set(key, revoked);
   state.revokedTokensByUser.set(actor.id, (state.revokedTokensByUser.get(actor.id) ?? 0) + 1);
   return OK;
 }
 
 /** Entries that would remain after pruning at `timestampUs`: in all, and of `userId`. */
-function liveCounts(state: MetadataState, timestampUs: number, userId: number): { total: number; ofUser: number } {
+function liveCounts(
+  state: MetadataState,
+  timestampUs: number,
+  userId: number,
+): { total: number; ofUser: number } {
   let total = 0;
   let ofUser = 0;
   for (const token of state.revokedTokens.values()) {

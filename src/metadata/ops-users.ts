@@ -24,7 +24,12 @@ import type {
 import { canManageUsers } from './permissions.js';
 import { U64_MAX, type UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID, freezePermissions, hexOf, resolveUser } from './state.js';
-import { validatePasswordHash, validatePatName, validateUserStatus, validateUsername } from './validation.js';
+import {
+  validatePasswordHash,
+  validatePatName,
+  validateUserStatus,
+  validateUsername,
+} from './validation.js';
 
 export function createUser(ctx: OpContext, request: CreateUserRequest): ApplyResult {
   const invalid = firstError(
@@ -91,14 +96,21 @@ export function deleteUser(ctx: OpContext, request: DeleteUserRequest): ApplyRes
 }
 
 export function changePassword(ctx: OpContext, request: ChangePasswordRequest): ApplyResult {
-  const invalid = firstError(validatePasswordHash(request.currentPasswordHash), validatePasswordHash(request.newPasswordHash));
+  const invalid = firstError(
+    validatePasswordHash(request.currentPasswordHash),
+    validatePasswordHash(request.newPasswordHash),
+  );
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const user = resolveUser(ctx.state, request.userId);
   if (user === undefined) return rejected(ErrorCode.resourceNotFound);
-  if (user.id !== ctx.actor.id && !canManageUsers(ctx.actor)) return rejected(ErrorCode.unauthorized);
+  if (user.id !== ctx.actor.id && !canManageUsers(ctx.actor)) {
+    return rejected(ErrorCode.unauthorized);
+  }
   // The receiving node verified the current password against this hash; if the stored one moved
   // on since (a racing change), that verification proves nothing any more.
-  if (user.passwordHash !== request.currentPasswordHash) return rejected(ErrorCode.invalidCredentials);
+  if (user.passwordHash !== request.currentPasswordHash) {
+    return rejected(ErrorCode.invalidCredentials);
+  }
   if (!ctx.commit) return OK;
   user.passwordHash = request.newPasswordHash;
   return OK;
@@ -122,12 +134,17 @@ export function patExpiryAtUs(timestampUs: number, expiryUs: bigint): number | n
   return expiryAtUs <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(expiryAtUs) : 'invalid';
 }
 
-export function createPersonalAccessToken(ctx: OpContext, request: CreatePersonalAccessTokenRequest): ApplyResult {
+export function createPersonalAccessToken(
+  ctx: OpContext,
+  request: CreatePersonalAccessTokenRequest,
+): ApplyResult {
   const invalid = validatePatName(request.name);
   if (invalid !== ErrorCode.ok) return rejected(invalid);
   const { actor, state } = ctx;
   // Iggy checks the limit first, so an at-limit duplicate name reports the limit.
-  if (actor.tokens.size >= state.limits.patsPerUserMax) return rejected(ErrorCode.personalAccessTokensLimitReached);
+  if (actor.tokens.size >= state.limits.patsPerUserMax) {
+    return rejected(ErrorCode.personalAccessTokensLimitReached);
+  }
   if (actor.tokens.has(request.name)) return rejected(ErrorCode.personalAccessTokenAlreadyExists);
   const expiryAtUs = patExpiryAtUs(ctx.timestampUs, request.expiryUs);
   if (expiryAtUs === 'invalid') return rejected(ErrorCode.invalidPersonalAccessTokenExpiry);
@@ -135,12 +152,16 @@ export function createPersonalAccessToken(ctx: OpContext, request: CreatePersona
   // Logins look tokens up by hash, so a hash names one token (a collision means a broken RNG).
   if (state.tokenIndex.has(hex)) return rejected(ErrorCode.personalAccessTokenAlreadyExists);
   if (!ctx.commit) return OK;
-  actor.tokens.set(request.name, { name: request.name, tokenHash: request.tokenHash.slice(), expiryAtUs });
+  const tokenHash = request.tokenHash.slice();
+  actor.tokens.set(request.name, { name: request.name, tokenHash, expiryAtUs });
   state.tokenIndex.set(hex, { userId: actor.id, name: request.name });
   return OK;
 }
 
-export function deletePersonalAccessToken(ctx: OpContext, request: DeletePersonalAccessTokenRequest): ApplyResult {
+export function deletePersonalAccessToken(
+  ctx: OpContext,
+  request: DeletePersonalAccessTokenRequest,
+): ApplyResult {
   const { actor, state } = ctx;
   const ownerId = request.ownerUserId ?? actor.id;
   // Tokens are self-managed; only root (the expired-token cleaner) acts on another user's.
@@ -151,7 +172,9 @@ export function deletePersonalAccessToken(ctx: OpContext, request: DeletePersona
   if (request.onlyIfExpired) {
     // A cleaner delete of a token that is gone or was re-created with a later expiry is a
     // successful no-op, so the cleaner stays idempotent under replays (Iggy `only_if_expired`).
-    if (token === undefined || token.expiryAtUs === null || token.expiryAtUs > ctx.timestampUs) return OK;
+    if (token === undefined || token.expiryAtUs === null || token.expiryAtUs > ctx.timestampUs) {
+      return OK;
+    }
   } else if (token === undefined) {
     return rejected(ErrorCode.resourceNotFound);
   }

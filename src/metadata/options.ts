@@ -65,7 +65,12 @@ export const UPDATABLE_TOPIC_OPTION_KEYS: readonly string[] = TOPIC_FIELD_OPTION
 /** Iggy `HeaderKind` names (serde snake_case) and codes. */
 export const OptionKind = { string: 2, bool: 3, uint32: 11, uint64: 12 } as const;
 export type OptionKindCode = (typeof OptionKind)[keyof typeof OptionKind];
-export const OPTION_KIND_NAMES: Readonly<Record<OptionKindCode, string>> = { 2: 'string', 3: 'bool', 11: 'uint32', 12: 'uint64' };
+export const OPTION_KIND_NAMES: Readonly<Record<OptionKindCode, string>> = {
+  2: 'string',
+  3: 'bool',
+  11: 'uint32',
+  12: 'uint64',
+};
 
 /** One catalog entry (Iggy `OptionSpec`): the default in the kind's little-endian encoding. */
 export interface OptionSpec {
@@ -89,7 +94,12 @@ function u32Le(value: number): Uint8Array {
 
 /** Iggy's topic catalog, in Iggy's order, with its descriptions (responses.rs). */
 const TOPIC_CATALOG: readonly OptionSpec[] = Object.freeze([
-  { key: TopicOptionKey.compressionAlgorithm, kind: OptionKind.string, defaultValue: new TextEncoder().encode('none'), description: 'Compression algorithm (none, gzip)' },
+  {
+    key: TopicOptionKey.compressionAlgorithm,
+    kind: OptionKind.string,
+    defaultValue: new TextEncoder().encode('none'),
+    description: 'Compression algorithm (none, gzip)',
+  },
   {
     key: TopicOptionKey.messageExpiry,
     kind: OptionKind.uint64,
@@ -100,32 +110,50 @@ const TOPIC_CATALOG: readonly OptionSpec[] = Object.freeze([
     key: TopicOptionKey.maxTopicSize,
     kind: OptionKind.uint64,
     defaultValue: u64Le(U64_MAX),
-    description: 'Topic size cap in bytes, or a byte-size string (e.g. 1 GiB); must be at least the segment size',
+    description:
+      'Topic size cap in bytes, or a byte-size string (e.g. 1 GiB); ' +
+      'must be at least the segment size',
   },
   {
     key: TopicOptionKey.segmentSize,
     kind: OptionKind.uint64,
     defaultValue: u64Le(DEFAULT_SEGMENT_SIZE),
-    description: `Segment size in bytes, or a byte-size string (e.g. 128 MiB); a 512-byte multiple within ${MIN_TOPIC_SEGMENT_SIZE}..=${MAX_TOPIC_SEGMENT_SIZE}`,
+    description:
+      'Segment size in bytes, or a byte-size string (e.g. 128 MiB); ' +
+      `a 512-byte multiple within ${MIN_TOPIC_SEGMENT_SIZE}..=${MAX_TOPIC_SEGMENT_SIZE}`,
   },
-  { key: TopicOptionKey.enforceFsync, kind: OptionKind.bool, defaultValue: Uint8Array.of(0), description: "Whether writes to this topic's partitions fsync" },
+  {
+    key: TopicOptionKey.enforceFsync,
+    kind: OptionKind.bool,
+    defaultValue: Uint8Array.of(0),
+    description: "Whether writes to this topic's partitions fsync",
+  },
   {
     key: TopicOptionKey.messagesRequiredToSave,
     kind: OptionKind.uint32,
     defaultValue: u32Le(DEFAULT_MESSAGES_REQUIRED_TO_SAVE),
-    description: `Flush the journal once it holds this many messages; 1..=${MAX_MESSAGES_REQUIRED_TO_SAVE}. A threshold no segment can reach leaves committed messages in the journal, which a crash does not preserve`,
+    description:
+      `Flush the journal once it holds this many messages; 1..=${MAX_MESSAGES_REQUIRED_TO_SAVE}. ` +
+      'A threshold no segment can reach leaves committed messages in the journal, ' +
+      'which a crash does not preserve',
   },
   {
     key: TopicOptionKey.sizeOfMessagesRequiredToSave,
     kind: OptionKind.uint64,
     defaultValue: u64Le(DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE),
-    description: `Flush the journal once it holds this many bytes, or a byte-size string; whichever threshold trips first flushes. At most ${MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE}`,
+    description:
+      'Flush the journal once it holds this many bytes, or a byte-size string; ' +
+      `whichever threshold trips first flushes. At most ${MAX_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE}`,
   },
   {
     key: TopicOptionKey.preallocateSegments,
     kind: OptionKind.bool,
     defaultValue: Uint8Array.of(0),
-    description: `Reserve each segment's bytes up front where the filesystem supports it; pairs with segment_size. The reservation is real disk and runs inline on the owning shard, at every rotation and once per owned partition at boot, so segment_size * partitions_count is capped at ${MAX_PREALLOCATED_TOPIC_BYTES} bytes`,
+    description:
+      "Reserve each segment's bytes up front where the filesystem supports it; " +
+      'pairs with segment_size. The reservation is real disk and runs inline on the owning ' +
+      'shard, at every rotation and once per owned partition at boot, so ' +
+      `segment_size * partitions_count is capped at ${MAX_PREALLOCATED_TOPIC_BYTES} bytes`,
   },
 ]);
 
@@ -157,7 +185,15 @@ function utf8Size(text: string): number {
   return new TextEncoder().encode(text).byteLength;
 }
 
-/** A topic create's options, parsed: typed settings (null = server default) and the stored entries. */
+/** An option key or value is 1..=OPTION_TEXT_SIZE_MAX bytes of UTF-8. */
+function optionTextFits(text: string): boolean {
+  const size = utf8Size(text);
+  return size !== 0 && size <= OPTION_TEXT_SIZE_MAX;
+}
+
+/**
+ * A topic create's options, parsed: typed settings (null = server default) and the stored entries.
+ */
 export interface TopicCreateOptions {
   readonly compressionAlgorithm: number | null;
   readonly messageExpiryUs: bigint | null;
@@ -187,7 +223,9 @@ function refuse(code: ErrorCode, key: string): OptionRefusal {
  * not stored. Then the cross-key rules: the preallocation cap (4042 preallocate_segments) and the
  * topic size floor (InvalidTopicSize, checked by the caller with `topicSegmentSizeBytes`).
  */
-export function parseTopicCreateOptions(input: TopicCreateInput): TopicCreateOptions | OptionRefusal {
+export function parseTopicCreateOptions(
+  input: TopicCreateInput,
+): TopicCreateOptions | OptionRefusal {
   const keys = Object.keys(input.raw).sort();
   let compressionAlgorithm: number | null = null;
   let messageExpiryUs: bigint | null = null;
@@ -195,10 +233,8 @@ export function parseTopicCreateOptions(input: TopicCreateInput): TopicCreateOpt
   const entries: TopicOptionEntry[] = [];
   for (const key of keys) {
     const text = input.raw[key]!;
-    const keySize = utf8Size(key);
-    if (keySize === 0 || keySize > OPTION_TEXT_SIZE_MAX) return refuse(ErrorCode.unsupportedOptionKey, key);
-    const valueSize = utf8Size(text);
-    if (valueSize === 0 || valueSize > OPTION_TEXT_SIZE_MAX) return refuse(ErrorCode.invalidOptionValue, key);
+    if (!optionTextFits(key)) return refuse(ErrorCode.unsupportedOptionKey, key);
+    if (!optionTextFits(text)) return refuse(ErrorCode.invalidOptionValue, key);
     const parsed = parseTopicOptionValue(key, text);
     if (typeof parsed !== 'object') return refuse(parsed, key);
     switch (key) {
@@ -217,18 +253,25 @@ export function parseTopicCreateOptions(input: TopicCreateInput): TopicCreateOpt
   }
   // The typed body fields win on collision (Iggy inserts them after the raw entries).
   if (input.compressionAlgorithm !== null) compressionAlgorithm = input.compressionAlgorithm;
-  if (input.messageExpiryUs !== null && input.messageExpiryUs !== 0n) messageExpiryUs = input.messageExpiryUs;
-  if (input.maxTopicSizeBytes !== null && input.maxTopicSizeBytes !== 0n) maxTopicSizeBytes = input.maxTopicSizeBytes;
+  if (input.messageExpiryUs !== null && input.messageExpiryUs !== 0n) {
+    messageExpiryUs = input.messageExpiryUs;
+  }
+  if (input.maxTopicSizeBytes !== null && input.maxTopicSizeBytes !== 0n) {
+    maxTopicSizeBytes = input.maxTopicSizeBytes;
+  }
   // A zero sentinel resolves to the default: stored as derived, never as an explicit 0.
   if (messageExpiryUs === 0n) messageExpiryUs = null;
   if (maxTopicSizeBytes === 0n) maxTopicSizeBytes = null;
-  if (compressionAlgorithm !== null) entries.push({ key: TopicOptionKey.compressionAlgorithm, value: null });
+  if (compressionAlgorithm !== null) {
+    entries.push({ key: TopicOptionKey.compressionAlgorithm, value: null });
+  }
   if (messageExpiryUs !== null) entries.push({ key: TopicOptionKey.messageExpiry, value: null });
   if (maxTopicSizeBytes !== null) entries.push({ key: TopicOptionKey.maxTopicSize, value: null });
   entries.sort((left, right) => (left.key < right.key ? -1 : 1));
   const refusal = checkTopicOptionsTogether(entries, input.partitionsCount);
   if (refusal !== null) return refusal;
-  return { compressionAlgorithm, messageExpiryUs, maxTopicSizeBytes, entries: Object.freeze(entries) };
+  const stored = Object.freeze(entries);
+  return { compressionAlgorithm, messageExpiryUs, maxTopicSizeBytes, entries: stored };
 }
 
 /** Iggy's code for each fault of the stored form's rules. */
@@ -244,7 +287,10 @@ function parseTopicOptionValue(key: string, text: string): ParsedTopicOptionValu
 }
 
 /** Iggy `validate_preallocated_topic_bytes`, for a topic whose effective preallocation is on. */
-function checkTopicOptionsTogether(entries: readonly TopicOptionEntry[], partitionsCount: number): OptionRefusal | null {
+function checkTopicOptionsTogether(
+  entries: readonly TopicOptionEntry[],
+  partitionsCount: number,
+): OptionRefusal | null {
   if (preallocationExceeded(entries, partitionsCount)) {
     return refuse(ErrorCode.invalidOptionValue, TopicOptionKey.preallocateSegments);
   }
@@ -256,7 +302,10 @@ function checkTopicOptionsTogether(entries: readonly TopicOptionEntry[], partiti
  * strictly ascending and in the catalog, a field key without text, a knob key with its canonical
  * text (re-parsing it gives the same text), and the cross-key caps. ok or the refusal code.
  */
-export function validateTopicOptionEntries(entries: readonly TopicOptionEntry[], partitionsCount: number): ErrorCode {
+export function validateTopicOptionEntries(
+  entries: readonly TopicOptionEntry[],
+  partitionsCount: number,
+): ErrorCode {
   const fault = topicOptionEntriesFault(entries, partitionsCount);
   return fault === null ? ErrorCode.ok : FAULT_CODE[fault];
 }
@@ -271,18 +320,18 @@ export interface TopicUpdateOptions {
   readonly maxTopicSizeBytes: bigint | null;
 }
 
-export function parseTopicUpdateOptions(raw: Readonly<Record<string, string>>): TopicUpdateOptions | OptionRefusal {
+export function parseTopicUpdateOptions(
+  raw: Readonly<Record<string, string>>,
+): TopicUpdateOptions | OptionRefusal {
   let compressionAlgorithm: number | null = null;
   let messageExpiryUs: bigint | null = null;
   let maxTopicSizeBytes: bigint | null = null;
   for (const key of Object.keys(raw).sort()) {
     const text = raw[key]!;
-    const keySize = utf8Size(key);
-    if (keySize === 0 || keySize > OPTION_TEXT_SIZE_MAX || !UPDATABLE_TOPIC_OPTION_KEYS.includes(key)) {
+    if (!optionTextFits(key) || !UPDATABLE_TOPIC_OPTION_KEYS.includes(key)) {
       return refuse(ErrorCode.unsupportedOptionKey, key);
     }
-    const valueSize = utf8Size(text);
-    if (valueSize === 0 || valueSize > OPTION_TEXT_SIZE_MAX) return refuse(ErrorCode.invalidOptionValue, key);
+    if (!optionTextFits(text)) return refuse(ErrorCode.invalidOptionValue, key);
     const parsed = parseTopicOptionValue(key, text);
     if (typeof parsed !== 'object') return refuse(parsed, key);
     if (key === TopicOptionKey.compressionAlgorithm) compressionAlgorithm = parsed.compression;
@@ -293,14 +342,19 @@ export function parseTopicUpdateOptions(raw: Readonly<Record<string, string>>): 
 }
 
 /** Streams and users have no catalog keys: the first key (in order) is refused by name. */
-export function refuseAnyOption(raw: Readonly<Record<string, string>> | undefined): OptionRefusal | null {
+export function refuseAnyOption(
+  raw: Readonly<Record<string, string>> | undefined,
+): OptionRefusal | null {
   if (raw === undefined) return null;
   const keys = Object.keys(raw).sort();
   return keys.length === 0 ? null : refuse(ErrorCode.unsupportedOptionKey, keys[0]!);
 }
 
 /** Marks the keys an update set as explicit (their values are the typed fields). */
-export function withExplicitFields(entries: readonly TopicOptionEntry[], keys: readonly string[]): readonly TopicOptionEntry[] {
+export function withExplicitFields(
+  entries: readonly TopicOptionEntry[],
+  keys: readonly string[],
+): readonly TopicOptionEntry[] {
   const missing = keys.filter((key) => !entries.some((entry) => entry.key === key));
   if (missing.length === 0) return entries;
   const merged = [...entries, ...missing.map((key) => ({ key, value: null }))];
@@ -322,7 +376,8 @@ const RUNTIME_DEFAULTS: Readonly<Record<string, string>> = {
   [TopicOptionKey.segmentSize]: DEFAULT_SEGMENT_SIZE.toString(),
   [TopicOptionKey.enforceFsync]: String(DEFAULT_ENFORCE_FSYNC),
   [TopicOptionKey.messagesRequiredToSave]: String(DEFAULT_MESSAGES_REQUIRED_TO_SAVE),
-  [TopicOptionKey.sizeOfMessagesRequiredToSave]: DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE.toString(),
+  [TopicOptionKey.sizeOfMessagesRequiredToSave]:
+    DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE.toString(),
   [TopicOptionKey.preallocateSegments]: String(DEFAULT_PREALLOCATE_SEGMENTS),
 };
 
@@ -334,14 +389,22 @@ export interface ResolvedOption {
 }
 
 /** Every catalog key of a topic with its effective value and provenance, ascending by key. */
-export function resolveTopicOptions(fields: TopicFieldSettings, entries: readonly TopicOptionEntry[]): ResolvedOption[] {
+export function resolveTopicOptions(
+  fields: TopicFieldSettings,
+  entries: readonly TopicOptionEntry[],
+): ResolvedOption[] {
   return TOPIC_OPTION_KEYS_SORTED.map((key) => {
     const entry = entries.find((candidate) => candidate.key === key);
     let value: string;
-    if (key === TopicOptionKey.compressionAlgorithm) value = fields.compressionAlgorithm === CompressionAlgorithm.gzip ? 'gzip' : 'none';
-    else if (key === TopicOptionKey.messageExpiry) value = fields.messageExpiryUs.toString();
-    else if (key === TopicOptionKey.maxTopicSize) value = fields.maxTopicSizeBytes.toString();
-    else value = entry?.value ?? RUNTIME_DEFAULTS[key]!;
+    if (key === TopicOptionKey.compressionAlgorithm) {
+      value = fields.compressionAlgorithm === CompressionAlgorithm.gzip ? 'gzip' : 'none';
+    } else if (key === TopicOptionKey.messageExpiry) {
+      value = fields.messageExpiryUs.toString();
+    } else if (key === TopicOptionKey.maxTopicSize) {
+      value = fields.maxTopicSizeBytes.toString();
+    } else {
+      value = entry?.value ?? RUNTIME_DEFAULTS[key]!;
+    }
     return { key, value, explicit: entry !== undefined };
   });
 }

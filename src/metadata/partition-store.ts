@@ -24,12 +24,17 @@ export { columnCount, columnCreatedAtUs, columnFirstUnsafe };
 const TWO_POW_32 = 0x1_0000_0000;
 /** High word of Number.MAX_SAFE_INTEGER (2^53 - 1). */
 const SAFE_HIGH_WORD_MAX = 0x1f_ffff;
-/** The first growth allocates at least this many slots, so single adds do not reallocate each time. */
+/**
+ * The first growth allocates at least this many slots, so single adds do not reallocate each time.
+ */
 const CAPACITY_MIN = 4;
 
 // The column is little-endian and read through a Uint32Array, which uses the platform's order.
 // Every platform Node and WASM run on here is little-endian; a big-endian one must not misread it.
-assert(new Uint8Array(new Uint32Array([1]).buffer)[0] === 1, 'the partition column needs a little-endian platform');
+assert(
+  new Uint8Array(new Uint32Array([1]).buffer)[0] === 1,
+  'the partition column needs a little-endian platform',
+);
 
 /** A partition as the stats registry keys it (an id and its incarnation). Built on demand. */
 export interface PartitionRef {
@@ -47,7 +52,10 @@ export class PartitionStore {
   private shared = false;
 
   constructor(countMax: number) {
-    assert(Number.isSafeInteger(countMax) && countMax >= 0, 'partition countMax is a non-negative integer');
+    assert(
+      Number.isSafeInteger(countMax) && countMax >= 0,
+      'partition countMax is a non-negative integer',
+    );
     this.countMax = countMax;
     this.bytes = new Uint8Array(0);
     this.words = new Uint32Array(0);
@@ -60,7 +68,10 @@ export class PartitionStore {
    * values <= 2^53 - 1, count <= countMax): a violation here is a bug, asserted.
    */
   static adopt(column: Uint8Array, countMax: number): PartitionStore {
-    assert(column.byteLength % PARTITION_CREATED_AT_SIZE === 0, 'a partition column holds whole u64 values');
+    assert(
+      column.byteLength % PARTITION_CREATED_AT_SIZE === 0,
+      'a partition column holds whole u64 values',
+    );
     const store = new PartitionStore(countMax);
     const count = column.byteLength / PARTITION_CREATED_AT_SIZE;
     assert(count <= countMax, 'an adopted partition column is within countMax');
@@ -102,9 +113,18 @@ export class PartitionStore {
 
   /** Adds `count` partitions at the top (ids count..count+n-1), all created at `createdAtUs`. */
   append(count: number, createdAtUs: number): void {
-    assert(Number.isSafeInteger(count) && count >= 0, 'partitions to append is a non-negative integer');
-    assert(Number.isSafeInteger(createdAtUs) && createdAtUs >= 0, 'partition createdAtUs is a non-negative safe integer');
-    assert(this.size + count <= this.countMax, 'partitions stay within countMax (the caller checked the limit)');
+    assert(
+      Number.isSafeInteger(count) && count >= 0,
+      'partitions to append is a non-negative integer',
+    );
+    assert(
+      Number.isSafeInteger(createdAtUs) && createdAtUs >= 0,
+      'partition createdAtUs is a non-negative safe integer',
+    );
+    assert(
+      this.size + count <= this.countMax,
+      'partitions stay within countMax (the caller checked the limit)',
+    );
     if (count === 0) return;
     this.writable(this.size + count);
     const low = createdAtUs % TWO_POW_32;
@@ -120,7 +140,10 @@ export class PartitionStore {
 
   /** Keeps the first `count` partitions (deletes from the top). */
   truncate(count: number): void {
-    assert(Number.isSafeInteger(count) && count >= 0 && count <= this.size, 'truncate keeps at most the partitions there are');
+    assert(
+      Number.isSafeInteger(count) && count >= 0 && count <= this.size,
+      'truncate keeps at most the partitions there are',
+    );
     // No bytes change, so a snapshot sharing the column is unaffected; the next append copies.
     this.size = count;
   }
@@ -137,9 +160,18 @@ export class PartitionStore {
 
   invariants(): void {
     assert(this.size <= this.countMax, 'partition count within countMax');
-    assert(this.size * PARTITION_CREATED_AT_SIZE <= this.bytes.byteLength, 'partition count within capacity');
-    assert(this.words.buffer === this.bytes.buffer && this.words.byteOffset === this.bytes.byteOffset, 'words view the column bytes');
-    for (let id = 0; id < this.size; id++) assert(this.words[id * 2 + 1]! <= SAFE_HIGH_WORD_MAX, 'partition createdAtUs is a safe integer');
+    assert(
+      this.size * PARTITION_CREATED_AT_SIZE <= this.bytes.byteLength,
+      'partition count within capacity',
+    );
+    assert(
+      this.words.buffer === this.bytes.buffer && this.words.byteOffset === this.bytes.byteOffset,
+      'words view the column bytes',
+    );
+    for (let id = 0; id < this.size; id++) {
+      const highWord = this.words[id * 2 + 1]!;
+      assert(highWord <= SAFE_HIGH_WORD_MAX, 'partition createdAtUs is a safe integer');
+    }
   }
 
   /** Room for `needed` partitions in bytes this store alone owns. */
@@ -147,7 +179,10 @@ export class PartitionStore {
     const capacity = this.words.length / 2;
     if (!this.shared && needed <= capacity) return;
     // Doubling keeps repeated small adds amortised O(1); countMax bounds the allocation.
-    const grown = needed <= capacity ? capacity : Math.min(this.countMax, Math.max(needed, capacity * 2, CAPACITY_MIN));
+    const grown =
+      needed <= capacity
+        ? capacity
+        : Math.min(this.countMax, Math.max(needed, capacity * 2, CAPACITY_MIN));
     const bytes = new Uint8Array(grown * PARTITION_CREATED_AT_SIZE);
     bytes.set(this.bytes.subarray(0, this.size * PARTITION_CREATED_AT_SIZE));
     this.bytes = bytes;
@@ -156,10 +191,14 @@ export class PartitionStore {
   }
 }
 
-/** A snapshot column from createdAtUs values (fixtures, tests and the bench build models with it). */
+/**
+ * A snapshot column from createdAtUs values (fixtures, tests and the bench build models with it).
+ */
 export function columnOf(createdAtUs: readonly number[]): Uint8Array {
   const column = new Uint8Array(createdAtUs.length * PARTITION_CREATED_AT_SIZE);
   const view = new DataView(column.buffer);
-  createdAtUs.forEach((value, index) => view.setBigUint64(index * PARTITION_CREATED_AT_SIZE, BigInt(value), true));
+  createdAtUs.forEach((value, index) =>
+    view.setBigUint64(index * PARTITION_CREATED_AT_SIZE, BigInt(value), true),
+  );
   return column;
 }

@@ -39,7 +39,10 @@ function globalHas(principal: Principal, bits: number): boolean {
 }
 
 /** Binary search: permission streams are canonical (ascending ids). */
-function streamEntry(principal: Principal, streamId: number): StreamPermissionsSnapshot | undefined {
+function streamEntry(
+  principal: Principal,
+  streamId: number,
+): StreamPermissionsSnapshot | undefined {
   const streams = principal.permissions?.streams;
   if (streams === undefined) return undefined;
   let low = 0;
@@ -70,7 +73,10 @@ export function canReadStreams(principal: Principal): boolean {
 }
 
 export function canReadStream(principal: Principal, streamId: number): boolean {
-  return globalHas(principal, G.manageStreams | G.readStreams) || streamHas(principal, streamId, S.manageStream | S.readStream);
+  return (
+    globalHas(principal, G.manageStreams | G.readStreams) ||
+    streamHas(principal, streamId, S.manageStream | S.readStream)
+  );
 }
 
 export function canCreateStream(principal: Principal): boolean {
@@ -91,16 +97,25 @@ export function canReadTopics(principal: Principal, streamId: number): boolean {
 
 /** Read a topic; also every consumer-group operation on it. */
 export function canReadTopic(principal: Principal, streamId: number, topicId: number): boolean {
-  return canReadTopics(principal, streamId) || topicHas(principal, streamId, topicId, T.manageTopic | T.readTopic);
+  return (
+    canReadTopics(principal, streamId) ||
+    topicHas(principal, streamId, topicId, T.manageTopic | T.readTopic)
+  );
 }
 
 export function canCreateTopic(principal: Principal, streamId: number): boolean {
-  return globalHas(principal, G.manageStreams | G.manageTopics) || streamHas(principal, streamId, S.manageStream | S.manageTopics);
+  return (
+    globalHas(principal, G.manageStreams | G.manageTopics) ||
+    streamHas(principal, streamId, S.manageStream | S.manageTopics)
+  );
 }
 
 /** Update, delete, purge; create/delete partitions; delete segments. */
 export function canManageTopic(principal: Principal, streamId: number, topicId: number): boolean {
-  return canCreateTopic(principal, streamId) || topicHas(principal, streamId, topicId, T.manageTopic);
+  return (
+    canCreateTopic(principal, streamId) ||
+    topicHas(principal, streamId, topicId, T.manageTopic)
+  );
 }
 
 export function canManageUsers(principal: Principal): boolean {
@@ -117,9 +132,13 @@ export function canReadServers(principal: Principal): boolean {
 }
 
 export function canPollMessages(principal: Principal, streamId: number, topicId: number): boolean {
+  const globalBits =
+    G.pollMessages | G.readTopics | G.manageTopics | G.readStreams | G.manageStreams;
+  const streamBits =
+    S.pollMessages | S.manageStream | S.readStream | S.manageTopics | S.readTopics;
   return (
-    globalHas(principal, G.pollMessages | G.readTopics | G.manageTopics | G.readStreams | G.manageStreams) ||
-    streamHas(principal, streamId, S.pollMessages | S.manageStream | S.readStream | S.manageTopics | S.readTopics) ||
+    globalHas(principal, globalBits) ||
+    streamHas(principal, streamId, streamBits) ||
     topicHas(principal, streamId, topicId, T.manageTopic | T.readTopic | T.pollMessages)
   );
 }
@@ -164,7 +183,9 @@ export function canonicalPermissions(input: PermissionsInput): PermissionsSnapsh
       Object.freeze({
         streamId: stream.streamId,
         bits: stream.bits,
-        topics: Object.freeze(topics.map((topic) => Object.freeze({ topicId: topic.topicId, bits: topic.bits }))),
+        topics: Object.freeze(
+          topics.map((topic) => Object.freeze({ topicId: topic.topicId, bits: topic.bits })),
+        ),
       }),
     );
   }
@@ -176,7 +197,10 @@ export function canonicalPermissions(input: PermissionsInput): PermissionsSnapsh
  * would silently apply to whatever stream or topic takes the id next. Returns the same object when
  * nothing changes, so callers can skip untouched users cheaply.
  */
-export function withoutStream(permissions: PermissionsSnapshot, streamId: number): PermissionsSnapshot {
+export function withoutStream(
+  permissions: PermissionsSnapshot,
+  streamId: number,
+): PermissionsSnapshot {
   if (!permissions.streams.some((stream) => stream.streamId === streamId)) return permissions;
   return Object.freeze({
     global: permissions.global,
@@ -184,9 +208,15 @@ export function withoutStream(permissions: PermissionsSnapshot, streamId: number
   });
 }
 
-export function withoutTopic(permissions: PermissionsSnapshot, streamId: number, topicId: number): PermissionsSnapshot {
+export function withoutTopic(
+  permissions: PermissionsSnapshot,
+  streamId: number,
+  topicId: number,
+): PermissionsSnapshot {
   const entry = permissions.streams.find((stream) => stream.streamId === streamId);
-  if (entry === undefined || !entry.topics.some((topic) => topic.topicId === topicId)) return permissions;
+  if (entry === undefined || !entry.topics.some((topic) => topic.topicId === topicId)) {
+    return permissions;
+  }
   const pruned = Object.freeze({
     streamId: entry.streamId,
     bits: entry.bits,
@@ -194,6 +224,8 @@ export function withoutTopic(permissions: PermissionsSnapshot, streamId: number,
   });
   return Object.freeze({
     global: permissions.global,
-    streams: Object.freeze(permissions.streams.map((stream) => (stream === entry ? pruned : stream))),
+    streams: Object.freeze(
+      permissions.streams.map((stream) => (stream === entry ? pruned : stream)),
+    ),
   });
 }

@@ -38,7 +38,13 @@ export interface StreamDetailsView extends StreamView {
 export interface TopicView
   extends Pick<
     TopicSnapshot,
-    'id' | 'name' | 'createdAtUs' | 'messageExpiryUs' | 'compressionAlgorithm' | 'maxTopicSizeBytes' | 'replicationFactor'
+    | 'id'
+    | 'name'
+    | 'createdAtUs'
+    | 'messageExpiryUs'
+    | 'compressionAlgorithm'
+    | 'maxTopicSizeBytes'
+    | 'replicationFactor'
   > {
   readonly partitionsCount: number;
   readonly sizeBytes: number;
@@ -158,7 +164,8 @@ export class MetadataQueries {
   stream(streamId: Identifier): StreamDetailsView | null {
     const stream = resolveStream(this.state(), streamId);
     if (stream === undefined) return null;
-    return { ...this.streamView(stream), topics: stream.topics.toArray().map((topic) => this.topicView(stream, topic)) };
+    const topics = stream.topics.toArray().map((topic) => this.topicView(stream, topic));
+    return { ...this.streamView(stream), topics };
   }
 
   topics(streamId: Identifier): TopicView[] | null {
@@ -197,7 +204,11 @@ export class MetadataQueries {
     return topic.groups.toArray().map((group) => groupView(topic, group));
   }
 
-  consumerGroup(streamId: Identifier, topicId: Identifier, groupId: Identifier): ConsumerGroupDetailsView | null {
+  consumerGroup(
+    streamId: Identifier,
+    topicId: Identifier,
+    groupId: Identifier,
+  ): ConsumerGroupDetailsView | null {
     const topic = this.groupTopic(streamId, topicId);
     const group = topic === undefined ? undefined : resolveGroup(topic, groupId);
     if (topic === undefined || group === undefined) return null;
@@ -211,7 +222,12 @@ export class MetadataQueries {
   }
 
   /** The partitions assigned to `clientId` in a group, or null when it is not a member. */
-  assignedPartitions(streamId: Identifier, topicId: Identifier, groupId: Identifier, clientId: bigint): number[] | null {
+  assignedPartitions(
+    streamId: Identifier,
+    topicId: Identifier,
+    groupId: Identifier,
+    clientId: bigint,
+  ): number[] | null {
     const topic = this.groupTopic(streamId, topicId);
     const group = topic === undefined ? undefined : resolveGroup(topic, groupId);
     const member = group === undefined ? undefined : memberOf(group, clientId);
@@ -235,12 +251,17 @@ export class MetadataQueries {
       .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
   }
 
-  /** The sum of the topic's partitions' segments as listed (O(1) for a topic no data plane touched). */
+  /**
+   * The sum of the topic's partitions' segments as listed (O(1) for a topic no data plane touched).
+   */
   private topicSegmentsCount(stream: StreamState, topic: TopicState): number {
-    if (this.stats.topicGet(stream, topic) === undefined) return topic.partitions.count * PARTITION_SEGMENTS_MIN;
+    if (this.stats.topicGet(stream, topic) === undefined) {
+      return topic.partitions.count * PARTITION_SEGMENTS_MIN;
+    }
     let count = 0;
     topic.partitions.forEach((id, createdAtUs) => {
-      count += segmentsOf(this.stats.partitionGet(stream, topic, { id, createdAtUs })?.segmentsCount ?? 0);
+      const stats = this.stats.partitionGet(stream, topic, { id, createdAtUs });
+      count += segmentsOf(stats?.segmentsCount ?? 0);
     });
     return count;
   }
@@ -277,9 +298,19 @@ export class MetadataQueries {
 }
 
 function groupView(topic: TopicState, group: GroupState): ConsumerGroupView {
-  return { id: group.id, name: group.name, partitionsCount: topic.partitions.count, membersCount: group.members.count };
+  return {
+    id: group.id,
+    name: group.name,
+    partitionsCount: topic.partitions.count,
+    membersCount: group.members.count,
+  };
 }
 
 function userView(user: UserState): UserView {
-  return { id: user.id, username: user.username, status: user.status, createdAtUs: user.createdAtUs };
+  return {
+    id: user.id,
+    username: user.username,
+    status: user.status,
+    createdAtUs: user.createdAtUs,
+  };
 }

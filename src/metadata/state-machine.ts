@@ -13,12 +13,29 @@
  * table, because state may have changed in between (permissions revoked, user deleted).
  */
 import { assert } from '../stdx/assert.js';
-import type { ApplyInput, ApplyResult, StateMachine, StateMachineSnapshot } from '../vsr/state-machine.js';
+import type {
+  ApplyInput,
+  ApplyResult,
+  StateMachine,
+  StateMachineSnapshot,
+} from '../vsr/state-machine.js';
 import { ErrorCode } from './errors.js';
 import { rejected, type OpContext } from './op-context.js';
 import { decodeRequest } from './operation-codec.js';
-import { Operation, isStateMachineOperation, type Identifier, type MetadataRequest } from './operations.js';
-import { createConsumerGroup, deleteConsumerGroup, groupsOfClient, joinConsumerGroup, leaveConsumerGroup, removeClientFromGroups } from './ops-groups.js';
+import {
+  Operation,
+  isStateMachineOperation,
+  type Identifier,
+  type MetadataRequest,
+} from './operations.js';
+import {
+  createConsumerGroup,
+  deleteConsumerGroup,
+  groupsOfClient,
+  joinConsumerGroup,
+  leaveConsumerGroup,
+  removeClientFromGroups,
+} from './ops-groups.js';
 import {
   createPartitions,
   createStream,
@@ -45,10 +62,22 @@ import { revokeAccessToken } from './ops-tokens.js';
 import { ALL_GLOBAL_PERMISSIONS, type Principal } from './permissions.js';
 import { MetadataQueries } from './queries.js';
 import { UserStatus } from '../format/snapshot-model.js';
-import { MetadataState, ROOT_USER_ID, hexOf, resolveStream, resolveTopic, resolveUser } from './state.js';
+import {
+  MetadataState,
+  ROOT_USER_ID,
+  hexOf,
+  resolveStream,
+  resolveTopic,
+  resolveUser,
+} from './state.js';
 import { snapshotOf, stateFromSnapshot } from './state-snapshot.js';
 import { StatsRegistry, type PartitionStats, type StatsDelta } from './stats-registry.js';
-import { METADATA_LIMITS, validatePasswordHash, validateUsername, type MetadataLimits } from './validation.js';
+import {
+  METADATA_LIMITS,
+  validatePasswordHash,
+  validateUsername,
+  type MetadataLimits,
+} from './validation.js';
 
 /** The first-boot state every replica derives identically (DESIGN.md §2.3: root `iggy`). */
 export interface Genesis {
@@ -99,8 +128,14 @@ export class MetadataStateMachine implements StateMachine {
 
   constructor(genesis: Genesis, options: MetadataStateMachineOptions = {}) {
     this.limits = Object.freeze({ ...METADATA_LIMITS, ...options.limits });
-    assert(validateUsername(genesis.rootUsername) === ErrorCode.ok, 'root username is 3..=50 bytes');
-    assert(validatePasswordHash(genesis.rootPasswordHash) === ErrorCode.ok, 'root password hash is an Argon2id PHC string');
+    assert(
+      validateUsername(genesis.rootUsername) === ErrorCode.ok,
+      'root username is 3..=50 bytes',
+    );
+    assert(
+      validatePasswordHash(genesis.rootPasswordHash) === ErrorCode.ok,
+      'root password hash is an Argon2id PHC string',
+    );
     this.state = new MetadataState(this.limits);
     const root = this.state.users.insert((id) => ({
       id,
@@ -118,11 +153,25 @@ export class MetadataStateMachine implements StateMachine {
 
   apply(input: ApplyInput): ApplyResult {
     assert(Number.isSafeInteger(input.op) && input.op >= 0, 'op is a non-negative safe integer');
-    assert(Number.isSafeInteger(input.timestampUs) && input.timestampUs >= 0, 'timestamp is a non-negative safe integer');
-    assert(Number.isInteger(input.userId) && input.userId >= 0 && input.userId <= 0xffff_ffff, 'user id is a u32');
+    assert(
+      Number.isSafeInteger(input.timestampUs) && input.timestampUs >= 0,
+      'timestamp is a non-negative safe integer',
+    );
+    assert(
+      Number.isInteger(input.userId) && input.userId >= 0 && input.userId <= 0xffff_ffff,
+      'user id is a u32',
+    );
     assert(typeof input.clientId === 'bigint' && input.clientId >= 0n, 'client id is a u128');
     if (input.timestampUs > this.lastTimestampUs) this.lastTimestampUs = input.timestampUs;
-    return this.execute(input.userId, input.operation, input.body, input.clientId, input.timestampUs, input.op, true);
+    return this.execute(
+      input.userId,
+      input.operation,
+      input.body,
+      input.clientId,
+      input.timestampUs,
+      input.op,
+      true,
+    );
   }
 
   /**
@@ -133,7 +182,9 @@ export class MetadataStateMachine implements StateMachine {
    * retry gets its cached reply (0).
    */
   duplicateDenyCode(operation: number): number {
-    return operation === Operation.createPersonalAccessToken ? ErrorCode.personalAccessTokenAlreadyExists : 0;
+    return operation === Operation.createPersonalAccessToken
+      ? ErrorCode.personalAccessTokenAlreadyExists
+      : 0;
   }
 
   /**
@@ -141,12 +192,27 @@ export class MetadataStateMachine implements StateMachine {
    * means the operation would commit as a rejection now; zero is not a promise (state may change
    * before the op commits), which is why apply checks again.
    */
-  precheck(userId: number, operation: number, body: Uint8Array, context: PrecheckContext = {}): ErrorCode {
+  precheck(
+    userId: number,
+    operation: number,
+    body: Uint8Array,
+    context: PrecheckContext = {},
+  ): ErrorCode {
     const timestampUs = context.timestampUs ?? this.lastTimestampUs;
-    return this.execute(userId, operation, body, context.clientId ?? 0n, timestampUs, 0, false).errorCode as ErrorCode;
+    const clientId = context.clientId ?? 0n;
+    const result = this.execute(userId, operation, body, clientId, timestampUs, 0, false);
+    return result.errorCode as ErrorCode;
   }
 
-  private execute(userId: number, operation: number, body: Uint8Array, clientId: bigint, timestampUs: number, op: number, commit: boolean): ApplyResult {
+  private execute(
+    userId: number,
+    operation: number,
+    body: Uint8Array,
+    clientId: bigint,
+    timestampUs: number,
+    op: number,
+    commit: boolean,
+  ): ApplyResult {
     // Register, Logout and the internal operations belong to the VSR core; reaching here is a
     // routing bug upstream, committed as a rejection rather than a crash of every replica.
     if (!isStateMachineOperation(operation)) return rejected(ErrorCode.invalidCommand);
@@ -156,7 +222,8 @@ export class MetadataStateMachine implements StateMachine {
     // A session outliving its user (deleted since login) acts as nobody.
     const actor = this.state.users.get(userId);
     if (actor === undefined) return rejected(ErrorCode.unauthenticated);
-    const ctx: OpContext = { state: this.state, stats: this.stats, actor, clientId, timestampUs, op, commit };
+    const { state, stats } = this;
+    const ctx: OpContext = { state, stats, actor, clientId, timestampUs, op, commit };
     return dispatch(ctx, decoded.request);
   }
 
@@ -177,7 +244,10 @@ export class MetadataStateMachine implements StateMachine {
   }
 
   onClientRemoved(clientId: bigint, timestampUs: number): void {
-    assert(Number.isSafeInteger(timestampUs) && timestampUs >= 0, 'timestamp is a non-negative safe integer');
+    assert(
+      Number.isSafeInteger(timestampUs) && timestampUs >= 0,
+      'timestamp is a non-negative safe integer',
+    );
     if (timestampUs > this.lastTimestampUs) this.lastTimestampUs = timestampUs;
     removeClientFromGroups(this.state, clientId);
   }
@@ -215,7 +285,8 @@ export class MetadataStateMachine implements StateMachine {
   credentials(username: string): UserCredentials | null {
     const id = this.state.userIndex.get(username);
     const user = id === undefined ? undefined : this.state.users.get(id);
-    return user === undefined ? null : { id: user.id, status: user.status, passwordHash: user.passwordHash };
+    if (user === undefined) return null;
+    return { id: user.id, status: user.status, passwordHash: user.passwordHash };
   }
 
   /**
@@ -259,7 +330,9 @@ export class MetadataStateMachine implements StateMachine {
   }
 
   /** Where a client is a consumer-group member (for `/clients/{id}`). */
-  consumerGroupsOfClient(clientId: bigint): { streamId: number; topicId: number; groupId: number }[] {
+  consumerGroupsOfClient(
+    clientId: bigint,
+  ): { streamId: number; topicId: number; groupId: number }[] {
     return groupsOfClient(this.state, clientId);
   }
 
@@ -269,14 +342,21 @@ export class MetadataStateMachine implements StateMachine {
    */
   partitionStats(streamId: number, topicId: number, partitionId: number): PartitionStats | null {
     const stream = resolveStream(this.state, { kind: 'id', id: streamId });
-    const topic = stream === undefined ? undefined : resolveTopic(stream, { kind: 'id', id: topicId });
+    const topic =
+      stream === undefined ? undefined : resolveTopic(stream, { kind: 'id', id: topicId });
     const partition = topic?.partitions.ref(partitionId);
     if (stream === undefined || topic === undefined || partition === undefined) return null;
     return this.stats.partition(stream, topic, partition);
   }
 
   /** The node layer's bump: false when the partition does not exist (a racing delete). */
-  bumpPartitionStats(streamId: number, topicId: number, partitionId: number, delta: StatsDelta, currentOffset?: number): boolean {
+  bumpPartitionStats(
+    streamId: number,
+    topicId: number,
+    partitionId: number,
+    delta: StatsDelta,
+    currentOffset?: number,
+  ): boolean {
     const stats = this.partitionStats(streamId, topicId, partitionId);
     if (stats === null) return false;
     stats.add(delta);

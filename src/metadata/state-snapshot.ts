@@ -43,7 +43,8 @@ function byName(left: TokenState, right: TokenState): number {
 export function snapshotOf(state: MetadataState): StateMachineSnapshot {
   const users: UserSnapshot[] = [];
   for (const user of state.users.values()) {
-    const tokens: PersonalAccessTokenSnapshot[] = [...user.tokens.values()].sort(byName).map((token) => ({
+    const sorted = [...user.tokens.values()].sort(byName);
+    const tokens: PersonalAccessTokenSnapshot[] = sorted.map((token) => ({
       name: token.name,
       tokenHash: token.tokenHash.slice(),
       expiryAtUs: token.expiryAtUs,
@@ -70,7 +71,11 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
           name: group.name,
           generation: group.generation,
           // Member partition lists are frozen and replaced on every rebalance.
-          members: group.members.toArray().map((member) => ({ id: member.id, clientId: member.clientId, partitions: member.partitions })),
+          members: group.members.toArray().map((member) => ({
+            id: member.id,
+            clientId: member.clientId,
+            partitions: member.partitions,
+          })),
         });
       }
       topics.push({
@@ -93,7 +98,11 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
   // Canonical order: jti bytes ascending (hex keys compare like the bytes they spell).
   const revokedTokens: RevokedTokenSnapshot[] = [...state.revokedTokens.entries()]
     .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0))
-    .map(([, token]) => ({ jti: token.jti.slice(), userId: token.userId, expiryAtUs: token.expiryAtUs }));
+    .map(([, token]) => ({
+      jti: token.jti.slice(),
+      userId: token.userId,
+      expiryAtUs: token.expiryAtUs,
+    }));
   return { users, streams, revokedTokens };
 }
 
@@ -108,14 +117,20 @@ function check(condition: boolean, reason: string): asserts condition {
 function checkIds(items: readonly { readonly id: number }[], idLimit: number, what: string): void {
   let previous = -1;
   for (const item of items) {
-    check(Number.isInteger(item.id) && item.id > previous, `${what} ids are not strictly ascending`);
+    check(
+      Number.isInteger(item.id) && item.id > previous,
+      `${what} ids are not strictly ascending`,
+    );
     check(item.id < idLimit, `${what} id ${item.id} is not below the limit ${idLimit}`);
     previous = item.id;
   }
 }
 
 /** A fresh state from `snapshot`, or the first invariant it violates. Never throws. */
-export function stateFromSnapshot(snapshot: StateMachineSnapshot, limits: MetadataLimits): MetadataState | string {
+export function stateFromSnapshot(
+  snapshot: StateMachineSnapshot,
+  limits: MetadataLimits,
+): MetadataState | string {
   try {
     return build(snapshot, limits);
   } catch (error) {
@@ -126,19 +141,39 @@ export function stateFromSnapshot(snapshot: StateMachineSnapshot, limits: Metada
 
 function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): MetadataState {
   const state = new MetadataState(limits);
-  checkIds(snapshot.users, limits.usersMax, 'user');
-  check(snapshot.users[0]?.id === ROOT_USER_ID, 'holds no root user (id 0)');
+  const users = usersFromSnapshot(state, snapshot.users, limits);
+  const streams = streamsFromSnapshot(state, snapshot.streams, limits);
+  state.install(users, streams);
+  revokedTokensFromSnapshot(state, snapshot.revokedTokens, limits);
+  return state;
+}
+
+/** The users, their tokens indexed into `state` (user and token indexes) as they are checked. */
+function usersFromSnapshot(
+  state: MetadataState,
+  snapshotUsers: StateMachineSnapshot['users'],
+  limits: MetadataLimits,
+): [number, UserState][] {
+  checkIds(snapshotUsers, limits.usersMax, 'user');
+  check(snapshotUsers[0]?.id === ROOT_USER_ID, 'holds no root user (id 0)');
   const users: [number, UserState][] = [];
-  for (const user of snapshot.users) {
+  for (const user of snapshotUsers) {
     check(!state.userIndex.has(user.username), `username ${user.username} is not unique`);
-    check(user.tokens.length <= limits.patsPerUserMax, `user ${user.id} has more tokens than the limit`);
+    check(
+      user.tokens.length <= limits.patsPerUserMax,
+      `user ${user.id} has more tokens than the limit`,
+    );
     const tokens = new Map<string, TokenState>();
     for (const token of user.tokens) {
       check(!tokens.has(token.name), `user ${user.id} token names are not unique`);
-      check(token.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE, `user ${user.id} token hash is not SHA-256 sized`);
+      check(
+        token.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE,
+        `user ${user.id} token hash is not SHA-256 sized`,
+      );
       const hex = hexOf(token.tokenHash);
       check(!state.tokenIndex.has(hex), 'token hashes are not unique');
-      tokens.set(token.name, { name: token.name, tokenHash: token.tokenHash.slice(), expiryAtUs: token.expiryAtUs });
+      const tokenHash = token.tokenHash.slice();
+      tokens.set(token.name, { name: token.name, tokenHash, expiryAtUs: token.expiryAtUs });
       state.tokenIndex.set(hex, { userId: user.id, name: token.name });
     }
     state.userIndex.set(user.username, user.id);
@@ -155,9 +190,18 @@ function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): Metadata
       },
     ]);
   }
-  checkIds(snapshot.streams, limits.streamsMax, 'stream');
+  return users;
+}
+
+/** The streams and their topics, stream names indexed into `state` as they are checked. */
+function streamsFromSnapshot(
+  state: MetadataState,
+  snapshotStreams: StateMachineSnapshot['streams'],
+  limits: MetadataLimits,
+): [number, StreamState][] {
+  checkIds(snapshotStreams, limits.streamsMax, 'stream');
   const streams: [number, StreamState][] = [];
-  for (const stream of snapshot.streams) {
+  for (const stream of snapshotStreams) {
     check(!state.streamIndex.has(stream.name), `stream name ${stream.name} is not unique`);
     checkIds(stream.topics, limits.topicsPerStreamMax, `stream ${stream.id} topic`);
     const topicIndex = new Map<string, number>();
@@ -170,31 +214,57 @@ function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): Metadata
     state.streamIndex.set(stream.name, stream.id);
     streams.push([
       stream.id,
-      { id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics: IdSlab.from(limits.topicsPerStreamMax, topics), topicIndex },
+      {
+        id: stream.id,
+        name: stream.name,
+        createdAtUs: stream.createdAtUs,
+        topics: IdSlab.from(limits.topicsPerStreamMax, topics),
+        topicIndex,
+      },
     ]);
   }
-  state.install(users, streams);
-  check(snapshot.revokedTokens.length <= limits.revokedTokensMax, 'has more revoked tokens than the limit');
+  return streams;
+}
+
+/** The revoked tokens (jti ascending, per-user counts within the limit), into `state`. */
+function revokedTokensFromSnapshot(
+  state: MetadataState,
+  revokedTokens: StateMachineSnapshot['revokedTokens'],
+  limits: MetadataLimits,
+): void {
+  check(revokedTokens.length <= limits.revokedTokensMax, 'has more revoked tokens than the limit');
   let previous: Uint8Array | null = null;
-  for (const token of snapshot.revokedTokens) {
+  for (const token of revokedTokens) {
     check(token.jti.byteLength === 16, 'revoked token id is not 16 bytes');
-    check(previous === null || compareBytes(token.jti, previous) > 0, 'revoked token ids are not strictly ascending');
+    check(
+      previous === null || compareBytes(token.jti, previous) > 0,
+      'revoked token ids are not strictly ascending',
+    );
     previous = token.jti;
     const count = (state.revokedTokensByUser.get(token.userId) ?? 0) + 1;
-    check(count <= limits.revokedTokensPerUserMax, `user ${token.userId} has more revoked tokens than the limit`);
+    check(
+      count <= limits.revokedTokensPerUserMax,
+      `user ${token.userId} has more revoked tokens than the limit`,
+    );
     state.revokedTokensByUser.set(token.userId, count);
-    state.revokedTokens.set(hexOf(token.jti), { jti: token.jti.slice(), userId: token.userId, expiryAtUs: token.expiryAtUs });
+    const revoked = { jti: token.jti.slice(), userId: token.userId, expiryAtUs: token.expiryAtUs };
+    state.revokedTokens.set(hexOf(token.jti), revoked);
   }
-  return state;
 }
 
 function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicState {
   // The decoder proved the column canonical (whole u64 values, each <= 2^53 - 1); a model built in
   // memory (tests, a peer's bug) is checked here so the store's assertions never see a bad one.
   const column = topic.partitionsCreatedAtUs;
-  check(column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0, `topic ${topic.id} partition column is not whole u64 values`);
+  check(
+    column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0,
+    `topic ${topic.id} partition column is not whole u64 values`,
+  );
   const partitionsCount = columnCount(column);
-  check(partitionsCount <= limits.partitionsPerTopicMax, `topic ${topic.id} has more partitions than the limit`);
+  check(
+    partitionsCount <= limits.partitionsPerTopicMax,
+    `topic ${topic.id} has more partitions than the limit`,
+  );
   check(columnFirstUnsafe(column) < 0, `topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
   checkIds(topic.consumerGroups, limits.consumerGroupsPerTopicMax, `topic ${topic.id} group`);
   const groups: [number, GroupState][] = [];
@@ -204,12 +274,21 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     groupIndex.set(group.name, group.id);
     checkIds(group.members, limits.consumerGroupMembersMax, `group ${group.id} member`);
     const members: [number, MemberState][] = group.members.map((member) => {
-      check(member.partitions.every((id) => id < partitionsCount), `group ${group.id} assigns a partition the topic lacks`);
-      return [member.id, { id: member.id, clientId: member.clientId, partitions: Object.freeze(member.partitions.slice()) }];
+      check(
+        member.partitions.every((id) => id < partitionsCount),
+        `group ${group.id} assigns a partition the topic lacks`,
+      );
+      const partitions = Object.freeze(member.partitions.slice());
+      return [member.id, { id: member.id, clientId: member.clientId, partitions }];
     });
     groups.push([
       group.id,
-      { id: group.id, name: group.name, generation: group.generation, members: IdSlab.from(limits.consumerGroupMembersMax, members) },
+      {
+        id: group.id,
+        name: group.name,
+        generation: group.generation,
+        members: IdSlab.from(limits.consumerGroupMembersMax, members),
+      },
     ]);
   }
   return {
@@ -226,6 +305,8 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
     groupIndex,
     options: Object.isFrozen(topic.options)
       ? topic.options
-      : Object.freeze(topic.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value }))),
+      : Object.freeze(
+          topic.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value })),
+        ),
   };
 }

@@ -10,7 +10,11 @@ import { assert } from '../stdx/assert.js';
 import { IdSlab } from './id-slab.js';
 import type { Identifier } from './operations.js';
 import type { TopicOptionEntry } from './options.js';
-import type { CompressionAlgorithm, PermissionsSnapshot, UserStatus } from '../format/snapshot-model.js';
+import type {
+  CompressionAlgorithm,
+  PermissionsSnapshot,
+  UserStatus,
+} from '../format/snapshot-model.js';
 import { PartitionStore } from './partition-store.js';
 import type { MetadataLimits } from './validation.js';
 
@@ -68,7 +72,7 @@ export interface UserState {
   username: string;
   passwordHash: string;
   status: UserStatus;
-  /** Fixed at creation; root's alone is set once more, by the first op (state-machine.ts `stampRoot`). */
+  /** Fixed at creation; root's alone is set once more, by the first op (`stampRoot`). */
   createdAtUs: number;
   /** Canonical (ids ascending) and frozen: replaced wholesale, never edited in place. */
   permissions: PermissionsSnapshot | null;
@@ -100,7 +104,7 @@ export class MetadataState {
    * next revocation, at that op's timestamp). At most `limits.revokedTokensMax` entries.
    */
   readonly revokedTokens = new Map<string, RevokedTokenState>();
-  /** Entries of `revokedTokens` per user id (derived; at most `limits.revokedTokensPerUserMax` each). */
+  /** Entries of `revokedTokens` per user id (derived; each <= `limits.revokedTokensPerUserMax`). */
   readonly revokedTokensByUser = new Map<number, number>();
   readonly limits: MetadataLimits;
 
@@ -111,7 +115,10 @@ export class MetadataState {
   }
 
   /** Restore only: replaces the (empty) slabs with ones rebuilt from snapshot records. */
-  install(users: Iterable<readonly [number, UserState]>, streams: Iterable<readonly [number, StreamState]>): void {
+  install(
+    users: Iterable<readonly [number, UserState]>,
+    streams: Iterable<readonly [number, StreamState]>,
+  ): void {
     assert(this.users.count === 0 && this.streams.count === 0, 'install into an empty state');
     this.users = IdSlab.from(this.limits.usersMax, users);
     this.streams = IdSlab.from(this.limits.streamsMax, streams);
@@ -136,7 +143,10 @@ export class MetadataState {
   }
 }
 
-export function resolveStream(state: MetadataState, identifier: Identifier): StreamState | undefined {
+export function resolveStream(
+  state: MetadataState,
+  identifier: Identifier,
+): StreamState | undefined {
   if (identifier.kind === 'id') return state.streams.get(identifier.id);
   const id = state.streamIndex.get(identifier.name);
   return id === undefined ? undefined : state.streams.get(id);
@@ -176,7 +186,11 @@ export function freezePermissions(permissions: PermissionsSnapshot): Permissions
         Object.freeze({
           streamId: stream.streamId,
           bits: stream.bits,
-          topics: Object.freeze(stream.topics.map((topic) => Object.freeze({ topicId: topic.topicId, bits: topic.bits }))),
+          topics: Object.freeze(
+            stream.topics.map((topic) =>
+              Object.freeze({ topicId: topic.topicId, bits: topic.bits }),
+            ),
+          ),
         }),
       ),
     ),

@@ -43,7 +43,10 @@ const cascade = Symbol('cascade');
 
 function checkedSum(current: number, delta: number, field: string): number {
   const next = current + delta;
-  assert(Number.isSafeInteger(next) && next >= 0, `stats ${field} stays a non-negative safe integer`);
+  assert(
+    Number.isSafeInteger(next) && next >= 0,
+    `stats ${field} stays a non-negative safe integer`,
+  );
   return next;
 }
 
@@ -102,7 +105,10 @@ export class PartitionStats extends StreamStats {
   }
 
   setCurrentOffset(offset: number): void {
-    assert(Number.isSafeInteger(offset) && offset >= 0, 'current offset is a non-negative safe integer');
+    assert(
+      Number.isSafeInteger(offset) && offset >= 0,
+      'current offset is a non-negative safe integer',
+    );
     this.offset = offset;
   }
 
@@ -137,9 +143,12 @@ interface StreamEntry {
   readonly topics: Map<string, TopicEntry>;
 }
 
-/** Partition `id`'s incarnation in a snapshot topic (ids are the column's indexes), if it exists. */
+/**
+ * Partition `id`'s incarnation in a snapshot topic (ids are the column's indexes), if it exists.
+ */
 function partitionCreatedAtUs(topic: TopicSnapshot, id: number): number | undefined {
-  return id < columnCount(topic.partitionsCreatedAtUs) ? columnCreatedAtUs(topic.partitionsCreatedAtUs, id) : undefined;
+  const column = topic.partitionsCreatedAtUs;
+  return id < columnCount(column) ? columnCreatedAtUs(column, id) : undefined;
 }
 
 function keyOf(ref: StatsRef): string {
@@ -153,7 +162,8 @@ export class StatsRegistry {
     const key = keyOf(stream);
     let entry = this.streams.get(key);
     if (entry === undefined) {
-      entry = { ref: { id: stream.id, createdAtUs: stream.createdAtUs }, stats: new StreamStats(), topics: new Map() };
+      const ref = { id: stream.id, createdAtUs: stream.createdAtUs };
+      entry = { ref, stats: new StreamStats(), topics: new Map() };
       this.streams.set(key, entry);
     }
     return entry;
@@ -164,7 +174,8 @@ export class StatsRegistry {
     const key = keyOf(topic);
     let entry = parent.topics.get(key);
     if (entry === undefined) {
-      entry = { ref: { id: topic.id, createdAtUs: topic.createdAtUs }, stats: new TopicStats(parent.stats), partitions: new Map() };
+      const ref = { id: topic.id, createdAtUs: topic.createdAtUs };
+      entry = { ref, stats: new TopicStats(parent.stats), partitions: new Map() };
       parent.topics.set(key, entry);
     }
     return entry;
@@ -175,7 +186,8 @@ export class StatsRegistry {
     const key = keyOf(partition);
     let entry = parent.partitions.get(key);
     if (entry === undefined) {
-      entry = { ref: { id: partition.id, createdAtUs: partition.createdAtUs }, stats: new PartitionStats(parent.stats), purgedAtOp: -1 };
+      const ref = { id: partition.id, createdAtUs: partition.createdAtUs };
+      entry = { ref, stats: new PartitionStats(parent.stats), purgedAtOp: -1 };
       parent.partitions.set(key, entry);
     }
     return entry;
@@ -207,11 +219,27 @@ export class StatsRegistry {
   }
 
   partitionGet(stream: StatsRef, topic: StatsRef, partition: StatsRef): PartitionStats | undefined {
-    return this.streams.get(keyOf(stream))?.topics.get(keyOf(topic))?.partitions.get(keyOf(partition))?.stats;
+    return this.existingPartitionEntry(stream, topic, partition)?.stats;
+  }
+
+  /** The partition's entry if the registry holds one (never creates it). */
+  private existingPartitionEntry(
+    stream: StatsRef,
+    topic: StatsRef,
+    partition: StatsRef,
+  ): PartitionEntry | undefined {
+    const topicEntry = this.streams.get(keyOf(stream))?.topics.get(keyOf(topic));
+    return topicEntry?.partitions.get(keyOf(partition));
   }
 
   /** The node layer's bump for a live partition. */
-  bump(stream: StatsRef, topic: StatsRef, partition: StatsRef, delta: StatsDelta, currentOffset?: number): PartitionStats {
+  bump(
+    stream: StatsRef,
+    topic: StatsRef,
+    partition: StatsRef,
+    delta: StatsDelta,
+    currentOffset?: number,
+  ): PartitionStats {
     const stats = this.partition(stream, topic, partition);
     stats.add(delta);
     if (currentOffset !== undefined) stats.setCurrentOffset(currentOffset);
@@ -248,7 +276,7 @@ export class StatsRegistry {
    * `reset_purged_partitions` does), and restart offsets at zero.
    */
   purgePartition(stream: StatsRef, topic: StatsRef, partition: StatsRef, op: number): void {
-    const entry = this.streams.get(keyOf(stream))?.topics.get(keyOf(topic))?.partitions.get(keyOf(partition));
+    const entry = this.existingPartitionEntry(stream, topic, partition);
     if (entry === undefined || entry.purgedAtOp >= op) return;
     entry.purgedAtOp = op;
     const hadStorage = entry.stats.segmentsCount > 0;
@@ -285,7 +313,8 @@ export class StatsRegistry {
           continue;
         }
         for (const [partitionKey, partitionEntry] of [...topicEntry.partitions]) {
-          if (partitionCreatedAtUs(topic, partitionEntry.ref.id) === partitionEntry.ref.createdAtUs) continue;
+          const { id, createdAtUs } = partitionEntry.ref;
+          if (partitionCreatedAtUs(topic, id) === createdAtUs) continue;
           partitionEntry.stats.drain();
           topicEntry.partitions.delete(partitionKey);
         }

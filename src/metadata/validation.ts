@@ -141,12 +141,14 @@ export function validateConsumerGroupName(name: string): ErrorCode {
 }
 
 export function validateUsername(username: string): ErrorCode {
-  return sizeWithin(username, USERNAME_SIZE_MIN, USERNAME_SIZE_MAX) ? ErrorCode.ok : ErrorCode.invalidUsername;
+  const fits = sizeWithin(username, USERNAME_SIZE_MIN, USERNAME_SIZE_MAX);
+  return fits ? ErrorCode.ok : ErrorCode.invalidUsername;
 }
 
 /** Plaintext rule, applied on the receiving node before hashing (src/http/secrets.ts). */
 export function validatePassword(password: string): ErrorCode {
-  return sizeWithin(password, PASSWORD_SIZE_MIN, PASSWORD_SIZE_MAX) ? ErrorCode.ok : ErrorCode.invalidPassword;
+  const fits = sizeWithin(password, PASSWORD_SIZE_MIN, PASSWORD_SIZE_MAX);
+  return fits ? ErrorCode.ok : ErrorCode.invalidPassword;
 }
 
 export function validatePatName(name: string): ErrorCode {
@@ -164,7 +166,10 @@ export function validateUserStatus(status: number): ErrorCode {
  * (`$argon2id$v=19$m=..,t=..,p=..$salt$hash`). Anything else is refused with InvalidPassword, so a
  * bug that put a plaintext password in an op body can never persist it.
  */
-const ARGON2ID_PHC = /^\$argon2id\$v=19\$m=\d{1,10},t=\d{1,10},p=\d{1,3}\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{16,}$/;
+const ARGON2ID_PHC = new RegExp(
+  '^\\$argon2id\\$v=19\\$m=\\d{1,10},t=\\d{1,10},p=\\d{1,3}' +
+    '\\$[A-Za-z0-9+/]{11,}\\$[A-Za-z0-9+/]{16,}$',
+);
 
 export function isArgon2idPhc(hash: string): boolean {
   return hash.length <= PASSWORD_HASH_SIZE_MAX && ARGON2ID_PHC.test(hash);
@@ -176,10 +181,15 @@ export function validatePasswordHash(hash: string): ErrorCode {
 
 /** CreateTopic admits 0..=1000 partitions (a topic without partitions is legal in Iggy). */
 export function validateTopicPartitionsCount(count: number): ErrorCode {
-  return count >= 0 && count <= PARTITIONS_PER_REQUEST_MAX ? ErrorCode.ok : ErrorCode.tooManyPartitions;
+  const fits = count >= 0 && count <= PARTITIONS_PER_REQUEST_MAX;
+  return fits ? ErrorCode.ok : ErrorCode.tooManyPartitions;
 }
 
-/** Create/DeletePartitions move 1..=1000: a zero-partition change would burn a log entry for nothing. */
+/**
+ * Create/DeletePartitions move 1..=1000: a zero-partition change would burn a log entry for
+ * nothing.
+ */
 export function validatePartitionsChangeCount(count: number): ErrorCode {
-  return count >= 1 && count <= PARTITIONS_PER_REQUEST_MAX ? ErrorCode.ok : ErrorCode.tooManyPartitions;
+  const fits = count >= 1 && count <= PARTITIONS_PER_REQUEST_MAX;
+  return fits ? ErrorCode.ok : ErrorCode.tooManyPartitions;
 }

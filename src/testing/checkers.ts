@@ -16,7 +16,12 @@ import { HEADER_SIZE } from '../constants.js';
 import { Operation, decodeHeader, type PrepareHeader } from '../vsr/header.js';
 import type { BatchPosition } from '../vsr/replica.js';
 import { parseResultBody } from '../vsr/reply.js';
-import { TEST_ERROR_INVALID, TEST_ERROR_NAME_EXISTS, TEST_ERROR_NOT_FOUND, TestOperation } from './test-state-machine.js';
+import {
+  TEST_ERROR_INVALID,
+  TEST_ERROR_NAME_EXISTS,
+  TEST_ERROR_NOT_FOUND,
+  TestOperation,
+} from './test-state-machine.js';
 
 export class CheckFailure extends Error {
   override readonly name = 'CheckFailure';
@@ -60,17 +65,26 @@ class ReferenceModel {
       } catch {
         return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
       }
-      if (name.length === 0 || body.byteLength > 64) return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
-      if ([...this.streams.values()].includes(name)) return { errorCode: TEST_ERROR_NAME_EXISTS, payload: new Uint8Array(0) };
+      if (name.length === 0 || body.byteLength > 64) {
+        return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      }
+      if ([...this.streams.values()].includes(name)) {
+        return { errorCode: TEST_ERROR_NAME_EXISTS, payload: new Uint8Array(0) };
+      }
       let id = 0;
       while (this.streams.has(id)) id++;
       this.streams.set(id, name);
-      return { errorCode: 0, payload: new Uint8Array([id & 0xff, (id >>> 8) & 0xff, (id >>> 16) & 0xff, id >>> 24]) };
+      const payload = new Uint8Array([id & 0xff, (id >>> 8) & 0xff, (id >>> 16) & 0xff, id >>> 24]);
+      return { errorCode: 0, payload };
     }
     if (operation === TestOperation.deleteStream) {
-      if (body.byteLength !== 4) return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      if (body.byteLength !== 4) {
+        return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
+      }
       const id = body[0]! | (body[1]! << 8) | (body[2]! << 16) | (body[3]! * 0x100_0000);
-      if (!this.streams.delete(id)) return { errorCode: TEST_ERROR_NOT_FOUND, payload: new Uint8Array(0) };
+      if (!this.streams.delete(id)) {
+        return { errorCode: TEST_ERROR_NOT_FOUND, payload: new Uint8Array(0) };
+      }
       return { errorCode: 0, payload: new Uint8Array(0) };
     }
     return { errorCode: TEST_ERROR_INVALID, payload: new Uint8Array(0) };
@@ -83,7 +97,7 @@ export class ClusterChecker {
   private readonly checkpointIds = new Map<number, bigint>();
   private readonly model = new ReferenceModel();
   private modelOp = 0;
-  /** Batch prepares committed (ops carrying more than one request) and the requests they carried. */
+  /** Batch prepares committed (ops carrying several requests) and the requests they carried. */
   batchesCommitted = 0;
   requestsBatched = 0;
   /** Highest op whose reply a client accepted. */
@@ -96,38 +110,60 @@ export class ClusterChecker {
    * of a batch of `position.count`, whose header is the per-request view (the prepare's op and
    * identity with that request's client fields).
    */
-  onCommitted(replica: number, header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition = PLAIN): void {
-    const request: CanonicalRequest = { client: header.client, request: header.request, operation: header.operation, reply, body: null };
+  onCommitted(
+    replica: number,
+    header: PrepareHeader,
+    body: Uint8Array,
+    reply: Uint8Array,
+    position: BatchPosition = PLAIN,
+  ): void {
+    const { client, operation } = header;
+    const request: CanonicalRequest = {
+      client,
+      request: header.request,
+      operation,
+      reply,
+      body: null,
+    };
+    const applied = `replica ${replica} applied op ${header.op}`;
     const known = this.history.get(header.op);
     if (known !== undefined) {
       if (known.checksum !== header.checksum) {
-        throw new CheckFailure(`replica ${replica} applied op ${header.op} ${hex(header.checksum)}, canonical is ${hex(known.checksum)}`);
+        throw new CheckFailure(
+          `${applied} ${hex(header.checksum)}, canonical is ${hex(known.checksum)}`,
+        );
       }
       if (known.count !== position.count) {
-        throw new CheckFailure(`replica ${replica} applied op ${header.op} as ${position.count} requests, canonical is ${known.count}`);
+        throw new CheckFailure(
+          `${applied} as ${position.count} requests, canonical is ${known.count}`,
+        );
       }
       const canonical = known.requests[position.index];
       if (canonical === undefined) {
-        if (position.index !== known.requests.length) throw new CheckFailure(`replica ${replica} skipped a request of op ${header.op}`);
+        if (position.index !== known.requests.length) {
+          throw new CheckFailure(`replica ${replica} skipped a request of op ${header.op}`);
+        }
         this.addRequest(header, known, request, body);
         return;
       }
       if (canonical.client !== request.client || canonical.request !== request.request) {
-        throw new CheckFailure(`replica ${replica} applied request ${position.index} of op ${header.op} for another client or request`);
+        throw new CheckFailure(
+          `replica ${replica} applied request ${position.index} of op ${header.op} ` +
+            'for another client or request',
+        );
       }
-      if (!equalBytes(canonical.reply, reply)) throw new CheckFailure(`replica ${replica} reply bytes differ at op ${header.op}`);
+      if (!equalBytes(canonical.reply, reply)) {
+        throw new CheckFailure(`replica ${replica} reply bytes differ at op ${header.op}`);
+      }
       return;
     }
-    if (position.index !== 0) throw new CheckFailure(`replica ${replica} began op ${header.op} at request ${position.index}`);
-    const previous = this.history.get(header.op - 1);
-    if (previous !== undefined && previous.checksum !== header.parent) {
-      throw new CheckFailure(`replica ${replica} op ${header.op} does not chain onto the canonical op ${header.op - 1}`);
-    }
-    const next = this.history.get(header.op + 1);
-    if (next !== undefined && next.parent !== header.checksum) {
-      throw new CheckFailure(`replica ${replica} op ${header.op} is not the parent of the canonical op ${header.op + 1}`);
-    }
-    const entry: CanonicalEntry = { checksum: header.checksum, parent: header.parent, count: position.count, requests: [] };
+    this.checkNewOp(replica, header, position);
+    const entry: CanonicalEntry = {
+      checksum: header.checksum,
+      parent: header.parent,
+      count: position.count,
+      requests: [],
+    };
     this.history.set(header.op, entry);
     if (position.count > 1) {
       this.batchesCommitted += 1;
@@ -136,11 +172,38 @@ export class ClusterChecker {
     this.addRequest(header, entry, request, body);
   }
 
-  private addRequest(header: PrepareHeader, entry: CanonicalEntry, request: CanonicalRequest, body: Uint8Array): void {
+  /** The first request of an op no replica applied before must chain onto its neighbours. */
+  private checkNewOp(replica: number, header: PrepareHeader, position: BatchPosition): void {
+    if (position.index !== 0) {
+      const begun = `replica ${replica} began op ${header.op}`;
+      throw new CheckFailure(`${begun} at request ${position.index}`);
+    }
+    const previous = this.history.get(header.op - 1);
+    if (previous !== undefined && previous.checksum !== header.parent) {
+      throw new CheckFailure(
+        `replica ${replica} op ${header.op} does not chain onto the canonical op ${header.op - 1}`,
+      );
+    }
+    const next = this.history.get(header.op + 1);
+    if (next !== undefined && next.parent !== header.checksum) {
+      throw new CheckFailure(
+        `replica ${replica} op ${header.op} is not the parent of the canonical op ${header.op + 1}`,
+      );
+    }
+  }
+
+  private addRequest(
+    header: PrepareHeader,
+    entry: CanonicalEntry,
+    request: CanonicalRequest,
+    body: Uint8Array,
+  ): void {
     if (header.operation !== Operation.register && header.operation !== Operation.logout) {
       const key = `${header.client}:${header.request}`;
       const first = this.committedRequests.get(key);
-      if (first !== undefined) throw new CheckFailure(`request ${key} committed twice: ops ${first} and ${header.op}`);
+      if (first !== undefined) {
+        throw new CheckFailure(`request ${key} committed twice: ops ${first} and ${header.op}`);
+      }
       this.committedRequests.set(key, header.op);
     }
     request.body = body.slice();
@@ -158,13 +221,18 @@ export class ClusterChecker {
       for (const request of entry.requests) {
         const body = request.body;
         request.body = null;
-        if (request.operation === Operation.register || request.operation === Operation.logout) continue;
-        if (body === null) throw new CheckFailure(`op ${this.modelOp}: a request reached the model twice`);
+        if (request.operation === Operation.register) continue;
+        if (request.operation === Operation.logout) continue;
+        if (body === null) {
+          throw new CheckFailure(`op ${this.modelOp}: a request reached the model twice`);
+        }
         const expected = this.model.apply(request.operation, body);
         const parsed = parseResultBody(request.reply.subarray(HEADER_SIZE));
         const actualCode = parsed.ok ? 0 : parsed.errorCode;
         if (actualCode !== expected.errorCode) {
-          throw new CheckFailure(`op ${this.modelOp}: replicas answered ${actualCode}, the model ${expected.errorCode}`);
+          throw new CheckFailure(
+            `op ${this.modelOp}: replicas answered ${actualCode}, the model ${expected.errorCode}`,
+          );
         }
         if (parsed.ok && !equalBytes(parsed.payload, expected.payload)) {
           throw new CheckFailure(`op ${this.modelOp}: reply payload differs from the model`);
@@ -176,16 +244,29 @@ export class ClusterChecker {
   /** A client accepted `reply` for the request it had in flight. */
   onClientReply(client: bigint, request: number, reply: Uint8Array): void {
     const decoded = decodeHeader(reply);
-    if (!decoded.ok || decoded.header.command !== 8) throw new CheckFailure('client accepted a non-reply');
+    if (!decoded.ok || decoded.header.command !== 8) {
+      throw new CheckFailure('client accepted a non-reply');
+    }
     const header = decoded.header;
-    if (header.client !== client || header.request !== request) throw new CheckFailure('reply answers another request');
+    if (header.client !== client || header.request !== request) {
+      throw new CheckFailure('reply answers another request');
+    }
     this.repliesChecked += 1;
     if (header.status !== 0) return; // a deny (already applied): never entered the log now
     const entry = this.history.get(header.op);
-    if (entry === undefined) throw new CheckFailure(`client got a reply for op ${header.op} that no replica committed`);
-    const canonical = entry.requests.find((candidate) => candidate.client === client && candidate.request === request);
-    if (canonical === undefined) throw new CheckFailure(`client got a reply for op ${header.op}, which does not carry its request`);
-    if (!equalBytes(canonical.reply, reply)) throw new CheckFailure(`client reply for op ${header.op} differs from the canonical reply`);
+    const op = header.op;
+    if (entry === undefined) {
+      throw new CheckFailure(`client got a reply for op ${op} that no replica committed`);
+    }
+    const canonical = entry.requests.find(
+      (candidate) => candidate.client === client && candidate.request === request,
+    );
+    if (canonical === undefined) {
+      throw new CheckFailure(`client got a reply for op ${op}, which does not carry its request`);
+    }
+    if (!equalBytes(canonical.reply, reply)) {
+      throw new CheckFailure(`client reply for op ${op} differs from the canonical reply`);
+    }
     this.acked.add(header.op);
     this.ackedOpMax = Math.max(this.ackedOpMax, header.op);
   }
@@ -197,7 +278,11 @@ export class ClusterChecker {
     if (!this.checkpointChecks) return;
     const known = this.checkpointIds.get(op);
     if (known === undefined) this.checkpointIds.set(op, id);
-    else if (known !== id) throw new CheckFailure(`replica ${replica} checkpoint id at op ${op} differs: ${hex(id)} vs ${hex(known)}`);
+    else if (known !== id) {
+      throw new CheckFailure(
+        `replica ${replica} checkpoint id at op ${op} differs: ${hex(id)} vs ${hex(known)}`,
+      );
+    }
   }
 
   get historyLength(): number {

@@ -66,7 +66,11 @@ export interface NetworkCounters {
 }
 
 /** A scenario's hand on the wire: deliver, drop, or replace a packet at delivery time. */
-export type PacketFilter = (packet: { from: number; to: number; frame: Uint8Array }) => 'deliver' | 'drop' | Uint8Array;
+export type PacketFilter = (packet: {
+  from: number;
+  to: number;
+  frame: Uint8Array;
+}) => 'deliver' | 'drop' | Uint8Array;
 
 export class NetworkSim {
   options: NetworkOptions;
@@ -81,7 +85,14 @@ export class NetworkSim {
   private readonly cut = new Set<string>();
   private readonly clogged = new Map<string, number>();
   private partitioned = false;
-  readonly counters: NetworkCounters = { sent: 0, delivered: 0, lost: 0, duplicated: 0, dropped: 0, partitions: 0 };
+  readonly counters: NetworkCounters = {
+    sent: 0,
+    delivered: 0,
+    lost: 0,
+    duplicated: 0,
+    dropped: 0,
+    partitions: 0,
+  };
 
   constructor(prng: Prng, replicaCount: number, options: NetworkOptions) {
     this.prng = prng;
@@ -104,7 +115,10 @@ export class NetworkSim {
       this.counters.lost += 1;
       return;
     }
-    const inFlight = this.queue.reduce((count, packet) => count + (packet.from === from && packet.to === to ? 1 : 0), 0);
+    const inFlight = this.queue.reduce(
+      (count, packet) => count + (packet.from === from && packet.to === to ? 1 : 0),
+      0,
+    );
     if (inFlight >= this.options.pathCapacity) {
       this.counters.dropped += 1;
       return;
@@ -117,7 +131,8 @@ export class NetworkSim {
   }
 
   private enqueue(from: number, to: number, frame: Uint8Array): void {
-    const extra = this.options.delayMeanTicks <= 0 ? 0 : -Math.log(1 - this.prng.float()) * this.options.delayMeanTicks;
+    const meanTicks = this.options.delayMeanTicks;
+    const extra = meanTicks <= 0 ? 0 : -Math.log(1 - this.prng.float()) * meanTicks;
     const deliverAt = this.now + this.options.delayMinTicks + Math.floor(extra);
     // A copy: the receiver may not mutate what the sender keeps (a sealed prepare in a journal).
     this.queue.push({ from, to, frame: frame.slice(), deliverAt, sequence: this.sequence++ });
@@ -170,7 +185,11 @@ export class NetworkSim {
   partitionRandom(): void {
     const side = new Set<number>();
     if (this.prng.chance(0.5)) side.add(this.prng.int(this.replicaCount));
-    else for (let replica = 0; replica < this.replicaCount; replica++) if (this.prng.chance(0.5)) side.add(replica);
+    else {
+      for (let replica = 0; replica < this.replicaCount; replica++) {
+        if (this.prng.chance(0.5)) side.add(replica);
+      }
+    }
     if (side.size === 0 || side.size === this.replicaCount) return;
     const oneWay = this.options.partitionAsymmetric && this.prng.chance(0.5);
     for (let a = 0; a < this.replicaCount; a++) {

@@ -56,7 +56,8 @@ export class SimClient {
   }
 
   get idle(): boolean {
-    return this.inflight === null && this.requestsSent >= this.options.requestsMax && this.session > 0;
+    const allSent = this.requestsSent >= this.options.requestsMax;
+    return this.inflight === null && allSent && this.session > 0;
   }
 
   /** Scenarios: the in-flight request is retried against `target` on the next tick. */
@@ -93,7 +94,8 @@ export class SimClient {
       new DataView(body.buffer).setUint32(0, this.prng.int(8), true);
       return [TestOperation.deleteStream, request, body];
     }
-    return [TestOperation.createStream, request, new TextEncoder().encode(`stream-${this.prng.int(12)}`)];
+    const name = new TextEncoder().encode(`stream-${this.prng.int(12)}`);
+    return [TestOperation.createStream, request, name];
   }
 
   private build(operation: number, request: number, body: Uint8Array): ClientRequest {
@@ -123,7 +125,8 @@ export class SimClient {
   /** A reply addressed to this client; returns the request it completes, if any. */
   onReply(header: ReplyHeader, body: Uint8Array): ClientRequest | null {
     const inflight = this.inflight;
-    if (inflight === null || header.client !== this.client || header.request !== inflight.request) return null;
+    if (inflight === null) return null;
+    if (header.client !== this.client || header.request !== inflight.request) return null;
     if (header.operation !== inflight.operation && header.status === 0) return null;
     this.inflight = null;
     this.repliesReceived += 1;

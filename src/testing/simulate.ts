@@ -41,10 +41,44 @@ export interface SimulateSummary extends Omit<ClusterCounts, 'evictions'> {
 function describe(result: SimResult): string {
   const o = result.options;
   return (
-    `seed=${result.seed} ${result.ok ? 'ok' : 'FAILED'} replicas=${o.replicaCount} ticks=${result.ticks} ` +
-    `commits=${result.commits} batches=${result.batches} view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
-    `repairs=${result.repairs} crashes=${result.crashes} wipes=${result.wipes} transfers=${result.transfers}`
+    `seed=${result.seed} ${result.ok ? 'ok' : 'FAILED'} replicas=${o.replicaCount} ` +
+    `ticks=${result.ticks} commits=${result.commits} batches=${result.batches} ` +
+    `view_changes=${result.viewChanges} checkpoints=${result.checkpoints} ` +
+    `repairs=${result.repairs} crashes=${result.crashes} wipes=${result.wipes} ` +
+    `transfers=${result.transfers}`
   );
+}
+
+/** The counters a run sums over its seeds, all zero. */
+function zeroTotals() {
+  return {
+    commits: 0,
+    batches: 0,
+    requestsBatched: 0,
+    seedsWithBatch: 0,
+    viewChanges: 0,
+    checkpoints: 0,
+    repairs: 0,
+    crashes: 0,
+    wipes: 0,
+    transfers: 0,
+    seedsWithTransfer: 0,
+  };
+}
+
+/** Adds one seed's counters to the run's totals (mutable while the run sums them). */
+function addResult(totals: ReturnType<typeof zeroTotals>, result: SimResult): void {
+  totals.commits += result.commits;
+  totals.batches += result.batches;
+  totals.requestsBatched += result.requestsBatched;
+  if (result.batches > 0) totals.seedsWithBatch += 1;
+  totals.viewChanges += result.viewChanges;
+  totals.checkpoints += result.checkpoints;
+  totals.repairs += result.repairs;
+  totals.crashes += result.crashes;
+  totals.wipes += result.wipes;
+  totals.transfers += result.transfers;
+  if (result.transfers > 0) totals.seedsWithTransfer += 1;
 }
 
 export function runSimulate(options: SimulateOptions): SimulateSummary {
@@ -57,28 +91,24 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     seeds = [options.seed];
   } else {
     const base = options.base ?? Math.floor(Math.random() * 2 ** 32);
-    options.write(`base=${base} (replay this run: vrmeta simulate --seeds ${options.seeds ?? 1} --base ${base})`);
+    const count = options.seeds ?? 1;
+    const replay = `vrmeta simulate --seeds ${count} --base ${base}`;
+    options.write(`base=${base} (replay this run: ${replay})`);
     const prng = new Prng(base);
-    seeds = Array.from({ length: options.seeds ?? 1 }, () => prng.nextU32() * 1024 + prng.int(1024));
+    seeds = Array.from({ length: count }, () => prng.nextU32() * 1024 + prng.int(1024));
   }
-  const totals = { commits: 0, batches: 0, requestsBatched: 0, seedsWithBatch: 0, viewChanges: 0, checkpoints: 0, repairs: 0, crashes: 0, wipes: 0, transfers: 0, seedsWithTransfer: 0 };
+  const totals = zeroTotals();
   const failedSeeds: number[] = [];
   const targeted: Record<string, number> = {};
   for (const seed of seeds) {
     const result = simulateSeed(seed, options.kernels, {}, hooks);
-    totals.commits += result.commits;
-    totals.batches += result.batches;
-    totals.requestsBatched += result.requestsBatched;
-    if (result.batches > 0) totals.seedsWithBatch += 1;
-    totals.viewChanges += result.viewChanges;
-    totals.checkpoints += result.checkpoints;
-    totals.repairs += result.repairs;
-    totals.crashes += result.crashes;
-    totals.wipes += result.wipes;
-    totals.transfers += result.transfers;
-    if (result.transfers > 0) totals.seedsWithTransfer += 1;
-    for (const [name, count] of Object.entries(result.targeted)) targeted[name] = (targeted[name] ?? 0) + count;
-    if (options.seed !== undefined || options.verbose === true || !result.ok) options.write(describe(result));
+    addResult(totals, result);
+    for (const [name, count] of Object.entries(result.targeted)) {
+      targeted[name] = (targeted[name] ?? 0) + count;
+    }
+    if (options.seed !== undefined || options.verbose === true || !result.ok) {
+      options.write(describe(result));
+    }
     if (!result.ok) {
       failedSeeds.push(seed);
       options.write(`  failure: ${result.failure}`);
@@ -94,16 +124,26 @@ export function runSimulate(options: SimulateOptions): SimulateSummary {
     targeted,
     elapsedMs: Date.now() - started,
   };
-  options.write(
-    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} batches=${summary.batches} ` +
-      `requests_batched=${summary.requestsBatched} seeds_with_batch=${summary.seedsWithBatch} view_changes=${summary.viewChanges} ` +
-      `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} wipes=${summary.wipes} ` +
-      `transfers=${summary.transfers} seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`,
-  );
-  options.write(
-    `targeted: ${Object.entries(targeted)
-      .map(([name, count]) => `${name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)}=${count}`)
-      .join(' ')}`,
-  );
+  options.write(summaryLine(summary));
+  options.write(targetedLine(targeted));
   return summary;
+}
+
+function summaryLine(summary: SimulateSummary): string {
+  return (
+    `seeds=${summary.seeds} failures=${summary.failures} commits=${summary.commits} ` +
+    `batches=${summary.batches} requests_batched=${summary.requestsBatched} ` +
+    `seeds_with_batch=${summary.seedsWithBatch} view_changes=${summary.viewChanges} ` +
+    `checkpoints=${summary.checkpoints} repairs=${summary.repairs} crashes=${summary.crashes} ` +
+    `wipes=${summary.wipes} transfers=${summary.transfers} ` +
+    `seeds_with_transfer=${summary.seedsWithTransfer} elapsed_ms=${summary.elapsedMs}`
+  );
+}
+
+/** `targeted: name=count ...`, each camelCase name in snake_case. */
+function targetedLine(targeted: Readonly<Record<string, number>>): string {
+  const snake = (name: string): string =>
+    name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+  const entries = Object.entries(targeted).map(([name, count]) => `${snake(name)}=${count}`);
+  return `targeted: ${entries.join(' ')}`;
 }

@@ -66,17 +66,55 @@ const EPOCH_2024_US = 1_704_067_200_000_000;
 const DAY_US = 86_400_000_000;
 const ARGON2_PREFIX = '$argon2id$v=19$m=19456,t=2,p=1$';
 const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-const STREAM_DOMAINS = ['orders', 'payments', 'inventory', 'telemetry', 'audit', 'billing', 'search', 'users'];
+const STREAM_DOMAINS = [
+  'orders',
+  'payments',
+  'inventory',
+  'telemetry',
+  'audit',
+  'billing',
+  'search',
+  'users',
+];
 const STREAM_REGIONS = ['eu-west', 'eu-central', 'us-east', 'us-west', 'ap-south', 'ap-northeast'];
-const TOPIC_ENTITIES = ['order', 'invoice', 'shipment', 'device', 'session', 'account', 'cart', 'refund'];
-const TOPIC_EVENTS = ['created', 'updated', 'deleted', 'snapshot', 'heartbeat', 'changelog', 'dead-letter'];
-const FIRST_NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy'];
+const TOPIC_ENTITIES = [
+  'order',
+  'invoice',
+  'shipment',
+  'device',
+  'session',
+  'account',
+  'cart',
+  'refund',
+];
+const TOPIC_EVENTS = [
+  'created',
+  'updated',
+  'deleted',
+  'snapshot',
+  'heartbeat',
+  'changelog',
+  'dead-letter',
+];
+const FIRST_NAMES = [
+  'alice',
+  'bob',
+  'carol',
+  'dave',
+  'erin',
+  'frank',
+  'grace',
+  'heidi',
+  'ivan',
+  'judy',
+];
 const LAST_NAMES = ['smith', 'jones', 'garcia', 'müller', 'kowalski', 'tanaka', 'dubois', 'rossi'];
 
 export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): MetadataSnapshot {
   const streamCount = options.streams ?? REFERENCE_SNAPSHOT_FULL.streams;
   const topicsPerStream = options.topicsPerStream ?? REFERENCE_SNAPSHOT_FULL.topicsPerStream;
-  const partitionsPerTopic = options.partitionsPerTopic ?? REFERENCE_SNAPSHOT_FULL.partitionsPerTopic;
+  const partitionsPerTopic =
+    options.partitionsPerTopic ?? REFERENCE_SNAPSHOT_FULL.partitionsPerTopic;
   const userCount = options.users ?? REFERENCE_SNAPSHOT_FULL.users;
   const clientCount = options.clients ?? REFERENCE_SNAPSHOT_FULL.clients;
   const prng = new Prng(options.seed ?? 1);
@@ -98,7 +136,11 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
     }
     streams.push({
       id: streamIndex + 1,
-      name: [prng.pick(STREAM_DOMAINS), prng.pick(STREAM_REGIONS), String(streamIndex + 1).padStart(4, '0')].join('-'),
+      name: [
+        prng.pick(STREAM_DOMAINS),
+        prng.pick(STREAM_REGIONS),
+        String(streamIndex + 1).padStart(4, '0'),
+      ].join('-'),
       createdAtUs,
       topics,
     });
@@ -118,7 +160,11 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
   const sequenceNumber = 1_000_000 + prng.int(1_000_000);
   const revokedTokens: RevokedTokenSnapshot[] = [];
   for (let index = 0; index < Math.ceil(clientCount / 40); index++) {
-    revokedTokens.push({ jti: randomBytes(prng, 16), userId: prng.int(userCount), expiryAtUs: createdAtUs + prng.int(3_600_000_000) });
+    revokedTokens.push({
+      jti: randomBytes(prng, 16),
+      userId: prng.int(userCount),
+      expiryAtUs: createdAtUs + prng.int(3_600_000_000),
+    });
   }
   revokedTokens.sort((left, right) => compareBytes(left.jti, right.jti));
 
@@ -134,35 +180,61 @@ export function referenceSnapshot(options: ReferenceSnapshotOptions = {}): Metad
   };
 }
 
-function user(prng: Prng, index: number, createdAtUs: number, streamCount: number, topicsPerStream: number): UserSnapshot {
+function user(
+  prng: Prng,
+  index: number,
+  createdAtUs: number,
+  streamCount: number,
+  topicsPerStream: number,
+): UserSnapshot {
   // id 0 is the root user, as in Iggy.
   const username =
-    index === 0 ? 'iggy' : [prng.pick(FIRST_NAMES), '.', prng.pick(LAST_NAMES), String(index).padStart(4, '0')].join('');
+    index === 0
+      ? 'iggy'
+      : [
+          prng.pick(FIRST_NAMES),
+          '.',
+          prng.pick(LAST_NAMES),
+          String(index).padStart(4, '0'),
+        ].join('');
   return {
     id: index,
     username,
     passwordHash: [ARGON2_PREFIX, base64(prng, 22), '$', base64(prng, 43)].join(''),
     status: prng.chance(0.95) ? UserStatus.active : UserStatus.inactive,
     createdAtUs,
-    permissions: index === 0 || prng.chance(0.1) ? permissions(prng, streamCount, topicsPerStream) : null,
+    permissions:
+      index === 0 || prng.chance(0.1) ? permissions(prng, streamCount, topicsPerStream) : null,
     tokens: prng.chance(0.2) ? tokens(prng, createdAtUs) : [],
   };
 }
 
-function permissions(prng: Prng, streamCount: number, topicsPerStream: number): PermissionsSnapshot {
+function permissions(
+  prng: Prng,
+  streamCount: number,
+  topicsPerStream: number,
+): PermissionsSnapshot {
   const global = prng.chance(0.3)
     ? GlobalPermission.readStreams | GlobalPermission.readTopics | GlobalPermission.pollMessages
-    : GlobalPermission.manageServers | GlobalPermission.manageUsers | GlobalPermission.manageStreams;
+    : GlobalPermission.manageServers |
+      GlobalPermission.manageUsers |
+      GlobalPermission.manageStreams;
   const streams = [];
   const streamIds = streamCount === 0 ? [] : distinctSorted(prng, prng.int(4), streamCount);
   for (const streamId of streamIds) {
-    const topicIds = topicsPerStream === 0 ? [] : distinctSorted(prng, prng.int(3), topicsPerStream);
+    const topicIds =
+      topicsPerStream === 0 ? [] : distinctSorted(prng, prng.int(3), topicsPerStream);
     streams.push({
       streamId,
-      bits: StreamPermission.readStream | StreamPermission.pollMessages | (prng.chance(0.5) ? StreamPermission.sendMessages : 0),
+      bits:
+        StreamPermission.readStream |
+        StreamPermission.pollMessages |
+        (prng.chance(0.5) ? StreamPermission.sendMessages : 0),
       topics: topicIds.map((topicId) => ({
         topicId,
-        bits: TopicPermission.readTopic | (prng.chance(0.5) ? TopicPermission.pollMessages : TopicPermission.sendMessages),
+        bits:
+          TopicPermission.readTopic |
+          (prng.chance(0.5) ? TopicPermission.pollMessages : TopicPermission.sendMessages),
       })),
     });
   }
@@ -172,7 +244,9 @@ function permissions(prng: Prng, streamCount: number, topicsPerStream: number): 
 function tokens(prng: Prng, createdAtUs: number): PersonalAccessTokenSnapshot[] {
   const names = new Set<string>();
   const count = 1 + prng.int(3);
-  while (names.size < count) names.add([prng.pick(['ci', 'deploy', 'grafana', 'backup', 'cli']), prng.int(100)].join('-'));
+  while (names.size < count) {
+    names.add([prng.pick(['ci', 'deploy', 'grafana', 'backup', 'cli']), prng.int(100)].join('-'));
+  }
   return [...names].sort().map((name) => ({
     name,
     tokenHash: randomBytes(prng, 32),
@@ -181,7 +255,9 @@ function tokens(prng: Prng, createdAtUs: number): PersonalAccessTokenSnapshot[] 
 }
 
 function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: number): TopicSnapshot {
-  const partitionsCreatedAtUs = columnOf(Array.from({ length: partitionCount }, (_, index) => createdAtUs + index));
+  const partitionsCreatedAtUs = columnOf(
+    Array.from({ length: partitionCount }, (_, index) => createdAtUs + index),
+  );
   const consumerGroups: ConsumerGroupSnapshot[] = [];
   const groupCount = prng.chance(0.2) ? 1 + prng.int(2) : 0;
   for (let index = 0; index < groupCount; index++) {
@@ -197,7 +273,12 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
         ),
       });
     }
-    consumerGroups.push({ id: index + 1, name: ['cg', prng.pick(TOPIC_ENTITIES), index + 1].join('-'), generation: prng.int(50), members });
+    consumerGroups.push({
+      id: index + 1,
+      name: ['cg', prng.pick(TOPIC_ENTITIES), index + 1].join('-'),
+      generation: prng.int(50),
+      members,
+    });
   }
   const neverExpire = prng.chance(0.6);
   return {
@@ -251,7 +332,9 @@ function randomBytes(prng: Prng, length: number): Uint8Array {
   const bytes = new Uint8Array(length);
   for (let index = 0; index < length; index += 4) {
     const word = prng.nextU32();
-    for (let lane = 0; lane < 4 && index + lane < length; lane++) bytes[index + lane] = (word >>> (lane * 8)) & 0xff;
+    for (let lane = 0; lane < 4 && index + lane < length; lane++) {
+      bytes[index + lane] = (word >>> (lane * 8)) & 0xff;
+    }
   }
   return bytes;
 }

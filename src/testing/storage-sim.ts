@@ -18,6 +18,8 @@ import { decodeHeader } from '../vsr/header.js';
 import type { Storage, StorageRequest, StorageResult, VsrState } from '../vsr/io.js';
 import type { ReplicaBootState } from '../vsr/replica.js';
 
+const SNAPSHOT_CORRUPT_AT_REST = 'snapshot.bin: trailer checksum mismatch (corruption at rest)';
+
 export interface ReplicaStore {
   /** Executes one request atomically; returns its result. */
   execute(request: StorageRequest): StorageResult;
@@ -86,32 +88,54 @@ export class MemoryReplicaStore implements ReplicaStore {
         if (this.superblock !== null) {
           assert(request.state.view >= this.superblock.view, 'superblock view never regresses');
           assert(request.state.logView >= this.superblock.logView, 'log view never regresses');
-          assert(request.state.checkpointOp >= this.superblock.checkpointOp, 'checkpoint never regresses');
+          const checkpointOp = this.superblock.checkpointOp;
+          assert(request.state.checkpointOp >= checkpointOp, 'checkpoint never regresses');
         }
         this.superblock = request.state;
         return { ok: true };
       case 'snapshot_write':
-        this.snapshot = { payload: request.payload.slice(), checksum: this.kernels.xxh3_64(request.payload) };
+        this.snapshot = {
+          payload: request.payload.slice(),
+          checksum: this.kernels.xxh3_64(request.payload),
+        };
         return { ok: true };
       case 'snapshot_read': {
         if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
         if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
-          return { ok: false, error: 'snapshot.bin: trailer checksum mismatch (corruption at rest)' };
+          return { ok: false, error: SNAPSHOT_CORRUPT_AT_REST };
         }
         return { ok: true, payload: this.snapshot.payload.slice() };
       }
       case 'snapshot_verify': {
         if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
         if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
-          return { ok: false, error: 'snapshot.bin: trailer checksum mismatch (corruption at rest)' };
+          return { ok: false, error: SNAPSHOT_CORRUPT_AT_REST };
         }
-        if (this.snapshot.checksum !== request.checksum) return { ok: false, error: 'snapshot.bin: another checkpoint' };
+        if (this.snapshot.checksum !== request.checksum) {
+          return { ok: false, error: 'snapshot.bin: another checkpoint' };
+        }
         return { ok: true };
       }
+      case 'transfer_write':
+      case 'transfer_install':
+      case 'transfer_discard':
+        return this.executeTransfer(request);
+    }
+  }
+
+  /** State transfer's temp file: chunk writes, the verified install, the discard. */
+  private executeTransfer(
+    request: Extract<StorageRequest, { kind: `transfer_${string}` }>,
+  ): StorageResult {
+    switch (request.kind) {
       case 'transfer_write': {
         const end = request.offset + request.bytes.byteLength;
-        const grown = new Uint8Array(Math.max(end, request.offset === 0 ? 0 : this.transfer.byteLength));
-        if (request.offset > 0) grown.set(this.transfer.subarray(0, Math.min(this.transfer.byteLength, grown.byteLength)));
+        const kept = request.offset === 0 ? 0 : this.transfer.byteLength;
+        const grown = new Uint8Array(Math.max(end, kept));
+        if (request.offset > 0) {
+          const carried = Math.min(this.transfer.byteLength, grown.byteLength);
+          grown.set(this.transfer.subarray(0, carried));
+        }
         grown.set(request.bytes, request.offset);
         this.transfer = grown;
         return { ok: true };
@@ -119,15 +143,21 @@ export class MemoryReplicaStore implements ReplicaStore {
       case 'transfer_install': {
         const payload = this.transfer;
         this.transfer = new Uint8Array(0);
-        if (payload.byteLength !== request.len) return { ok: false, error: `transfer: length ${payload.byteLength} != ${request.len}` };
-        if (this.kernels.xxh3_64(payload) !== request.checksum) return { ok: false, error: 'transfer: checksum mismatch' };
+        if (payload.byteLength !== request.len) {
+          return { ok: false, error: `transfer: length ${payload.byteLength} != ${request.len}` };
+        }
+        if (this.kernels.xxh3_64(payload) !== request.checksum) {
+          return { ok: false, error: 'transfer: checksum mismatch' };
+        }
         let snapshot;
         try {
           snapshot = decodeSnapshot(payload);
         } catch (error) {
           return { ok: false, error: `transfer: ${(error as Error).message}` };
         }
-        if (snapshot.sequenceNumber !== request.op) return { ok: false, error: 'transfer: sequence number mismatch' };
+        if (snapshot.sequenceNumber !== request.op) {
+          return { ok: false, error: 'transfer: sequence number mismatch' };
+        }
         this.snapshot = { payload, checksum: request.checksum };
         return { ok: true, snapshot };
       }
@@ -141,7 +171,8 @@ export class MemoryReplicaStore implements ReplicaStore {
     let snapshot: ReplicaBootState['snapshot'] = null;
     if (this.snapshot !== null) {
       const decoded = decodeSnapshot(this.snapshot.payload);
-      snapshot = { payload: this.snapshot.payload, checksum: kernels.xxh3_64(this.snapshot.payload), decoded };
+      const payload = this.snapshot.payload;
+      snapshot = { payload, checksum: kernels.xxh3_64(payload), decoded };
     }
     const floor = snapshot?.decoded.sequenceNumber ?? 0;
     // Last wins per op, then the hash-chained run from the floor (recovery.ts does the same).
@@ -155,7 +186,9 @@ export class MemoryReplicaStore implements ReplicaStore {
       const decoded = decodeHeader(byOp.get(op)!);
       assert(decoded.ok && decoded.header.command === 6, 'the WAL holds prepares');
       const header = decoded.header;
-      if (previous !== null && (op !== previous.op + 1 || header.parent !== previous.checksum)) break;
+      if (previous !== null) {
+        if (op !== previous.op + 1 || header.parent !== previous.checksum) break;
+      }
       if (previous === null && op !== floor && op !== floor + 1) break;
       prepares.push(byOp.get(op)!);
       provableCommit = Math.max(provableCommit, Math.min(header.commit, op));
@@ -194,7 +227,8 @@ export class StorageSim implements Storage {
     while (this.pending.length > 0 && this.pending[0]!.readyAt <= this.now) {
       const { id, request } = this.pending.shift()!;
       let result: StorageResult;
-      if (request.kind === 'superblock_write' && this.prng.chance(this.superblockFailureProbability)) {
+      const superblockFailure = this.superblockFailureProbability;
+      if (request.kind === 'superblock_write' && this.prng.chance(superblockFailure)) {
         result = { ok: false, error: 'simulated superblock write failure' };
       } else if (this.failKinds.has(request.kind)) {
         result = { ok: false, error: `simulated ${request.kind} failure` };
@@ -259,7 +293,8 @@ export class DiskReplicaStore implements ReplicaStore {
 
   boot(kernels: Kernels): ReplicaBootState {
     const recovered = recover(this.disk, kernels, this.config);
-    this.handles = { wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile };
+    const { wal, superblock, snapshotFile } = recovered;
+    this.handles = { wal, superblock, snapshotFile };
     return toReplicaBootState(recovered);
   }
 }

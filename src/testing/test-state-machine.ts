@@ -12,7 +12,12 @@
  */
 import type { StreamSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
-import type { ApplyInput, ApplyResult, StateMachine, StateMachineSnapshot } from '../vsr/state-machine.js';
+import type {
+  ApplyInput,
+  ApplyResult,
+  StateMachine,
+  StateMachineSnapshot,
+} from '../vsr/state-machine.js';
 
 export const TestOperation = { createStream: 128, deleteStream: 130 } as const;
 export const TEST_ERROR_NAME_EXISTS = 1012;
@@ -38,11 +43,15 @@ export class TestStateMachine implements StateMachine {
         } catch {
           return { errorCode: TEST_ERROR_INVALID, payload: EMPTY };
         }
-        if (name.length === 0 || input.body.byteLength > NAME_SIZE_MAX) return { errorCode: TEST_ERROR_INVALID, payload: EMPTY };
+        if (name.length === 0 || input.body.byteLength > NAME_SIZE_MAX) {
+          return { errorCode: TEST_ERROR_INVALID, payload: EMPTY };
+        }
         for (const stream of this.streams.values()) {
           if (stream.name === name) return { errorCode: TEST_ERROR_NAME_EXISTS, payload: EMPTY };
         }
-        if (this.streams.size >= STREAMS_MAX) return { errorCode: TEST_ERROR_INVALID, payload: EMPTY };
+        if (this.streams.size >= STREAMS_MAX) {
+          return { errorCode: TEST_ERROR_INVALID, payload: EMPTY };
+        }
         let id = 0;
         while (this.streams.has(id)) id += 1;
         this.streams.set(id, { id, name, createdAtUs: input.timestampUs, topics: [] });
@@ -71,7 +80,10 @@ export class TestStateMachine implements StateMachine {
   }
 
   restore(snapshot: StateMachineSnapshot): void {
-    assert(snapshot.users.length === 0 && snapshot.revokedTokens.length === 0, 'the test state machine has no users or tokens');
+    assert(
+      snapshot.users.length === 0 && snapshot.revokedTokens.length === 0,
+      'the test state machine has no users or tokens',
+    );
     this.streams = new Map(snapshot.streams.map((stream) => [stream.id, stream]));
     this.removedClients = [];
   }

@@ -25,7 +25,9 @@ export function identityOf(header: Uint8Array): bigint {
 export function buildPrepare(op: number, parent: bigint, bodySize: number, view = 1): Uint8Array {
   const frame = new Uint8Array(HEADER_SIZE + bodySize);
   const data = new DataView(frame.buffer);
-  for (let index = 0; index < bodySize; index++) frame[HEADER_SIZE + index] = (op * 31 + index * 7) & 0xff;
+  for (let index = 0; index < bodySize; index++) {
+    frame[HEADER_SIZE + index] = (op * 31 + index * 7) & 0xff;
+  }
   data.setUint32(HeaderOffset.size, frame.byteLength, true);
   data.setUint32(HeaderOffset.view, view, true);
   frame[HeaderOffset.command] = Command.prepare;
@@ -57,7 +59,8 @@ export function buildImage(entries: readonly FixtureEntry[]): FixtureImage {
   const frames: Uint8Array[] = [];
   let parent = 0n;
   for (const entry of entries) {
-    const frame = buildPrepare(entry.op, entry.parent ?? parent, entry.bodySize ?? 64, entry.view ?? 1);
+    const view = entry.view ?? 1;
+    const frame = buildPrepare(entry.op, entry.parent ?? parent, entry.bodySize ?? 64, view);
     parent = identityOf(frame);
     frames.push(frame);
   }

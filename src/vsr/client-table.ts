@@ -19,7 +19,9 @@
 import { assert } from '../stdx/assert.js';
 import type { ClientEntrySnapshot } from '../format/snapshot-model.js';
 
-/** Most recent committed replies kept per client (newest last). Older retries get AlreadyApplied. */
+/**
+ * Most recent committed replies kept per client (newest last). Older retries get AlreadyApplied.
+ */
 export const REPLY_RING_CAPACITY = 5;
 /** The largest `clients_table_max` accepted (slot indexes fit a u16). */
 export const CLIENTS_TABLE_SLOT_MAX = 1 << 16;
@@ -33,7 +35,9 @@ const REPLY_OFFSET_REQUEST = 200;
 const COMMAND_REPLY = 8;
 const REPLY_HEADER_SIZE = 256;
 
-/** A committed reply as cached: the full reply wire bytes plus the fields eviction and dedup use. */
+/**
+ * A committed reply as cached: the full reply wire bytes plus the fields eviction and dedup use.
+ */
 export interface CachedReply {
   /** The request number this reply answers (0 for a Register). */
   readonly request: number;
@@ -45,7 +49,9 @@ export interface CachedReply {
 export interface ClientEntry {
   readonly clientId: bigint;
   readonly slot: number;
-  /** Commit op of the latest committed Register: the session number clients echo. Never regresses. */
+  /**
+   * Commit op of the latest committed Register: the session number clients echo. Never regresses.
+   */
   epoch: number;
   /** The user authenticated at (re)bind; stamps `user_id` on this client's prepares. */
   userId: number;
@@ -85,7 +91,9 @@ export function parseCachedReply(bytes: Uint8Array): CachedReply | null {
 
 export function replyClientId(bytes: Uint8Array): bigint {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return view.getBigUint64(REPLY_OFFSET_CLIENT, true) | (view.getBigUint64(REPLY_OFFSET_CLIENT + 8, true) << 64n);
+  const low = view.getBigUint64(REPLY_OFFSET_CLIENT, true);
+  const high = view.getBigUint64(REPLY_OFFSET_CLIENT + 8, true);
+  return low | (high << 64n);
 }
 
 function readU64(view: DataView, offset: number): number | null {
@@ -101,7 +109,10 @@ export class ClientTable {
 
   constructor(capacity: number) {
     assert(Number.isInteger(capacity), 'client table capacity is an integer');
-    assert(capacity >= CLIENTS_TABLE_MIN && capacity <= CLIENTS_TABLE_SLOT_MAX, 'capacity in range');
+    assert(
+      capacity >= CLIENTS_TABLE_MIN && capacity <= CLIENTS_TABLE_SLOT_MAX,
+      'capacity in range',
+    );
     this.slots = new Array<ClientEntry | null>(capacity).fill(null);
   }
 
@@ -122,7 +133,12 @@ export class ClientTable {
   }
 
   /** The request check order of §3.2. Pure: does not modify the table. */
-  checkRequest(clientId: bigint, epoch: number, request: number, requestChecksum: bigint): RequestCheck {
+  checkRequest(
+    clientId: bigint,
+    epoch: number,
+    request: number,
+    requestChecksum: bigint,
+  ): RequestCheck {
     const entry = this.index.get(clientId);
     if (entry === undefined) return { kind: 'no_session' };
     if (epoch < entry.epoch) return { kind: 'fenced' };
@@ -183,7 +199,9 @@ export class ClientTable {
   commitReply(clientId: bigint, requestChecksum: bigint, reply: CachedReply): CommitReplyOutcome {
     const entry = this.index.get(clientId);
     if (entry === undefined) return 'no_entry';
-    if (reply.commit < entry.latestCommit || reply.request < entry.watermark) return 'skipped_regression';
+    if (reply.commit < entry.latestCommit || reply.request < entry.watermark) {
+      return 'skipped_regression';
+    }
     if (reply.request === entry.watermark) {
       const at = entry.ring.findIndex((cached) => cached.request === reply.request);
       if (at >= 0) entry.ring[at] = reply;
@@ -248,10 +266,14 @@ export class ClientTable {
   static fromSnapshot(entries: readonly ClientEntrySnapshot[], capacity: number): ClientTable {
     let needed = capacity;
     for (const entry of entries) needed = Math.max(needed, entry.slot + 1);
-    if (needed > CLIENTS_TABLE_SLOT_MAX) throw new ClientTableError('slot_out_of_range', 'slot >= 65536');
+    if (needed > CLIENTS_TABLE_SLOT_MAX) {
+      throw new ClientTableError('slot_out_of_range', 'slot >= 65536');
+    }
     const table = new ClientTable(needed);
     for (const snapshot of entries) {
-      if (snapshot.clientId === 0n) throw new ClientTableError('client_id_zero', 'client id 0 is reserved');
+      if (snapshot.clientId === 0n) {
+        throw new ClientTableError('client_id_zero', 'client id 0 is reserved');
+      }
       if (table.index.has(snapshot.clientId)) {
         throw new ClientTableError('duplicate_client', `client ${snapshot.clientId} appears twice`);
       }
@@ -259,7 +281,9 @@ export class ClientTable {
         throw new ClientTableError('duplicate_slot', `slot ${snapshot.slot} appears twice`);
       }
       const reply = parseCachedReply(snapshot.reply);
-      if (reply === null) throw new ClientTableError('invalid_reply', `slot ${snapshot.slot} reply is not a reply`);
+      if (reply === null) {
+        throw new ClientTableError('invalid_reply', `slot ${snapshot.slot} reply is not a reply`);
+      }
       const entry: ClientEntry = {
         clientId: snapshot.clientId,
         slot: snapshot.slot,

@@ -89,7 +89,9 @@ export interface ReplicaConfig {
 }
 
 /** TigerBeetle's flexible quorums: replication + view change > replica count. */
-export function quorums(replicaCount: number): { replication: number; viewChange: number; nack: number } {
+export function quorums(
+  replicaCount: number,
+): { replication: number; viewChange: number; nack: number } {
   assert(replicaCount >= 1 && replicaCount <= REPLICAS_MAX, 'replica count in range');
   if (replicaCount === 2) return { replication: 2, viewChange: 2, nack: 1 };
   const replication = Math.min(Math.ceil(replicaCount / 2), 3);
@@ -106,6 +108,11 @@ export class ConfigError extends Error {
   }
 }
 
+/** `value` is an integer in min..=max (false for NaN and fractions). */
+function isIntegerWithin(value: number, min: number, max: number): boolean {
+  return Number.isInteger(value) && value >= min && value <= max;
+}
+
 export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   const replicaCount = input.replicaCount;
   if (!Number.isInteger(replicaCount) || replicaCount < 1 || replicaCount > REPLICAS_MAX) {
@@ -115,33 +122,40 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     throw new ConfigError('replica_id', `must be 0..${replicaCount - 1}`);
   }
   const prepareQueueDepth = input.prepareQueueDepth ?? 32;
-  if (!Number.isInteger(prepareQueueDepth) || prepareQueueDepth < 1 || prepareQueueDepth > PIPELINE_PREPARE_QUEUE_MAX) {
+  if (!isIntegerWithin(prepareQueueDepth, 1, PIPELINE_PREPARE_QUEUE_MAX)) {
     throw new ConfigError('prepare_queue_depth', `must be 1..${PIPELINE_PREPARE_QUEUE_MAX}`);
   }
   const prepareBatchMax = input.prepareBatchMax ?? PREPARE_BATCH_MAX_DEFAULT;
-  if (!Number.isInteger(prepareBatchMax) || prepareBatchMax < 1 || prepareBatchMax > BATCH_REQUESTS_MAX) {
+  if (!isIntegerWithin(prepareBatchMax, 1, BATCH_REQUESTS_MAX)) {
     throw new ConfigError('prepare_batch_max', `must be 1..${BATCH_REQUESTS_MAX}`);
   }
   const journalSlots = input.journalSlots ?? 1024;
-  if (!Number.isInteger(journalSlots) || journalSlots < 4 * prepareQueueDepth || journalSlots > 1 << 20) {
-    throw new ConfigError('journal_slots', `must be ${4 * prepareQueueDepth}..${1 << 20} (4 x prepare_queue_depth)`);
+  if (!isIntegerWithin(journalSlots, 4 * prepareQueueDepth, 1 << 20)) {
+    const range = `${4 * prepareQueueDepth}..${1 << 20}`;
+    throw new ConfigError('journal_slots', `must be ${range} (4 x prepare_queue_depth)`);
   }
   const clientsTableMax = input.clientsTableMax ?? 8192;
-  if (!Number.isInteger(clientsTableMax) || clientsTableMax < CLIENTS_TABLE_MIN || clientsTableMax > CLIENTS_TABLE_SLOT_MAX) {
-    throw new ConfigError('clients_table_max', `must be ${CLIENTS_TABLE_MIN}..${CLIENTS_TABLE_SLOT_MAX}`);
+  if (!isIntegerWithin(clientsTableMax, CLIENTS_TABLE_MIN, CLIENTS_TABLE_SLOT_MAX)) {
+    const range = `${CLIENTS_TABLE_MIN}..${CLIENTS_TABLE_SLOT_MAX}`;
+    throw new ConfigError('clients_table_max', `must be ${range}`);
   }
   const viewProbeAttemptsMax = input.viewProbeAttemptsMax ?? 5;
   const timeouts = { ...DEFAULT_TIMEOUT_TICKS, ...input.timeouts };
   for (const [key, value] of Object.entries(timeouts)) {
-    if (!Number.isInteger(value) || value < 1) throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
+    if (!Number.isInteger(value) || value < 1) {
+      throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
+    }
   }
   const stateChunkSize = input.stateChunkSize ?? STATE_CHUNK_SIZE_MAX;
-  if (!Number.isInteger(stateChunkSize) || stateChunkSize < 1 || stateChunkSize > STATE_CHUNK_SIZE_MAX) {
+  if (!isIntegerWithin(stateChunkSize, 1, STATE_CHUNK_SIZE_MAX)) {
     throw new ConfigError('state_chunk_size', `must be 1..${STATE_CHUNK_SIZE_MAX}`);
   }
   const q = quorums(replicaCount);
   const checkpointInterval = journalSlots - 2 * prepareQueueDepth;
-  assert(checkpointInterval >= 2 * prepareQueueDepth, 'checkpoint interval leaves room for a pipeline');
+  assert(
+    checkpointInterval >= 2 * prepareQueueDepth,
+    'checkpoint interval leaves room for a pipeline',
+  );
   return {
     cluster: input.cluster,
     replica: input.replica,

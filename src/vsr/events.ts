@@ -17,7 +17,8 @@ export const REPLICA_EVENTS = {
   offer_source_ready: 'state transfer offer ready for the checkpoint',
   state_transfer_started: 'state transfer started',
   state_transfer_target_accepted: 'state transfer target accepted',
-  state_transfer_behind_frontier: 'state transfer: offered snapshot is behind the local frontier; keeping local state',
+  state_transfer_behind_frontier:
+    'state transfer: offered snapshot is behind the local frontier; keeping local state',
   state_transfer_install_refused: 'state transfer: install refused',
   state_transfer_installed: 'state transfer installed',
   state_transfer_abandoned: 'state transfer abandoned; falling back to repair',

@@ -2,7 +2,7 @@
  * Frame checksums (iggy-metadata-plane.md §1.3) and the one-shot frame decode.
  *
  * Three uses of one algorithm, XXH3-64 (seed 0) widened to u128 (upper 64 bits zero):
- * - frame seal: bytes 16..256, stored in `checksum`. Covers `checksum_body`, so it is computed last;
+ * - frame seal: bytes 16..256, stored in `checksum`; it covers `checksum_body`, so it goes last;
  * - prepare identity (Prepare, RepairPrepare): the whole header with `checksum` and `view` zeroed,
  *   stored in `checksum`. `view` is left out so a retransmit re-stamped with a newer view keeps its
  *   identity (and `parent` hash chain). The command byte of a RepairPrepare counts as Prepare, so a
@@ -26,9 +26,23 @@ import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
 import { decodeBatch } from './batch.js';
 import { FrameRejection } from './frame-reason.js';
-import { decodeHeader, encodeHeader, readCommand, readSize, readU64Big, writeU128, writeU32 } from './header.js';
+import {
+  decodeHeader,
+  encodeHeader,
+  readCommand,
+  readSize,
+  readU64Big,
+  writeU128,
+  writeU32,
+} from './header.js';
 import { commandLayout } from './header-layout.js';
-import { Operation, type Header, type HeaderCommand, type HeaderInput, type HeaderOf } from './header-types.js';
+import {
+  Operation,
+  type Header,
+  type HeaderCommand,
+  type HeaderInput,
+  type HeaderOf,
+} from './header-types.js';
 import { validateHeader } from './header-validate.js';
 
 /** The only kernel the codec needs; tests pass `{ xxh3_64 }` alone. */
@@ -83,7 +97,8 @@ export function frameSeal(kernels: ChecksumKernels, frame: Uint8Array): bigint {
 }
 
 function assertSealable(frame: Uint8Array): void {
-  assert(frame.byteLength >= HEADER_SIZE && frame.byteLength <= MESSAGE_SIZE_MAX, 'seal: frame size');
+  const size = frame.byteLength;
+  assert(size >= HEADER_SIZE && size <= MESSAGE_SIZE_MAX, 'seal: frame size');
   assert(readSize(frame) === frame.byteLength, 'seal: size field equals the frame length');
   assert(commandLayout(readCommand(frame)) !== undefined, 'seal: valid command');
 }
@@ -97,14 +112,15 @@ export function sealFrame(kernels: ChecksumKernels, frame: Uint8Array): void {
   writeU128(frame, HeaderOffset.checksumBody, kernels.xxh3_64(frame.subarray(HEADER_SIZE), 0n));
   const layout = commandLayout(readCommand(frame));
   assert(layout !== undefined);
-  const checksum = layout.checksum === 'identity' ? prepareIdentity(kernels, frame) : frameSeal(kernels, frame);
+  const checksum =
+    layout.checksum === 'identity' ? prepareIdentity(kernels, frame) : frameSeal(kernels, frame);
   writeU128(frame, HeaderOffset.checksum, checksum);
 }
 
 /** `sealFrame` for a Prepare or RepairPrepare, asserting the command. */
 export function sealPrepare(kernels: ChecksumKernels, frame: Uint8Array): void {
   const command = readCommand(frame);
-  assert(command === Command.prepare || command === Command.repairPrepare, 'sealPrepare: a prepare');
+  assert(isPrepareCommand(command), 'sealPrepare: a prepare');
   sealFrame(kernels, frame);
 }
 
@@ -114,7 +130,7 @@ export function sealPrepare(kernels: ChecksumKernels, frame: Uint8Array): void {
  */
 export function setPrepareView(frame: Uint8Array, view: number): void {
   const command = readCommand(frame);
-  assert(command === Command.prepare || command === Command.repairPrepare, 'setPrepareView: a prepare');
+  assert(isPrepareCommand(command), 'setPrepareView: a prepare');
   assert(Number.isInteger(view) && view >= 0 && view <= 0xffff_ffff, 'setPrepareView: u32 view');
   writeU32(frame, HeaderOffset.view, view);
 }
@@ -128,10 +144,14 @@ export function withPrepareCommand(
   command: typeof Command.prepare | typeof Command.repairPrepare,
 ): Uint8Array {
   const current = readCommand(frame);
-  assert(current === Command.prepare || current === Command.repairPrepare, 'withPrepareCommand: a prepare');
+  assert(isPrepareCommand(current), 'withPrepareCommand: a prepare');
   const copy = frame.slice();
   copy[HeaderOffset.command] = command;
   return copy;
+}
+
+function isPrepareCommand(command: number): boolean {
+  return command === Command.prepare || command === Command.repairPrepare;
 }
 
 /** True when the u128 at `offset` equals `checksum` widened (upper 64 bits zero). */
@@ -244,7 +264,9 @@ export function decodeFrame(
   if (size !== bytes.byteLength) return { ok: false, reason: FrameRejection.sizeMismatch };
   const decoded = decodeFrameHeader(kernels, bytes, options);
   if (!decoded.ok) return decoded;
-  if (!verifyBodyChecksum(kernels, bytes)) return { ok: false, reason: FrameRejection.bodyChecksumMismatch };
+  if (!verifyBodyChecksum(kernels, bytes)) {
+    return { ok: false, reason: FrameRejection.bodyChecksumMismatch };
+  }
   const body = bytes.subarray(HEADER_SIZE);
   const bodyReason = validateBody(decoded.header, body);
   if (bodyReason !== null) return { ok: false, reason: bodyReason };
@@ -289,7 +311,10 @@ export function buildFrameHeader<C extends HeaderCommand>(
   assert(Number.isSafeInteger(bodySize) && bodySize >= 0, 'buildFrameHeader: body size');
   const size = HEADER_SIZE + bodySize;
   assert(size <= MESSAGE_SIZE_MAX, 'buildFrameHeader: frame fits MESSAGE_SIZE_MAX');
-  assert(checksumBody >= 0n && checksumBody < 1n << 64n, 'buildFrameHeader: checksumBody is an XXH3-64 sum');
+  assert(
+    checksumBody >= 0n && checksumBody < 1n << 64n,
+    'buildFrameHeader: checksumBody is an XXH3-64 sum',
+  );
   const header = { ...input, size, checksum: 0n, checksumBody } as unknown as HeaderOf<C>;
   const reason = validateHeader(header);
   assert(reason === null, `buildFrameHeader: invalid ${header.command} header: ${reason}`);

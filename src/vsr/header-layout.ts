@@ -106,7 +106,8 @@ interface LayoutDefinition<H extends Header> {
 
 function defineLayout<H extends Header>(definition: LayoutDefinition<H>): CommandLayout {
   const fields: FieldSpec[] = [];
-  for (const [name, spec] of Object.entries(definition.fields) as [string, readonly [number, FieldKind]][]) {
+  const entries = Object.entries(definition.fields) as [string, readonly [number, FieldKind]][];
+  for (const [name, spec] of entries) {
     fields.push({ name, offset: spec[0], kind: spec[1], size: FIELD_SIZE[spec[1]] });
   }
   fields.sort((a, b) => a.offset - b.offset);
@@ -159,7 +160,11 @@ const prepareZero = [
   [228, 256],
 ] as const;
 
-const repairDoneFields = { nonce: [128, 'u128'], op: [144, 'u64'], group: [152, 'u64_big'] } as const;
+const repairDoneFields = {
+  nonce: [128, 'u128'],
+  op: [144, 'u64'],
+  group: [152, 'u64_big'],
+} as const;
 
 const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.PingHeader>({
@@ -342,7 +347,12 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.ReplicaChallengeHeader>({
     command: Command.replicaChallenge,
     name: 'replica_challenge',
-    fields: { nonce: [128, 'bytes32'], mac: [160, 'bytes32'], mode: [192, 'u8'], status: [193, 'u8'] },
+    fields: {
+      nonce: [128, 'bytes32'],
+      mac: [160, 'bytes32'],
+      mode: [192, 'u8'],
+      status: [193, 'u8'],
+    },
     zero: [[194, 256]],
     control: true,
     bodySizeMax: 0,
@@ -366,7 +376,13 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.RequestPreparesHeader>({
     command: Command.requestPrepares,
     name: 'request_prepares',
-    fields: { nonce: [128, 'u128'], fromOp: [144, 'u64'], toOp: [152, 'u64'], group: [160, 'u64_big'], committedOnly: [168, 'u8'] },
+    fields: {
+      nonce: [128, 'u128'],
+      fromOp: [144, 'u64'],
+      toOp: [152, 'u64'],
+      group: [160, 'u64_big'],
+      committedOnly: [168, 'u8'],
+    },
     zero: [[169, 256]],
     control: true,
     bodySizeMax: 0,
@@ -443,7 +459,12 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.StateChunkHeader>({
     command: Command.stateChunk,
     name: 'state_chunk',
-    fields: { nonce: [128, 'u128'], offset: [144, 'u64'], group: [152, 'u64_big'], artifact: [160, 'u32'] },
+    fields: {
+      nonce: [128, 'u128'],
+      offset: [144, 'u64'],
+      group: [152, 'u64_big'],
+      artifact: [160, 'u32'],
+    },
     zero: [[164, 256]],
     control: true,
     bodySizeMax: STATE_CHUNK_SIZE_MAX,
@@ -473,7 +494,12 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.ForwardLogoutHeader>({
     command: Command.forwardLogout,
     name: 'forward_logout',
-    fields: { client: [128, 'u128'], nonce: [144, 'u128'], session: [160, 'u64'], request: [168, 'u64'] },
+    fields: {
+      client: [128, 'u128'],
+      nonce: [144, 'u128'],
+      session: [160, 'u64'],
+      request: [168, 'u64'],
+    },
     zero: [[176, 256]],
     control: true,
     bodySizeMax: 0,
@@ -481,7 +507,12 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.ForwardLogoutResultHeader>({
     command: Command.forwardLogoutResult,
     name: 'forward_logout_result',
-    fields: { nonce: [128, 'u128'], client: [144, 'u128'], commit: [160, 'u64'], outcome: [255, 'u8'] },
+    fields: {
+      nonce: [128, 'u128'],
+      client: [144, 'u128'],
+      commit: [160, 'u64'],
+      outcome: [255, 'u8'],
+    },
     zero: [[168, 255]],
     control: true,
     bodySizeMax: 0,
@@ -498,7 +529,7 @@ const LAYOUTS: readonly CommandLayout[] = [
 
 /** Indexed by command; index 0 (Reserved) is undefined: it has no layout and is never valid. */
 const LAYOUT_BY_COMMAND: readonly (CommandLayout | undefined)[] = (() => {
-  const table: (CommandLayout | undefined)[] = new Array<CommandLayout | undefined>(COMMAND_MAX + 1).fill(undefined);
+  const table = new Array<CommandLayout | undefined>(COMMAND_MAX + 1).fill(undefined);
   for (const layout of LAYOUTS) {
     assert(table[layout.command] === undefined, `duplicate layout for command ${layout.command}`);
     table[layout.command] = layout;
@@ -523,7 +554,8 @@ function assertTiles(name: string, start: number, end: number, ranges: readonly 
   let cursor = start;
   for (const range of sorted) {
     assert(range.size > 0, `${name}: empty range at ${range.offset}`);
-    assert(range.offset === cursor, `${name}: ${range.offset < cursor ? 'overlap' : 'gap'} at byte ${cursor}`);
+    const problem = range.offset < cursor ? 'overlap' : 'gap';
+    assert(range.offset === cursor, `${name}: ${problem} at byte ${cursor}`);
     cursor = range.offset + range.size;
   }
   assert(cursor === end, `${name}: layout ends at ${cursor}, expected ${end}`);
@@ -537,13 +569,15 @@ for (let command = 0; command <= COMMAND_MAX; command++) {
     continue;
   }
   assert(layout !== undefined, `command ${command} has a layout`);
-  assertTiles(layout.name, HeaderOffset.commandSpecific, HEADER_SIZE, [...layout.fields, ...layout.zero]);
+  const ranges = [...layout.fields, ...layout.zero];
+  assertTiles(layout.name, HeaderOffset.commandSpecific, HEADER_SIZE, ranges);
   const names = new Set(COMMON_FIELDS.map((field) => field.name));
   for (const field of layout.fields) {
     assert(!names.has(field.name), `${layout.name}: duplicate field ${field.name}`);
     names.add(field.name);
   }
-  assert(layout.bodySizeMax >= 0 && layout.bodySizeMax <= MESSAGE_BODY_SIZE_MAX, `${layout.name}: body bound`);
+  const bodySizeMax = layout.bodySizeMax;
+  assert(bodySizeMax >= 0 && bodySizeMax <= MESSAGE_BODY_SIZE_MAX, `${layout.name}: body bound`);
 }
 
 // The shared offset constants (used by the journal scan and WAL fixtures) agree with the table.
@@ -555,5 +589,6 @@ for (let command = 0; command <= COMMAND_MAX; command++) {
     assert(offset === field.offset, `PrepareOffset.${field.name} agrees with the layout`);
   }
   assert(prepare.zero.some((range) => range.offset === PrepareOffset.pad && range.size === 7));
-  assert(prepare.zero.some((range) => range.offset === PrepareOffset.reserved && range.size === 28));
+  const reserved = PrepareOffset.reserved;
+  assert(prepare.zero.some((range) => range.offset === reserved && range.size === 28));
 }

@@ -41,6 +41,7 @@ import {
   ReplicaAuthStatus,
   type DoViewChangeHeader,
   type Header,
+  type HeaderOf,
   type RequestHeader,
   type StartViewHeader,
 } from './header-types.js';
@@ -77,11 +78,16 @@ function validateRequest(header: RequestHeader): FrameRejection | null {
   return null;
 }
 
-function validateViewChange(header: DoViewChangeHeader | StartViewHeader, bodySize: number): FrameRejection | null {
+function validateViewChange(
+  header: DoViewChangeHeader | StartViewHeader,
+  bodySize: number,
+): FrameRejection | null {
   // A DoViewChange reports the sender's commit_max, which may exceed its head on a laggard (vrmeta
   // deviation: reporting min(commit_max, op) would let a later merge nack an op its sender knew
   // was committed). A StartView's log always reaches its commit.
-  if (header.command === Command.startView && header.commit > header.op) return FrameRejection.commitAboveOp;
+  if (header.command === Command.startView && header.commit > header.op) {
+    return FrameRejection.commitAboveOp;
+  }
   const count = suffixCount(bodySize);
   if (typeof count === 'string') return count;
   if (header.command === Command.doViewChange) {
@@ -93,7 +99,8 @@ function validateViewChange(header: DoViewChangeHeader | StartViewHeader, bodySi
     // Bit i speaks for suffix header i; a bit past the suffix claims an op the sender never sent,
     // which the merge would count toward a nack quorum.
     const beyond = count >= 128 ? 0n : U128_MASK ^ ((1n << BigInt(count)) - 1n);
-    if (((header.nackBitset | header.presentBitset) & beyond) !== 0n) return FrameRejection.bitsetBeyondSuffix;
+    const claimed = header.nackBitset | header.presentBitset;
+    if ((claimed & beyond) !== 0n) return FrameRejection.bitsetBeyondSuffix;
   }
   return null;
 }
@@ -134,54 +141,113 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       return validateRequest(header);
 
     case Command.reply:
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
-      // A batch's requests are answered one reply each, with their own operation.
-      if (header.operation === Operation.batch) return FrameRejection.operationBatchMisplaced;
-      return null;
-
-    case Command.eviction: {
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.reason === EvictionReason.reserved || header.reason > EVICTION_REASON_MAX) {
-        return FrameRejection.evictionReasonInvalid;
-      }
-      const min = header.serverProtocolVersionMin;
-      const max = header.serverProtocolVersion;
-      if (header.reason === EvictionReason.incompatibleProtocol) {
-        if (!(min >= 1 && min <= max)) return FrameRejection.protocolWindowInvalid;
-      } else if (min !== 0 || max !== 0) {
-        return FrameRejection.protocolWindowInvalid;
-      }
-      return null;
-    }
+    case Command.eviction:
+      return validateClientAnswer(header);
 
     case Command.prepare:
     case Command.repairPrepare:
-      // The primary stamps commit = commit_max < op. A Reserved operation cannot be applied; the
-      // canonical blank header (operation Reserved) lives only inside DVC bodies, never as a frame.
-      if (header.commit > header.op) return FrameRejection.commitAboveOp;
-      if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
-      // A batch names its clients in its envelope (src/vsr/batch.ts, checked with the body): the
-      // header fields that name one client are zero, so nothing reads one of them as the batch's.
-      if (
-        header.operation === Operation.batch &&
-        (header.client !== 0n || header.request !== 0 || header.requestChecksum !== 0n || header.userId !== 0)
-      ) {
-        return FrameRejection.batchHeaderFieldsNonzero;
-      }
-      return null;
-
     case Command.prepareOk:
-      // No commit <= op rule: `commit` is the acking replica's commit_max, which can be ahead of
-      // a re-acked op.
-      if (header.prepareChecksum === 0n) return FrameRejection.prepareChecksumRequired;
-      if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
-      return null;
+      return validatePrepare(header);
 
     case Command.doViewChange:
     case Command.startView:
       return validateViewChange(header, bodySize);
 
+    case Command.requestStartView:
+    case Command.requestPrepares:
+    case Command.repairDone:
+    case Command.rangeEvicted:
+    case Command.requestStateTransfer:
+      return validateRepair(header);
+
+    case Command.stateTransferTarget:
+    case Command.requestStateChunk:
+    case Command.stateChunk:
+      return validateStateTransfer(header, bodySize);
+
+    case Command.forwardRegister:
+    case Command.forwardRegisterResult:
+    case Command.forwardLogout:
+    case Command.forwardLogoutResult:
+      return validateForward(header);
+
+    case Command.replicaHello:
+    case Command.replicaChallenge:
+    case Command.replicaAdvertise:
+    case Command.replicaFinish:
+      return validateReplicaAuth(header);
+
+    default:
+      return unreachable(header, 'validateHeader: command');
+  }
+}
+
+/** Reply and Eviction: what the cluster answers a client with. */
+function validateClientAnswer(
+  header: HeaderOf<typeof Command.reply | typeof Command.eviction>,
+): FrameRejection | null {
+  if (header.command === Command.reply) {
+    if (header.client === 0n) return FrameRejection.clientRequired;
+    if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+    // A batch's requests are answered one reply each, with their own operation.
+    if (header.operation === Operation.batch) return FrameRejection.operationBatchMisplaced;
+    return null;
+  }
+  if (header.client === 0n) return FrameRejection.clientRequired;
+  if (header.reason === EvictionReason.reserved || header.reason > EVICTION_REASON_MAX) {
+    return FrameRejection.evictionReasonInvalid;
+  }
+  const min = header.serverProtocolVersionMin;
+  const max = header.serverProtocolVersion;
+  if (header.reason === EvictionReason.incompatibleProtocol) {
+    if (!(min >= 1 && min <= max)) return FrameRejection.protocolWindowInvalid;
+  } else if (min !== 0 || max !== 0) {
+    return FrameRejection.protocolWindowInvalid;
+  }
+  return null;
+}
+
+/** Prepare, RepairPrepare and PrepareOk. */
+function validatePrepare(
+  header: HeaderOf<
+    typeof Command.prepare | typeof Command.repairPrepare | typeof Command.prepareOk
+  >,
+): FrameRejection | null {
+  if (header.command === Command.prepareOk) {
+    // No commit <= op rule: `commit` is the acking replica's commit_max, which can be ahead of
+    // a re-acked op.
+    if (header.prepareChecksum === 0n) return FrameRejection.prepareChecksumRequired;
+    if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+    return null;
+  }
+  // The primary stamps commit = commit_max < op. A Reserved operation cannot be applied; the
+  // canonical blank header (operation Reserved) lives only inside DVC bodies, never as a frame.
+  if (header.commit > header.op) return FrameRejection.commitAboveOp;
+  if (header.operation === Operation.reserved) return FrameRejection.operationReserved;
+  // A batch names its clients in its envelope (src/vsr/batch.ts, checked with the body): the
+  // header fields that name one client are zero, so nothing reads one of them as the batch's.
+  const namesOneClient =
+    header.client !== 0n ||
+    header.request !== 0 ||
+    header.requestChecksum !== 0n ||
+    header.userId !== 0;
+  if (header.operation === Operation.batch && namesOneClient) {
+    return FrameRejection.batchHeaderFieldsNonzero;
+  }
+  return null;
+}
+
+/** The repair requests and answers: RequestStartView, RequestPrepares, RepairDone, ... */
+function validateRepair(
+  header: HeaderOf<
+    | typeof Command.requestStartView
+    | typeof Command.requestPrepares
+    | typeof Command.repairDone
+    | typeof Command.rangeEvicted
+    | typeof Command.requestStateTransfer
+  >,
+): FrameRejection | null {
+  switch (header.command) {
     case Command.requestStartView:
       // The probe's incarnation is what the answering StartView echoes; 0 means "not a probe".
       if (header.incarnation === 0n) return FrameRejection.incarnationRequired;
@@ -190,7 +256,9 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
 
     case Command.requestPrepares:
       if (header.nonce === 0n) return FrameRejection.nonceRequired;
-      if (!(header.fromOp >= 1 && header.fromOp <= header.toOp)) return FrameRejection.opRangeInvalid;
+      if (!(header.fromOp >= 1 && header.fromOp <= header.toOp)) {
+        return FrameRejection.opRangeInvalid;
+      }
       if (header.committedOnly > 1) return FrameRejection.flagInvalid;
       return null;
 
@@ -200,10 +268,29 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       if (header.nonce === 0n) return FrameRejection.nonceRequired;
       return null;
 
+    default:
+      return unreachable(header, 'validateHeader: command');
+  }
+}
+
+/** StateTransferTarget, RequestStateChunk and StateChunk. */
+function validateStateTransfer(
+  header: HeaderOf<
+    | typeof Command.stateTransferTarget
+    | typeof Command.requestStateChunk
+    | typeof Command.stateChunk
+  >,
+  bodySize: number,
+): FrameRejection | null {
+  switch (header.command) {
     case Command.stateTransferTarget:
       if (header.nonce === 0n) return FrameRejection.nonceRequired;
-      if (header.available > 1 || header.unavailableTransient > 1) return FrameRejection.flagInvalid;
-      if (header.available === 1 && header.unavailableTransient === 1) return FrameRejection.targetFlagsConflict;
+      if (header.available > 1 || header.unavailableTransient > 1) {
+        return FrameRejection.flagInvalid;
+      }
+      if (header.available === 1 && header.unavailableTransient === 1) {
+        return FrameRejection.targetFlagsConflict;
+      }
       if (header.available === 0) {
         if (bodySize !== 0) return FrameRejection.sizeNotHeaderOnly;
       } else if (bodySize < MANIFEST_SIZE_MIN || bodySize > MANIFEST_SIZE_MAX) {
@@ -211,7 +298,9 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       }
       // commit_op is the server's commit_min, never above its commit_max.
       if (header.commitOp > header.commitMax) return FrameRejection.commitOpAboveCommitMax;
-      if ((header.checkpointOp === 0) !== (header.checkpointId === 0n)) return FrameRejection.checkpointInvalid;
+      if ((header.checkpointOp === 0) !== (header.checkpointId === 0n)) {
+        return FrameRejection.checkpointInvalid;
+      }
       return null;
 
     case Command.requestStateChunk:
@@ -229,33 +318,62 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       if (header.artifact >= MANIFEST_ENTRIES_MAX) return FrameRejection.artifactOutOfRange;
       return null;
 
+    default:
+      return unreachable(header, 'validateHeader: command');
+  }
+}
+
+/** A backup's forwarded Register and Logout, and the primary's results. */
+function validateForward(
+  header: HeaderOf<
+    | typeof Command.forwardRegister
+    | typeof Command.forwardRegisterResult
+    | typeof Command.forwardLogout
+    | typeof Command.forwardLogoutResult
+  >,
+): FrameRejection | null {
+  if (header.client === 0n) return FrameRejection.clientRequired;
+  if (header.nonce === 0n) return FrameRejection.nonceRequired;
+  switch (header.command) {
     case Command.forwardRegister:
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.nonce === 0n) return FrameRejection.nonceRequired;
       return null;
 
     case Command.forwardRegisterResult:
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.nonce === 0n) return FrameRejection.nonceRequired;
       if (header.outcome > FORWARD_REGISTER_OUTCOME_MAX) return FrameRejection.outcomeInvalid;
-      if (header.outcome !== ForwardRegisterOutcome.ok && (header.epoch !== 0 || header.watermark !== 0)) {
+      if (
+        header.outcome !== ForwardRegisterOutcome.ok &&
+        (header.epoch !== 0 || header.watermark !== 0)
+      ) {
         return FrameRejection.resultFieldsNonzero;
       }
       return null;
 
     case Command.forwardLogout:
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.nonce === 0n) return FrameRejection.nonceRequired;
       if (header.session === 0 || header.request === 0) return FrameRejection.sessionRequired;
       return null;
 
     case Command.forwardLogoutResult:
-      if (header.client === 0n) return FrameRejection.clientRequired;
-      if (header.nonce === 0n) return FrameRejection.nonceRequired;
       if (header.outcome > FORWARD_LOGOUT_OUTCOME_MAX) return FrameRejection.outcomeInvalid;
-      if (header.outcome !== ForwardLogoutOutcome.ok && header.commit !== 0) return FrameRejection.resultFieldsNonzero;
+      if (header.outcome !== ForwardLogoutOutcome.ok && header.commit !== 0) {
+        return FrameRejection.resultFieldsNonzero;
+      }
       return null;
 
+    default:
+      return unreachable(header, 'validateHeader: command');
+  }
+}
+
+/** The replica handshake: Hello, Challenge, Advertise, Finish. */
+function validateReplicaAuth(
+  header: HeaderOf<
+    | typeof Command.replicaHello
+    | typeof Command.replicaChallenge
+    | typeof Command.replicaAdvertise
+    | typeof Command.replicaFinish
+  >,
+): FrameRejection | null {
+  switch (header.command) {
     case Command.replicaHello:
       if (header.mode > REPLICA_AUTH_MODE_MAX) return FrameRejection.authModeInvalid;
       if (header.peerReplica >= REPLICAS_MAX) return FrameRejection.replicaOutOfRange;
@@ -263,14 +381,16 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
       if (allZero(header.nonce)) return FrameRejection.authNonceRequired;
       return null;
 
-    case Command.replicaChallenge:
+    case Command.replicaChallenge: {
       if (header.mode > REPLICA_AUTH_MODE_MAX) return FrameRejection.authModeInvalid;
       if (header.status > REPLICA_AUTH_STATUS_MAX) return FrameRejection.authStatusInvalid;
-      if (header.status === ReplicaAuthStatus.ok && allZero(header.nonce)) return FrameRejection.authNonceRequired;
-      if ((header.mode === ReplicaAuthMode.none || header.status !== ReplicaAuthStatus.ok) && !allZero(header.mac)) {
+      const ok = header.status === ReplicaAuthStatus.ok;
+      if (ok && allZero(header.nonce)) return FrameRejection.authNonceRequired;
+      if ((header.mode === ReplicaAuthMode.none || !ok) && !allZero(header.mac)) {
         return FrameRejection.authMacUnexpected;
       }
       return null;
+    }
 
     case Command.replicaAdvertise:
       // The body is checked by the transport, which knows the versions it reads; an advertisement
@@ -279,7 +399,9 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
 
     case Command.replicaFinish:
       if (header.status > REPLICA_AUTH_STATUS_MAX) return FrameRejection.authStatusInvalid;
-      if (header.status !== ReplicaAuthStatus.ok && !allZero(header.mac)) return FrameRejection.authMacUnexpected;
+      if (header.status !== ReplicaAuthStatus.ok && !allZero(header.mac)) {
+        return FrameRejection.authMacUnexpected;
+      }
       return null;
 
     default:

@@ -61,7 +61,8 @@ export function readU8(bytes: Uint8Array, offset: number): number {
 }
 
 export function readU32(bytes: Uint8Array, offset: number): number {
-  return (bytes[offset]! | (bytes[offset + 1]! << 8) | (bytes[offset + 2]! << 16)) + bytes[offset + 3]! * 0x100_0000;
+  const low = bytes[offset]! | (bytes[offset + 1]! << 8) | (bytes[offset + 2]! << 16);
+  return low + bytes[offset + 3]! * 0x100_0000;
 }
 
 /** A u64 as a number, or -1 when it exceeds Number.MAX_SAFE_INTEGER. */
@@ -129,7 +130,11 @@ export function readSize(bytes: Uint8Array, offset = 0): number {
 }
 
 /** Reads one field; returns undefined for a u64 counter above 2^53 - 1. */
-function readField(bytes: Uint8Array, base: number, field: FieldSpec): number | bigint | Uint8Array | undefined {
+function readField(
+  bytes: Uint8Array,
+  base: number,
+  field: FieldSpec,
+): number | bigint | Uint8Array | undefined {
   const at = base + field.offset;
   switch (field.kind) {
     case FieldKind.u8:
@@ -155,11 +160,14 @@ function readField(bytes: Uint8Array, base: number, field: FieldSpec): number | 
  * reserved bytes, u64 range); checksums and §1.6 rules are the caller's next steps.
  */
 export function decodeHeader(bytes: Uint8Array, offset = 0): DecodeHeaderResult {
-  if (bytes.byteLength - offset < HEADER_SIZE) return { ok: false, reason: FrameRejection.headerTruncated };
+  if (bytes.byteLength - offset < HEADER_SIZE) {
+    return { ok: false, reason: FrameRejection.headerTruncated };
+  }
   const layout = commandLayout(readCommand(bytes, offset));
   if (layout === undefined) return { ok: false, reason: FrameRejection.commandInvalid };
   const zeroStart = offset + COMMON_ZERO.offset;
-  if (!isZero(bytes, zeroStart, zeroStart + COMMON_ZERO.size) || !rangesZero(bytes, offset, layout.zero)) {
+  const commonZero = isZero(bytes, zeroStart, zeroStart + COMMON_ZERO.size);
+  if (!commonZero || !rangesZero(bytes, offset, layout.zero)) {
     return { ok: false, reason: FrameRejection.reservedNonzero };
   }
   const header: Record<string, number | bigint | Uint8Array> = {};
@@ -177,7 +185,10 @@ function writeField(bytes: Uint8Array, base: number, field: FieldSpec, value: un
   const at = base + field.offset;
   switch (field.kind) {
     case FieldKind.u8:
-      assert(typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xff, `${field.name}: u8`);
+      assert(
+        typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xff,
+        `${field.name}: u8`,
+      );
       bytes[at] = value;
       return;
     case FieldKind.u32:
@@ -188,7 +199,10 @@ function writeField(bytes: Uint8Array, base: number, field: FieldSpec, value: un
       writeU32(bytes, at, value);
       return;
     case FieldKind.u64:
-      assert(typeof value === 'number' && Number.isSafeInteger(value) && value >= 0, `${field.name}: u64 (safe)`);
+      assert(
+        typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
+        `${field.name}: u64 (safe)`,
+      );
       writeU64Number(bytes, at, value);
       return;
     case FieldKind.u64Big:

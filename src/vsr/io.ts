@@ -55,7 +55,9 @@ export type StorageRequest =
   | { readonly kind: 'wal_append'; readonly op: number; readonly frame: Uint8Array }
   /** Remove every WAL entry with op >= fromOp (a divergent suffix). */
   | { readonly kind: 'wal_truncate'; readonly fromOp: number }
-  /** Remove the WAL entries at `ops`, keeping every other one (entries a new log cannot vouch for). */
+  /**
+   * Remove the WAL entries at `ops`, keeping every other one (entries a new log cannot vouch for).
+   */
   | { readonly kind: 'wal_remove'; readonly ops: readonly number[] }
   /** Remove every WAL entry with op < keepFromOp (after a durable checkpoint). */
   | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
@@ -65,7 +67,12 @@ export type StorageRequest =
    * `checksum`, when given, is the payload's XXH3-64 already computed by the caller: the trailer
    * takes it instead of a second pass (and a second staging of the payload in WASM memory).
    */
-  | { readonly kind: 'snapshot_write'; readonly op: number; readonly payload: Uint8Array; readonly checksum?: bigint }
+  | {
+      readonly kind: 'snapshot_write';
+      readonly op: number;
+      readonly payload: Uint8Array;
+      readonly checksum?: bigint;
+    }
   /**
    * Read `snapshot.bin`, verify its trailer and format version, and return the payload (trailer
    * stripped). An error carries the real cause (missing, unreadable, checksum mismatch).
@@ -83,7 +90,12 @@ export type StorageRequest =
    * decode it, then install it as `snapshot.bin` durably (trailer, rename, fsync dir). Returns the
    * decoded snapshot. Nothing is installed on any error.
    */
-  | { readonly kind: 'transfer_install'; readonly op: number; readonly len: number; readonly checksum: bigint }
+  | {
+      readonly kind: 'transfer_install';
+      readonly op: number;
+      readonly len: number;
+      readonly checksum: bigint;
+    }
   /** State transfer abandoned: remove the temp file. */
   | { readonly kind: 'transfer_discard' };
 

@@ -74,7 +74,10 @@ export class Journal {
   put(entry: JournalEntry): void {
     assert(entry.op >= this.floor, `journal put below the floor: ${entry.op} < ${this.floor}`);
     assert(this.hasRoom(entry.op), `journal full: op ${entry.op}, floor ${this.floor}`);
-    assert(entry.header.op === entry.op && entry.header.checksum === entry.checksum, 'entry agrees with header');
+    assert(
+      entry.header.op === entry.op && entry.header.checksum === entry.checksum,
+      'entry agrees with header',
+    );
     this.entries.set(entry.op, entry);
     if (entry.op > this.headCache && this.headCache >= 0) this.headCache = entry.op;
   }

@@ -15,7 +15,10 @@ import { EvictionReason, Operation, type PrepareHeader } from './header.js';
 export const RESULT_SECTION_SIZE_MIN = 4;
 
 export function resultBody(errorCode: number, payload: Uint8Array): Uint8Array {
-  assert(Number.isInteger(errorCode) && errorCode >= 0 && errorCode <= 0xffff_ffff, 'error code is a u32');
+  assert(
+    Number.isInteger(errorCode) && errorCode >= 0 && errorCode <= 0xffff_ffff,
+    'error code is a u32',
+  );
   if (errorCode !== 0) {
     assert(payload.byteLength === 0, 'a rejection carries no payload');
     const body = new Uint8Array(12);
@@ -37,7 +40,9 @@ export type ParsedResult =
 
 /** Parses a result section; a malformed section decodes as an error, never as success. */
 export function parseResultBody(body: Uint8Array): ParsedResult {
-  if (body.byteLength < RESULT_SECTION_SIZE_MIN) return { ok: false, errorCode: -1, malformed: true };
+  if (body.byteLength < RESULT_SECTION_SIZE_MIN) {
+    return { ok: false, errorCode: -1, malformed: true };
+  }
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   const count = view.getUint32(0, true);
   if (count === 0) return { ok: true, payload: body.subarray(4) };
@@ -52,7 +57,11 @@ export function parseResultBody(body: Uint8Array): ParsedResult {
  * view is outside its identity (re-stamped on retransmit), so using it would let two replicas
  * cache different bytes for the same op.
  */
-export function buildReply(kernels: ChecksumKernels, prepare: PrepareHeader, body: Uint8Array): Uint8Array {
+export function buildReply(
+  kernels: ChecksumKernels,
+  prepare: PrepareHeader,
+  body: Uint8Array,
+): Uint8Array {
   return buildFrame(
     kernels,
     {
@@ -77,7 +86,15 @@ export function buildReply(kernels: ChecksumKernels, prepare: PrepareHeader, bod
 /** A reply that never entered the log (a pre-commit deny such as RequestAlreadyApplied). */
 export function buildDenyReply(
   kernels: ChecksumKernels,
-  options: { cluster: bigint; replica: number; view: number; client: bigint; request: number; operation: number; status: number },
+  options: {
+    cluster: bigint;
+    replica: number;
+    view: number;
+    client: bigint;
+    request: number;
+    operation: number;
+    status: number;
+  },
 ): Uint8Array {
   assert(options.status !== 0, 'a deny reply carries a status');
   return buildFrame(kernels, {
@@ -92,14 +109,21 @@ export function buildDenyReply(
     commit: 0,
     timestamp: 0,
     request: options.request,
-    operation: options.operation === Operation.reserved ? Operation.nonReplicated : options.operation,
+    operation:
+      options.operation === Operation.reserved ? Operation.nonReplicated : options.operation,
     status: options.status,
   });
 }
 
 export function buildEviction(
   kernels: ChecksumKernels,
-  options: { cluster: bigint; replica: number; view: number; client: bigint; reason: EvictionReason },
+  options: {
+    cluster: bigint;
+    replica: number;
+    view: number;
+    client: bigint;
+    reason: EvictionReason;
+  },
 ): Uint8Array {
   assert(options.reason !== EvictionReason.reserved, 'an eviction names its reason');
   return buildFrame(kernels, {
@@ -136,7 +160,9 @@ export function encodeRegisterPayload(userId: number, session: number): Uint8Arr
   return payload;
 }
 
-export function decodeRegisterPayload(payload: Uint8Array): { userId: number; session: number } | null {
+export function decodeRegisterPayload(
+  payload: Uint8Array,
+): { userId: number; session: number } | null {
   if (payload.byteLength !== 12) return null;
   const view = new DataView(payload.buffer, payload.byteOffset, 12);
   return { userId: view.getUint32(0, true), session: Number(view.getBigUint64(4, true)) };

@@ -28,7 +28,12 @@ import {
 import { assert } from '../stdx/assert.js';
 import type { ChecksumKernels } from './frame.js';
 
-export const ArtifactKind = { metadataSnapshot: 0, clientTable: 1, segmentLog: 2, consumerOffsets: 3 } as const;
+export const ArtifactKind = {
+  metadataSnapshot: 0,
+  clientTable: 1,
+  segmentLog: 2,
+  consumerOffsets: 3,
+} as const;
 export type ArtifactKind = (typeof ArtifactKind)[keyof typeof ArtifactKind];
 
 /** The chunk size both sides use (clamped by the frame bound). */
@@ -48,7 +53,9 @@ export const STATE_CHUNKS_IN_FLIGHT_MAX = 4;
  * a write completes: what a fetch holds in memory is bounded whatever the disk does.
  */
 export const STATE_CHUNKS_UNWRITTEN_MAX = 2 * STATE_CHUNKS_IN_FLIGHT_MAX;
-/** Consecutive stalls (no accepted chunk within the retry interval) before a session is abandoned. */
+/**
+ * Consecutive stalls (no accepted chunk within the retry interval) before a session is abandoned.
+ */
 export const STATE_TRANSFER_STALLS_MAX = 5;
 /** Damaged or undecodable artifacts before the receiver gives up and falls back to repair. */
 export const STATE_TRANSFER_DECODE_FAILURES_MAX = 5;
@@ -75,10 +82,12 @@ export function chunkCount(len: number, chunkSize: number): number {
 }
 
 export function encodeManifest(kernels: ChecksumKernels, manifest: Manifest): Uint8Array {
-  assert(manifest.entries.length >= 1 && manifest.entries.length <= MANIFEST_ENTRIES_MAX, 'manifest entry count');
+  const entryCount = manifest.entries.length;
+  assert(entryCount >= 1 && entryCount <= MANIFEST_ENTRIES_MAX, 'manifest entry count');
   let chunks = 0;
   for (const entry of manifest.entries) {
-    assert(entry.chunkChecksums.length === chunkCount(entry.len, manifest.chunkSize), 'one checksum per chunk');
+    const entryChunks = chunkCount(entry.len, manifest.chunkSize);
+    assert(entry.chunkChecksums.length === entryChunks, 'one checksum per chunk');
     chunks += entry.chunkChecksums.length;
   }
   const size = 4 + 4 + 1 + manifest.entries.length * MANIFEST_ENTRY_SIZE + 4 + chunks * 8 + 8;
@@ -109,7 +118,9 @@ export function encodeManifest(kernels: ChecksumKernels, manifest: Manifest): Ui
   return bytes;
 }
 
-export type ManifestDecode = { readonly ok: true; readonly manifest: Manifest } | { readonly ok: false; readonly reason: string };
+export type ManifestDecode =
+  | { readonly ok: true; readonly manifest: Manifest }
+  | { readonly ok: false; readonly reason: string };
 
 /** Strict decode of an untrusted manifest; never throws. */
 export function decodeManifest(kernels: ChecksumKernels, bytes: Uint8Array): ManifestDecode {
@@ -117,7 +128,8 @@ export function decodeManifest(kernels: ChecksumKernels, bytes: Uint8Array): Man
   if (bytes.byteLength < 21 || bytes.byteLength > MANIFEST_SIZE_MAX) return fail('size');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = bytes.byteLength - 8;
-  if (view.getBigUint64(end, true) !== kernels.xxh3_64(bytes.subarray(0, end))) return fail('checksum');
+  const checksum = kernels.xxh3_64(bytes.subarray(0, end));
+  if (view.getBigUint64(end, true) !== checksum) return fail('checksum');
   if (view.getUint32(0, true) !== MAGIC) return fail('magic');
   const count = view.getUint32(4, true);
   if (count < 1 || count > MANIFEST_ENTRIES_MAX) return fail('count');
@@ -151,7 +163,8 @@ export function decodeManifest(kernels: ChecksumKernels, bytes: Uint8Array): Man
       chunkChecksums.push(view.getBigUint64(at, true));
       at += 8;
     }
-    entries.push({ kind: head.kind, frontier: Number(head.frontier), len, checksum: head.checksum, chunkChecksums });
+    const frontier = Number(head.frontier);
+    entries.push({ kind: head.kind, frontier, len, checksum: head.checksum, chunkChecksums });
   }
   if (at !== end) return fail('trailing_bytes');
   return { ok: true, manifest: { chunkSize, entries } };
@@ -170,7 +183,10 @@ const LEGAL: Readonly<Record<Stage, readonly Stage[]>> = {
 export interface TransferSession {
   readonly nonce: bigint;
   /** Targets received for this nonce, by replica: the checkpoint each would serve. */
-  readonly targets: Map<number, { op: number; checksum: bigint; commitMax: number; anchor: bigint; manifest: Manifest }>;
+  readonly targets: Map<
+    number,
+    { op: number; checksum: bigint; commitMax: number; anchor: bigint; manifest: Manifest }
+  >;
   /**
    * Refusals that vouch for a checkpoint id the sender holds but cannot serve (its snapshot file
    * is damaged), by replica. They count toward the vouch quorum of a target that some other
@@ -178,7 +194,13 @@ export interface TransferSession {
    */
   readonly vouchers: Map<number, { op: number; checksum: bigint }>;
   /** Set only by the AwaitingTarget -> Fetching move. */
-  accepted: { op: number; checksum: bigint; manifest: Manifest; entry: ManifestEntry; servers: number[] } | null;
+  accepted: {
+    op: number;
+    checksum: bigint;
+    manifest: Manifest;
+    entry: ManifestEntry;
+    servers: number[];
+  } | null;
   /** The replica chunks are requested from (rotates among `accepted.servers` on stalls). */
   peer: number;
   /** Bytes of the snapshot artifact received so far, in order (their writes submitted). */
@@ -187,7 +209,9 @@ export interface TransferSession {
   requested: number;
   /** Bytes whose write to the transfer file completed (`written` <= `received`). */
   written: number;
-  /** Verified chunks past `received` (they overtook a missing one), by offset; within the window. */
+  /**
+   * Verified chunks past `received` (they overtook a missing one), by offset; within the window.
+   */
   readonly ahead: Map<number, Uint8Array>;
   idleTicks: number;
   stalls: number;
@@ -222,7 +246,10 @@ export class TransferStageMachine {
   /** Idle -> AwaitingTarget with a fresh session. */
   arm(nonce: bigint, startedAtTick: number): TransferSession {
     // A new session starts only from Idle: a running session is cleared first, never replaced.
-    assert(this.current === 'idle', `illegal state transfer stage ${this.current} -> awaiting_target (arm)`);
+    assert(
+      this.current === 'idle',
+      `illegal state transfer stage ${this.current} -> awaiting_target (arm)`,
+    );
     this.move('awaiting_target');
     this.active = {
       nonce,
@@ -250,7 +277,10 @@ export class TransferStageMachine {
   }
 
   beginInstall(): void {
-    assert(this.active?.accepted != null && this.active.received === this.active.accepted.entry.len, 'install whole');
+    assert(
+      this.active?.accepted != null && this.active.received === this.active.accepted.entry.len,
+      'install whole',
+    );
     this.move('installing');
   }
 
@@ -262,15 +292,24 @@ export class TransferStageMachine {
   }
 
   private move(next: Stage): void {
-    assert(LEGAL[this.current].includes(next), `illegal state transfer stage ${this.current} -> ${next}`);
+    assert(
+      LEGAL[this.current].includes(next),
+      `illegal state transfer stage ${this.current} -> ${next}`,
+    );
     this.current = next;
   }
 }
 
 /** What the receiver's vote over the offers and vouches of one session decided. */
 export interface TargetVote {
-  /** The newest checkpoint a quorum vouches for (servers: the replicas that offered it), or none. */
-  readonly best: { readonly op: number; readonly checksum: bigint; readonly servers: number[] } | null;
+  /**
+   * The newest checkpoint a quorum vouches for (servers: the replicas that offered it), or none.
+   */
+  readonly best: {
+    readonly op: number;
+    readonly checksum: bigint;
+    readonly servers: number[];
+  } | null;
   /** Ops for which peers offered or vouched for different ids (divergence), in vote order. */
   readonly divergentOps: readonly number[];
 }
@@ -313,7 +352,9 @@ export function voteTarget(
       divergentOps.push(target.op);
       continue;
     }
-    if (best === null || target.op > best.op) best = { op: target.op, checksum: target.checksum, servers };
+    if (best === null || target.op > best.op) {
+      best = { op: target.op, checksum: target.checksum, servers };
+    }
   }
   return { best, divergentOps };
 }

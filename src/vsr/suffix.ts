@@ -21,12 +21,16 @@ const blankScratch = new Uint8Array(HEADER_SIZE);
 
 export function isBlank(body: Uint8Array, offset: number, op: number): boolean {
   writeBlank(blankScratch, 0, op);
-  for (let index = 0; index < HEADER_SIZE; index++) if (body[offset + index] !== blankScratch[index]) return false;
+  for (let index = 0; index < HEADER_SIZE; index++) {
+    if (body[offset + index] !== blankScratch[index]) return false;
+  }
   return true;
 }
 
 /** Encodes slots (high to low op) and their nack/present bitsets. */
-export function encodeSuffix(slots: readonly SuffixSlot[]): { body: Uint8Array; nack: bigint; present: bigint } {
+export function encodeSuffix(
+  slots: readonly SuffixSlot[],
+): { body: Uint8Array; nack: bigint; present: bigint } {
   const body = new Uint8Array(slots.length * HEADER_SIZE);
   let nack = 0n;
   let present = 0n;

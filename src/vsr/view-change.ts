@@ -76,7 +76,9 @@ function nacks(record: DoViewChangeRecord, header: PrepareHeader): boolean {
   if (record.op < header.op) return true; // its log never reached this op
   const slot = slotAt(record, header.op);
   if (slot === undefined) return false; // outside its suffix: no proof either way
-  if (slot.header !== null && slot.header.checksum === header.checksum) return !slot.present && slot.nack;
+  if (slot.header !== null && slot.header.checksum === header.checksum) {
+    return !slot.present && slot.nack;
+  }
   // A different prepare (or none) at this op: it never held this one durably.
   return slot.header === null ? slot.nack : true;
 }
@@ -93,16 +95,11 @@ export function mergeDoViewChanges(
   // them, the nack quorum), unless the cluster never prepared anything (every sender at log view
   // 0, op 0): that is how a brand-new cluster of empty data directories elects its first primary.
   const knowledgeable = records.filter((record) => !record.nackUnknown).length;
-  const virgin = records.every((record) => record.logView === 0 && record.op === 0 && record.commit === 0);
+  const virgin = records.every(
+    (record) => record.logView === 0 && record.op === 0 && record.commit === 0,
+  );
   if (knowledgeable < quorumNack && !virgin) return { kind: 'awaiting_quorum' };
-  let commitMax = 0;
-  let logViewMax = 0;
-  for (const record of records) {
-    commitMax = Math.max(commitMax, record.commit);
-    logViewMax = Math.max(logViewMax, record.logView);
-    // A prepare's stamped commit is the primary's commit_max when it was sent.
-    for (const slot of record.suffix) if (slot.header !== null) commitMax = Math.max(commitMax, slot.header.commit);
-  }
+  const { commitMax, logViewMax } = commitAndLogViewMax(records);
   // The canonical log: the longest among the highest log view (ties to the lowest replica).
   const canonical = records
     .filter((record) => record.logView === logViewMax)
@@ -115,13 +112,62 @@ export function mergeDoViewChanges(
   // DVCs rather than elect a log that lacks committed ops, unless a sender applied the missing
   // ops: applied ops are committed, hence the same in every log, whatever that sender's log view
   // (a lost disk that caught up while following a view it could not adopt, seed 1086421619296).
-  const extension = head < commitMax ? appliedExtension(records, canonical, head, commitMax) : new Map<number, PrepareHeader>();
-  if (head < commitMax && extension.size !== commitMax - head) return { kind: 'undecided', op: head + 1 };
+  const extension =
+    head < commitMax
+      ? appliedExtension(records, canonical, head, commitMax)
+      : new Map<number, PrepareHeader>();
+  if (head < commitMax && extension.size !== commitMax - head) {
+    return { kind: 'undecided', op: head + 1 };
+  }
   head = Math.max(head, commitMax);
 
-  // Every header the canonical DVCs report up to the head is canonical for the new view: it
-  // anchors the new primary's verification of its own journal (including committed ops it has
-  // not applied yet) and of the bodies it repairs.
+  const headers = canonicalHeaders(records, canonical, head);
+  for (const [op, header] of extension) headers.set(op, header);
+  const decided = decideUncommitted(records, headers, commitMax, head, quorumNack);
+  if (decided.kind === 'undecided') return decided;
+  head = decided.head;
+  const sources = decided.sources;
+  assert(head >= commitMax, 'the merge never discards a committed op');
+  for (const op of [...headers.keys()]) if (op > head) headers.delete(op);
+  // Where committed bodies can be fetched: senders that report them present.
+  for (const [op, header] of headers) {
+    if (sources.has(op)) continue;
+    const present = records
+      .filter((record) => holdsPresent(record, op, header))
+      .map((record) => record.replica);
+    sources.set(op, present);
+  }
+  return { kind: 'ready', head, commitMax, logView: logViewMax, headers, sources };
+}
+
+/** The highest commit number any sender reports, and the highest log view among the senders. */
+function commitAndLogViewMax(records: readonly DoViewChangeRecord[]): {
+  commitMax: number;
+  logViewMax: number;
+} {
+  let commitMax = 0;
+  let logViewMax = 0;
+  for (const record of records) {
+    commitMax = Math.max(commitMax, record.commit);
+    logViewMax = Math.max(logViewMax, record.logView);
+    // A prepare's stamped commit is the primary's commit_max when it was sent.
+    for (const slot of record.suffix) {
+      if (slot.header !== null) commitMax = Math.max(commitMax, slot.header.commit);
+    }
+  }
+  return { commitMax, logViewMax };
+}
+
+/**
+ * Every header the canonical DVCs report up to the head is canonical for the new view: it
+ * anchors the new primary's verification of its own journal (including committed ops it has
+ * not applied yet) and of the bodies it repairs.
+ */
+function canonicalHeaders(
+  records: readonly DoViewChangeRecord[],
+  canonical: readonly DoViewChangeRecord[],
+  head: number,
+): Map<number, PrepareHeader> {
   const headers = new Map<number, PrepareHeader>();
   for (const record of canonical) {
     for (const slot of record.suffix) {
@@ -131,12 +177,40 @@ export function mergeDoViewChanges(
       else {
         assert(
           known.checksum === slot.header.checksum,
-          `canonical DVCs disagree at op ${slot.op}: ${records.map((r) => `r${r.replica}:lv${r.logView}:op${r.op}:${r.suffix.map((x) => `${x.op}=${x.header?.checksum.toString(16).slice(0, 6) ?? '-'}${x.present ? 'p' : ''}`).join(',')}`).join(' | ')}`,
+          `canonical DVCs disagree at op ${slot.op}: ${describeRecords(records)}`,
         );
       }
     }
   }
-  for (const [op, header] of extension) headers.set(op, header);
+  return headers;
+}
+
+/** The DVCs in brief for an assertion message: replica, log view, op and each slot's checksum. */
+function describeRecords(records: readonly DoViewChangeRecord[]): string {
+  const slotText = (slot: SuffixSlot): string => {
+    const checksum = slot.header?.checksum.toString(16).slice(0, 6) ?? '-';
+    return `${slot.op}=${checksum}${slot.present ? 'p' : ''}`;
+  };
+  return records
+    .map((r) => `r${r.replica}:lv${r.logView}:op${r.op}:${r.suffix.map(slotText).join(',')}`)
+    .join(' | ');
+}
+
+/**
+ * Decides each op of (commitMax, head]: kept when a sender holds its body (those senders are its
+ * sources), cut with everything after it when no DVC knows it or a nack quorum proves it never
+ * committed, undecided otherwise.
+ */
+function decideUncommitted(
+  records: readonly DoViewChangeRecord[],
+  headers: ReadonlyMap<number, PrepareHeader>,
+  commitMax: number,
+  headMax: number,
+  quorumNack: number,
+):
+  | { readonly kind: 'undecided'; readonly op: number }
+  | { readonly kind: 'decided'; readonly head: number; readonly sources: Map<number, number[]> } {
+  let head = headMax;
   const sources = new Map<number, number[]>();
   for (let op = commitMax + 1; op <= head; op++) {
     const header = headers.get(op);
@@ -148,8 +222,7 @@ export function mergeDoViewChanges(
     const present: number[] = [];
     let nackCount = 0;
     for (const record of records) {
-      const slot = slotAt(record, op);
-      if (slot?.header != null && slot.header.checksum === header.checksum && slot.present) present.push(record.replica);
+      if (holdsPresent(record, op, header)) present.push(record.replica);
       else if (nacks(record, header)) nackCount += 1;
     }
     if (present.length === 0) {
@@ -161,20 +234,13 @@ export function mergeDoViewChanges(
     }
     sources.set(op, present);
   }
-  assert(head >= commitMax, 'the merge never discards a committed op');
-  for (const op of [...headers.keys()]) if (op > head) headers.delete(op);
-  // Where committed bodies can be fetched: senders that report them present.
-  for (const [op, header] of headers) {
-    if (sources.has(op)) continue;
-    const present = records
-      .filter((record) => {
-        const slot = slotAt(record, op);
-        return slot?.header != null && slot.header.checksum === header.checksum && slot.present;
-      })
-      .map((record) => record.replica);
-    sources.set(op, present);
-  }
-  return { kind: 'ready', head, commitMax, logView: logViewMax, headers, sources };
+  return { kind: 'decided', head, sources };
+}
+
+/** Whether `record`'s sender holds `header` at `op` durably and can serve its body. */
+function holdsPresent(record: DoViewChangeRecord, op: number, header: PrepareHeader): boolean {
+  const slot = slotAt(record, op);
+  return slot?.header != null && slot.header.checksum === header.checksum && slot.present;
 }
 
 /**
