@@ -32,7 +32,7 @@ type TargetFields = SendFields<typeof Command.stateTransferTarget>;
 interface Harness {
   readonly server: TransferServer;
   readonly state: { readyToOffer: boolean; checkpointOp: number; checkpointChecksum: bigint };
-  readonly targets: { requester: number; fields: TargetFields; manifest?: Uint8Array }[];
+  readonly targets: { requester: number; fields: TargetFields; manifest?: Uint8Array | undefined }[];
   readonly chunks: { requester: number; body: Uint8Array }[];
   readonly submitted: StorageRequest[];
   readonly drops: Partial<Record<DropReason, number>>;
