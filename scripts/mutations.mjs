@@ -426,6 +426,7 @@ const MUTATIONS = [
       },
     ],
     pins: [
+      scheduled('A14: a repair of the checkpoint op a server holds only as state is answered with an eviction', 'a follower one op below the checkpoint a peer installed pulls the checkpoint and catches up'),
       seed(2689289529624, 'all faults', 'a server answered a repair of its own checkpoint op, held only as state, with nothing: the lagging follower retried forever instead of pulling the checkpoint'),
     ],
   },

@@ -307,3 +307,75 @@ describe('A8: a replica adopting a new log discards only the entries it cannot v
     expect(r.commitMin).toBeGreaterThanOrEqual(26);
   });
 });
+
+describe('A14: a repair of the checkpoint op a server holds only as state is answered with an eviction', () => {
+  it('a follower one op below the checkpoint a peer installed pulls the checkpoint and catches up', () => {
+    // Four replicas: two (the primary and B) commit on their own while P and F are down.
+    const cluster = sim({ replicaCount: 4, clientCount: 1, requestsPerClient: 60 });
+    formed(cluster);
+    const primary = cluster.replica(0).primaryIndex();
+    const pIndex = (primary + 1) % 4;
+    const fIndex = (primary + 2) % 4;
+    const lead = cluster.replica(primary);
+    const b = cluster.replica((primary + 3) % 4);
+    expect(lead.config.checkpointInterval).toBe(12);
+    expect(lead.config.quorumReplication).toBe(2);
+    // C: the checkpoint P installs by state transfer; F's last body lies just below it.
+    const checkpoint = 24;
+    let phase: 'feed' | 'install' | 'repair' = 'feed';
+    let holdClients = false;
+    const evictions: number[] = [];
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+      const header = peek(frame);
+      if (header === null) return 'deliver';
+      const body = header.command === Command.prepare || header.command === Command.repairPrepare;
+      if (phase === 'feed' && to === fIndex && body && header.op >= checkpoint) return 'drop';
+      if (phase === 'repair') {
+        if (from === pIndex && to === fIndex && header.command === Command.rangeEvicted) evictions.push(header.op);
+        // F can reach only P for repair: P is the one peer it may get op C from.
+        if (from === fIndex && to !== pIndex && header.command === Command.requestPrepares) return 'drop';
+      }
+      return 'deliver';
+    };
+    // P goes down at once; F goes down once it journaled every body below C.
+    cluster.crash(pIndex);
+    let f = cluster.replica(fIndex);
+    expect(cluster.runUntil(() => f.journal.prepare(checkpoint - 1)?.durable === true, 10_000), cluster.describe()).toBe(true);
+    cluster.crash(fIndex);
+    // The primary and B commit past C and checkpoint it (their journals keep its body).
+    const ran = () => lead.checkpointOp === checkpoint && b.checkpointOp === checkpoint && lead.op >= checkpoint + 2 && b.commitMin >= lead.op;
+    expect(cluster.runUntil(ran, 20_000), cluster.describe()).toBe(true);
+    holdClients = true;
+    cluster.runUntil(() => false, 20);
+    const head = lead.op;
+    expect(lead.commitMin).toBe(head);
+    expect(lead.journal.prepare(checkpoint)?.durable).toBe(true);
+    // P restarts more than a WAL behind: it installs checkpoint C by state transfer, so it holds
+    // op C only as state (an installed checkpoint keeps no body for its own op).
+    phase = 'install';
+    cluster.restart(pIndex);
+    const p = cluster.replica(pIndex);
+    const installed = () => p.status === 'normal' && p.checkpointOp === checkpoint && p.commitMin === head;
+    expect(cluster.runUntil(installed, 10_000), cluster.describe()).toBe(true);
+    expect(p.counters.stateTransfersStarted).toBeGreaterThan(0);
+    expect(p.journal.floor).toBe(checkpoint);
+    expect(p.journal.prepare(checkpoint)).toBeUndefined();
+    // F restarts holding bodies up to C - 1 and must get op C from P: P answers with an eviction
+    // naming C + 1, and F pulls the checkpoint instead of asking for op C forever.
+    phase = 'repair';
+    cluster.restart(fIndex);
+    f = cluster.replica(fIndex);
+    expect(cluster.runUntil(() => f.status === 'normal', 5_000), cluster.describe()).toBe(true);
+    expect(f.commitMin).toBeLessThan(checkpoint);
+    expect(cluster.runUntil(() => f.commitMin >= head, 10_000), cluster.describe()).toBe(true);
+    expect(evictions).toContain(checkpoint + 1);
+    expect(f.counters.rangeEvicted).toBeGreaterThan(0);
+    expect(f.counters.stateTransfersStarted).toBeGreaterThan(0);
+    expect(f.checkpointOp).toBeGreaterThanOrEqual(checkpoint);
+    cluster.network.filter = null;
+    holdClients = false;
+    cluster.converge();
+    expect(cluster.checker.canonicalChecksum(checkpoint)).toBeDefined();
+  });
+});
