@@ -272,8 +272,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);\n',
-        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, 8192);\n',
+        search: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.decoded.clientTable,\n      this.config.clientsTableMax,\n    );\n',
+        replace: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.decoded.clientTable,\n      8192,\n    );\n',
       },
     ],
     pins: [PIN.capacity],
@@ -319,7 +319,15 @@ const MUTATIONS = [
     reverts: 'the commit walk stops at commit_canonical (reference: at commit_max)',
     edits: [
       { file: REPLICA, search: '    while (this.commitMin < this.commitCanonical) {\n', replace: '    while (this.commitMin < this.commitMax) {\n' },
-      { file: REPLICA, search: "    assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');\n", replace: '' },
+      {
+        file: REPLICA,
+        search:
+          '    assert(\n' +
+          '      this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax,\n' +
+          "      'commit_min <= commit_canonical <= commit_max',\n" +
+          '    );\n',
+        replace: '',
+      },
     ],
     pins: [AUDIT_PIN.aFence],
   },
@@ -417,8 +425,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '    const retainedFrom = floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;\n',
-        replace: '    const retainedFrom = floorServed || true ? this.journal.floor : this.journal.floor + 1;\n',
+        search: '      floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;\n',
+        replace: '      floorServed || true ? this.journal.floor : this.journal.floor + 1;\n',
       },
     ],
     pins: [
