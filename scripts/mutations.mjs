@@ -211,7 +211,7 @@ const MUTATIONS = [
     id: '5b',
     defect: 5,
     reverts: 'the install restores the state machine (reference: a silent table-only install)',
-    edits: [{ file: REPLICA, search: '      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams, revokedTokens: snapshot.revokedTokens });\n', replace: '' }],
+    edits: [{ file: REPLICA, search: '    this.stateMachine.restore({\n      users: snapshot.users,\n      streams: snapshot.streams,\n      revokedTokens: snapshot.revokedTokens,\n    });\n', replace: '' }],
     pins: [PIN.walks],
   },
   {
@@ -259,8 +259,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);\n',
-        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, 8192);\n',
+        search: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.clientTable,\n      this.config.clientsTableMax,\n    );\n',
+        replace: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.clientTable,\n      8192,\n    );\n',
       },
     ],
     pins: [PIN.capacity],
@@ -293,9 +293,9 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n',
+        search: '    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n',
         replace:
-          "      if (this.status === 'view_change' && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);\n      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n",
+          "    if (this.status === 'view_change' && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);\n    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n",
       },
     ],
     pins: [AUDIT_PIN.a],
@@ -509,7 +509,7 @@ const MUTATIONS = [
     id: 'B',
     defect: 'B',
     reverts: 'an install supersedes a checkpoint waiting for its superblock pairing',
-    edits: [{ file: REPLICA, search: '      if (superseded !== null) {\n', replace: '      if (superseded !== null && false) {\n' }],
+    edits: [{ file: REPLICA, search: '    if (superseded !== null) {\n', replace: '    if (superseded !== null && false) {\n' }],
     pins: [AUDIT_PIN.b],
   },
   {

@@ -196,6 +196,9 @@ type CommittedObserver = (
   position: BatchPosition,
 ) => void;
 
+/** The checkpoint a state transfer accepted (its op, id, manifest and vouching servers). */
+type AcceptedTarget = NonNullable<TransferSession['accepted']>;
+
 interface ParkedRequest {
   readonly header: RequestHeader;
   readonly body: Uint8Array;
@@ -3359,100 +3362,133 @@ export class Replica {
     this.submit(install, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
       if (!result.ok || result.snapshot === undefined) {
-        this.stateTransfer.decodeFailures += 1;
-        this.emit('warn', 'state_transfer_install_refused', {
-          error: result.ok ? 'no snapshot' : result.error,
-          failures: this.stateTransfer.decodeFailures,
-        });
-        this.stateTransfer.clear();
-        if (this.stateTransfer.decodeFailures <= STATE_TRANSFER_DECODE_FAILURES_MAX) {
-          this.armStateTransfer();
-        } else {
-          this.abandonStateTransfer('too many damaged artifacts');
-        }
+        this.installRefused(result.ok ? 'no snapshot' : result.error);
         return;
       }
-      const snapshot = result.snapshot;
-      assert(
-        snapshot.sequenceNumber === accepted.op,
-        'the installed snapshot is the accepted checkpoint',
-      );
-      assert(accepted.op > this.commitMin, 'an install never rewinds');
-      // The chain anchor for the next op, from any voucher that knows it; else our own entry at
-      // the checkpoint op if our log view proved it committed; else learned by repair.
-      let anchor: bigint | null = null;
-      for (const server of accepted.servers) {
-        const target = session.targets.get(server);
-        if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
-      }
-      const atCheckpoint = this.journal.get(accepted.op);
-      if (anchor === null && atCheckpoint !== undefined && accepted.op <= this.commitCanonical) {
-        anchor = atCheckpoint.checksum;
-      }
-      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {
-        this.env.logger.log(
-          'info',
-          'state transfer: the journal left the committed history at the checkpoint op; ' +
-            'dropping it',
-          {
-            checkpoint_op: accepted.op,
-            log_view: this.logView,
-          },
-        );
-        this.truncateFrom(accepted.op);
-      }
-      this.journal.removeBelow(accepted.op);
-      this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
-        if (!drained.ok) this.fatal('wal_drain', drained);
-      });
-      // A checkpoint of our own below this one may still wait for its superblock pairing (its
-      // write failing and retried): the install supersedes it. Left in place, the pairing would
-      // be written for the installed op, never for it, and the commit walk would stop at the next
-      // checkpoint op for good (audit defect B).
-      const superseded = this.checkpointInProgress;
-      if (superseded !== null) {
-        assert(superseded.op < accepted.op, 'a checkpoint in progress is below the installed one');
-        this.checkpointInProgress = null;
-        this.env.logger.log('info', 'state transfer supersedes the checkpoint in progress', {
-          checkpoint_op: superseded.op,
-          installed_op: accepted.op,
-        });
-      }
-      this.stateMachine.restore({
-        users: snapshot.users,
-        streams: snapshot.streams,
-        revokedTokens: snapshot.revokedTokens,
-      });
-      this.clientTable = ClientTable.fromSnapshot(
-        snapshot.clientTable,
-        this.config.clientsTableMax,
-      );
-      this.commitMin = accepted.op;
-      this.commitMinChecksum = anchor;
-      this.checkpointAnchor = anchor;
-      this.advanceCommitCanonical(accepted.op);
-      this.checkpointOp = accepted.op;
-      this.checkpointChecksum = accepted.checksum;
-      this.checkpointIds.set(accepted.op, accepted.checksum);
-      // The installed payload is what we offer on (one payload: the old source goes).
-      this.transferServer.checkpointReplaced(accepted.op, result.installedPayload);
-      this.superblockStateTransfer = true;
-      this.persistView();
-      this.stateTransfer.clear();
-      this.stateTransfer.decodeFailures = 0;
-      this.counters.stateTransfersInstalled += 1;
-      this.installInvariants(accepted.op, accepted.checksum);
-      this.emit('info', 'state_transfer_installed', {
-        checkpoint_op: accepted.op,
-        bytes: accepted.entry.len,
-        ticks: this.ticks - startedAtTick,
-        peer: session.peer,
-        journal_head: this.journal.head,
-      });
-      this.maybeCaughtUp();
-      this.commitJournal();
-      this.repairIfBehind();
+      const installed = { snapshot: result.snapshot, payload: result.installedPayload };
+      this.installAccepted(session, accepted, installed, startedAtTick);
     });
+  }
+
+  /** The storage refused the artifact: fetch it again, or give up after too many. */
+  private installRefused(error: string): void {
+    this.stateTransfer.decodeFailures += 1;
+    this.emit('warn', 'state_transfer_install_refused', {
+      error,
+      failures: this.stateTransfer.decodeFailures,
+    });
+    this.stateTransfer.clear();
+    if (this.stateTransfer.decodeFailures <= STATE_TRANSFER_DECODE_FAILURES_MAX) {
+      this.armStateTransfer();
+    } else {
+      this.abandonStateTransfer('too many damaged artifacts');
+    }
+  }
+
+  /** The accepted checkpoint is durable: jump to it (see `installTransferred` for the journal). */
+  private installAccepted(
+    session: TransferSession,
+    accepted: AcceptedTarget,
+    installed: { snapshot: MetadataSnapshot; payload: Uint8Array | undefined },
+    startedAtTick: number,
+  ): void {
+    const snapshot = installed.snapshot;
+    assert(
+      snapshot.sequenceNumber === accepted.op,
+      'the installed snapshot is the accepted checkpoint',
+    );
+    assert(accepted.op > this.commitMin, 'an install never rewinds');
+    const atCheckpoint = this.journal.get(accepted.op);
+    const anchor = this.installAnchor(session, accepted, atCheckpoint);
+    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {
+      this.env.logger.log(
+        'info',
+        'state transfer: the journal left the committed history at the checkpoint op; ' +
+          'dropping it',
+        {
+          checkpoint_op: accepted.op,
+          log_view: this.logView,
+        },
+      );
+      this.truncateFrom(accepted.op);
+    }
+    this.journal.removeBelow(accepted.op);
+    this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
+      if (!drained.ok) this.fatal('wal_drain', drained);
+    });
+    this.supersedeCheckpointInProgress(accepted.op);
+    this.stateMachine.restore({
+      users: snapshot.users,
+      streams: snapshot.streams,
+      revokedTokens: snapshot.revokedTokens,
+    });
+    this.clientTable = ClientTable.fromSnapshot(
+      snapshot.clientTable,
+      this.config.clientsTableMax,
+    );
+    this.commitMin = accepted.op;
+    this.commitMinChecksum = anchor;
+    this.checkpointAnchor = anchor;
+    this.advanceCommitCanonical(accepted.op);
+    this.checkpointOp = accepted.op;
+    this.checkpointChecksum = accepted.checksum;
+    this.checkpointIds.set(accepted.op, accepted.checksum);
+    // The installed payload is what we offer on (one payload: the old source goes).
+    this.transferServer.checkpointReplaced(accepted.op, installed.payload);
+    this.superblockStateTransfer = true;
+    this.persistView();
+    this.stateTransfer.clear();
+    this.stateTransfer.decodeFailures = 0;
+    this.counters.stateTransfersInstalled += 1;
+    this.installInvariants(accepted.op, accepted.checksum);
+    this.emit('info', 'state_transfer_installed', {
+      checkpoint_op: accepted.op,
+      bytes: accepted.entry.len,
+      ticks: this.ticks - startedAtTick,
+      peer: session.peer,
+      journal_head: this.journal.head,
+    });
+    this.maybeCaughtUp();
+    this.commitJournal();
+    this.repairIfBehind();
+  }
+
+  /**
+   * The chain anchor for the next op, from any voucher that knows it; else our own entry at the
+   * checkpoint op if our log view proved it committed; else null (learned by repair).
+   */
+  private installAnchor(
+    session: TransferSession,
+    accepted: AcceptedTarget,
+    atCheckpoint: JournalEntry | undefined,
+  ): bigint | null {
+    let anchor: bigint | null = null;
+    for (const server of accepted.servers) {
+      const target = session.targets.get(server);
+      if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
+    }
+    if (anchor === null && atCheckpoint !== undefined && accepted.op <= this.commitCanonical) {
+      anchor = atCheckpoint.checksum;
+    }
+    return anchor;
+  }
+
+  /**
+   * A checkpoint of our own below the installed one may still wait for its superblock pairing
+   * (its write failing and retried): the install supersedes it. Left in place, the pairing would
+   * be written for the installed op, never for it, and the commit walk would stop at the next
+   * checkpoint op for good (audit defect B).
+   */
+  private supersedeCheckpointInProgress(installedOp: number): void {
+    const superseded = this.checkpointInProgress;
+    if (superseded !== null) {
+      assert(superseded.op < installedOp, 'a checkpoint in progress is below the installed one');
+      this.checkpointInProgress = null;
+      this.env.logger.log('info', 'state transfer supersedes the checkpoint in progress', {
+        checkpoint_op: superseded.op,
+        installed_op: installedOp,
+      });
+    }
   }
 
   private abandonStateTransfer(reason: string): void {
