@@ -114,7 +114,12 @@ import {
 } from './state-transfer.js';
 import { Timeout } from './timeout.js';
 import { TransferServer, type TransferServerHost } from './transfer-server.js';
-import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './view-change.js';
+import {
+  mergeDoViewChanges,
+  type DoViewChangeRecord,
+  type MergeOutcome,
+  type SuffixSlot,
+} from './view-change.js';
 
 export type Status = 'normal' | 'view_change' | 'recovering';
 
@@ -198,6 +203,9 @@ type CommittedObserver = (
 
 /** The checkpoint a state transfer accepted (its op, id, manifest and vouching servers). */
 type AcceptedTarget = NonNullable<TransferSession['accepted']>;
+
+/** A DoViewChange merge that decided the new view's log. */
+type MergeReady = Extract<MergeOutcome, { kind: 'ready' }>;
 
 interface ParkedRequest {
   readonly header: RequestHeader;
@@ -2297,6 +2305,11 @@ export class Replica {
       this.startViewChange(this.view + 1, 'forfeit_unvouched_bodies');
       return;
     }
+    this.adoptMergedLog(outcome);
+  }
+
+  /** The primary-elect adopts the merged log and waits for its bodies (`tryStartPendingView`). */
+  private adoptMergedLog(outcome: MergeReady): void {
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
     const logViewChanged = outcome.logView > this.logView;
     if (logViewChanged) {
