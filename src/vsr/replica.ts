@@ -2524,6 +2524,20 @@ export class Replica {
     // the new primary (audit defect C: the old primary's counter made every heartbeat of the new
     // one look stale, and the replica deposed a healthy primary). Its commit walk, PrepareOks and
     // repair stay suppressed by `transferring` alone.
+    const lagging = this.adoptStartViewLog(header, suffix);
+    this.leavePristine(header.op);
+    // Caught up once everything this StartView announced is applied (prepares acknowledged before
+    // a disk loss are all at or below its head).
+    this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
+    this.followStartView(header, lagging);
+  }
+
+  /**
+   * Reconciles the journal with a StartView's log (or, lagging, keeps what it cannot vouch for)
+   * and advances the commit numbers. Returns whether the replica follows the view as a lagging
+   * replica (without its log view).
+   */
+  private adoptStartViewLog(header: StartViewHeader, suffix: readonly SuffixSlot[]): boolean {
     const canonical = new Map<number, PrepareHeader>();
     for (const slot of suffix) if (slot.header !== null) canonical.set(slot.op, slot.header);
     // Journal entries are canonical for our log view, also after a restart: a StartView's
@@ -2565,21 +2579,27 @@ export class Replica {
     } else {
       this.advanceCommitMax(commit);
     }
+    return lagging;
+  }
+
+  /** The first StartView a pristine replica hears tells whether the cluster has history. */
+  private leavePristine(headOp: number): void {
     if (this.pristine) {
       this.pristine = false;
-      if (header.op > 0 && !this.nackUnknown) {
+      if (headOp > 0 && !this.nackUnknown) {
         // An empty replica joining a cluster that already has history: it may be a member whose
         // disk was lost, so it must not nack until it holds the log again (--rejoin makes this
         // explicit; this catches the common case without it).
         this.nackUnknown = true;
         const message =
           'empty data directory joining a cluster with history: treating it as a lost disk';
-        this.env.logger.log('warn', message, { op: header.op });
+        this.env.logger.log('warn', message, { op: headOp });
       }
     }
-    // Caught up once everything this StartView announced is applied (prepares acknowledged before
-    // a disk loss are all at or below its head).
-    this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
+  }
+
+  /** Enters the StartView's view in status normal (lagging: without its log view). */
+  private followStartView(header: StartViewHeader, lagging: boolean): void {
     const wasView = this.view;
     const wasStatus = this.status;
     this.view = header.view;
