@@ -331,8 +331,7 @@ export class Replica {
     requestsBatched: 0,
   };
 
-  // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no
-  // reply.
+  // 'recovering' until bootStatus decides: boot replay applies committed ops, sending no reply.
   status: Status = 'recovering';
   view = 0;
   logView = 0;
@@ -384,10 +383,7 @@ export class Replica {
     anchor: bigint;
     chunkChecksums: readonly bigint[];
   } | null = null;
-  /**
-   * Identity of the prepare at `checkpointOp` (persisted: a transferred checkpoint has no WAL
-   * entry there).
-   */
+  /** Identity of the prepare at `checkpointOp` (persisted: a transferred one has no WAL entry). */
   private checkpointAnchor: bigint | null = 0n;
 
   /** Primary: prepared, not yet committed, in op order. */
@@ -708,10 +704,7 @@ export class Replica {
     );
   }
 
-  /**
-   * The head a replica that lost its disk must apply before it counts again (-1: none adopted
-   * yet).
-   */
+  /** The head a replica that lost its disk must apply to count again (-1: none adopted yet). */
   get catchUpHead(): number {
     return this.catchUpTarget;
   }
@@ -1540,10 +1533,7 @@ export class Replica {
     if (commit > this.commitMax) this.commitMax = commit;
   }
 
-  /**
-   * Ops up to `commit` committed, and our journal holds them as committed (see
-   * `commitCanonical`).
-   */
+  /** Ops up to `commit` committed, and our journal holds them as such (see `commitCanonical`). */
   private advanceCommitCanonical(commit: number): void {
     this.advanceCommitMax(commit);
     if (commit > this.commitCanonical) this.commitCanonical = commit;
@@ -2362,8 +2352,7 @@ export class Replica {
         continue;
       }
       if (want === null && !sameLogView && op <= keepUnverifiedThrough) {
-        // Unverifiable, not divergent, and our log view stays: kept (nothing below is verified
-        // by it).
+        // Unverifiable, not divergent, our log view stays: kept (nothing below is verified by it).
         keptLowest = op;
         keptBodies ||= entry.frame !== null;
         expected = null;
@@ -3075,10 +3064,7 @@ export class Replica {
     };
   }
 
-  /**
-   * A frame as header + body: the bus writes the body as is where it can, else it gets them
-   * joined.
-   */
+  /** A frame as header + body: the bus writes the body as is where it can, else joins them. */
   private sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
     const bus = this.env.bus;
     if (bus.sendToReplicaParts !== undefined) {
