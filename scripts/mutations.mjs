@@ -215,7 +215,7 @@ const MUTATIONS = [
     id: '5b',
     defect: 5,
     reverts: 'the install restores the state machine (reference: a silent table-only install)',
-    edits: [{ file: REPLICA, search: '      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams, revokedTokens: snapshot.revokedTokens });\n', replace: '' }],
+    edits: [{ file: REPLICA, search: '    this.stateMachine.restore({\n      users: snapshot.users,\n      streams: snapshot.streams,\n      revokedTokens: snapshot.revokedTokens,\n    });\n', replace: '' }],
     pins: [PIN.walks],
   },
   {
@@ -263,8 +263,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);\n',
-        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, 8192);\n',
+        search: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.clientTable,\n      this.config.clientsTableMax,\n    );\n',
+        replace: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.clientTable,\n      8192,\n    );\n',
       },
     ],
     pins: [PIN.capacity],
@@ -276,8 +276,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);\n',
-        replace: '      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, 8192);\n',
+        search: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.decoded.clientTable,\n      this.config.clientsTableMax,\n    );\n',
+        replace: '    this.clientTable = ClientTable.fromSnapshot(\n      snapshot.decoded.clientTable,\n      8192,\n    );\n',
       },
     ],
     pins: [PIN.capacity],
@@ -297,9 +297,9 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n',
+        search: '    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n',
         replace:
-          "      if (this.status === 'view_change' && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);\n      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n",
+          "    if (this.status === 'view_change' && this.journal.head > this.commitMin) this.truncateFrom(this.commitMin + 1);\n    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {\n",
       },
     ],
     pins: [AUDIT_PIN.a],
@@ -323,7 +323,15 @@ const MUTATIONS = [
     reverts: 'the commit walk stops at commit_canonical (reference: at commit_max)',
     edits: [
       { file: REPLICA, search: '    while (this.commitMin < this.commitCanonical) {\n', replace: '    while (this.commitMin < this.commitMax) {\n' },
-      { file: REPLICA, search: "    assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');\n", replace: '' },
+      {
+        file: REPLICA,
+        search:
+          '    assert(\n' +
+          '      this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax,\n' +
+          "      'commit_min <= commit_canonical <= commit_max',\n" +
+          '    );\n',
+        replace: '',
+      },
     ],
     pins: [AUDIT_PIN.aFence],
   },
@@ -421,8 +429,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: '    const retainedFrom = floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;\n',
-        replace: '    const retainedFrom = floorServed || true ? this.journal.floor : this.journal.floor + 1;\n',
+        search: '      floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;\n',
+        replace: '      floorServed || true ? this.journal.floor : this.journal.floor + 1;\n',
       },
     ],
     pins: [
@@ -506,7 +514,7 @@ const MUTATIONS = [
     id: 'B',
     defect: 'B',
     reverts: 'an install supersedes a checkpoint waiting for its superblock pairing',
-    edits: [{ file: REPLICA, search: '      if (superseded !== null) {\n', replace: '      if (superseded !== null && false) {\n' }],
+    edits: [{ file: REPLICA, search: '    if (superseded !== null) {\n', replace: '    if (superseded !== null && false) {\n' }],
     pins: [AUDIT_PIN.b],
   },
   {

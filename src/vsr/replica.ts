@@ -24,10 +24,28 @@ import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
 import { Command, HEADER_SIZE, HeaderOffset, MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
-import { BATCH_ENVELOPE_HEADER_SIZE, batchEntrySize, decodeBatch, encodeBatch, isBatchable, type BatchRequest } from './batch.js';
+import {
+  BATCH_ENVELOPE_HEADER_SIZE,
+  batchEntrySize,
+  decodeBatch,
+  encodeBatch,
+  isBatchable,
+  type BatchRequest,
+} from './batch.js';
 import { ClientTable, type CachedReply } from './client-table.js';
-import { DVC_SUFFIX_HEADERS_MAX, METADATA_GROUP, REPAIR_CHUNK_MAX, type ReplicaConfig } from './config.js';
-import { buildFrame, prepareIdentity, setPrepareView, withPrepareCommand, type DecodedFrame } from './frame.js';
+import {
+  DVC_SUFFIX_HEADERS_MAX,
+  METADATA_GROUP,
+  REPAIR_CHUNK_MAX,
+  type ReplicaConfig,
+} from './config.js';
+import {
+  buildFrame,
+  prepareIdentity,
+  setPrepareView,
+  withPrepareCommand,
+  type DecodedFrame,
+} from './frame.js';
 import {
   EvictionReason,
   Operation,
@@ -63,7 +81,14 @@ import {
   type VsrState,
 } from './io.js';
 import { Journal, type JournalEntry } from './journal.js';
-import { buildDenyReply, buildEviction, buildReply, decodeRegisterBody, encodeRegisterPayload, resultBody } from './reply.js';
+import {
+  buildDenyReply,
+  buildEviction,
+  buildReply,
+  decodeRegisterBody,
+  encodeRegisterPayload,
+  resultBody,
+} from './reply.js';
 import type { StateMachine } from './state-machine.js';
 import {
   VIEW_FENCE,
@@ -89,7 +114,12 @@ import {
 } from './state-transfer.js';
 import { Timeout } from './timeout.js';
 import { TransferServer, type TransferServerHost } from './transfer-server.js';
-import { mergeDoViewChanges, type DoViewChangeRecord, type SuffixSlot } from './view-change.js';
+import {
+  mergeDoViewChanges,
+  type DoViewChangeRecord,
+  type MergeOutcome,
+  type SuffixSlot,
+} from './view-change.js';
 
 export type Status = 'normal' | 'view_change' | 'recovering';
 
@@ -163,10 +193,30 @@ export interface BatchPosition {
 }
 const PLAIN_POSITION: BatchPosition = { index: 0, count: 1 };
 
+/** Sees each applied request with its reply (`onCommitted`). */
+type CommittedObserver = (
+  header: PrepareHeader,
+  body: Uint8Array,
+  reply: Uint8Array,
+  position: BatchPosition,
+) => void;
+
+/** The checkpoint a state transfer accepted (its op, id, manifest and vouching servers). */
+type AcceptedTarget = NonNullable<TransferSession['accepted']>;
+
+/** A DoViewChange merge that decided the new view's log. */
+type MergeReady = Extract<MergeOutcome, { kind: 'ready' }>;
+
 interface ParkedRequest {
   readonly header: RequestHeader;
   readonly body: Uint8Array;
 }
+
+/** The header fields a prepare takes from its request (zero for a batch, named in its envelope). */
+type PrepareClientFields = Pick<
+  PrepareHeader,
+  'client' | 'requestChecksum' | 'request' | 'operation' | 'userId'
+>;
 
 interface RepairSession {
   readonly nonce: bigint;
@@ -281,7 +331,7 @@ export class Replica {
     requestsBatched: 0,
   };
 
-  // 'recovering' until bootStatus decides: boot replay applies committed ops and must send no reply.
+  // 'recovering' until bootStatus decides: boot replay applies committed ops, sending no reply.
   status: Status = 'recovering';
   view = 0;
   logView = 0;
@@ -333,7 +383,7 @@ export class Replica {
     anchor: bigint;
     chunkChecksums: readonly bigint[];
   } | null = null;
-  /** Identity of the prepare at `checkpointOp` (persisted: a transferred checkpoint has no WAL entry there). */
+  /** Identity of the prepare at `checkpointOp` (persisted: a transferred one has no WAL entry). */
   private checkpointAnchor: bigint | null = 0n;
 
   /** Primary: prepared, not yet committed, in op order. */
@@ -446,7 +496,7 @@ export class Replica {
     rejoin?: boolean;
     /** Observers set before boot replay (the simulator's checkers see replayed ops too). */
     observer?: {
-      onCommitted?: (header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition) => void;
+      onCommitted?: CommittedObserver;
       onCheckpoint?: (op: number, checksum: bigint) => void;
     };
   }) {
@@ -461,35 +511,23 @@ export class Replica {
     this.timeoutPrepare = new Timeout('prepare', t.prepare);
     this.timeoutCommitMessage = new Timeout('commit_message', t.commitMessage);
     this.timeoutNormalHeartbeat = new Timeout('normal_heartbeat', t.normalHeartbeat);
-    this.timeoutStartViewChange = new Timeout('start_view_change_message', t.startViewChangeMessage);
+    this.timeoutStartViewChange = new Timeout(
+      'start_view_change_message',
+      t.startViewChangeMessage,
+    );
     this.timeoutDoViewChange = new Timeout('do_view_change_message', t.doViewChangeMessage);
     this.timeoutViewChangeStatus = new Timeout('view_change_status', t.viewChangeStatus);
-    this.timeoutRequestStartView = new Timeout('request_start_view_message', t.requestStartViewMessage);
+    this.timeoutRequestStartView = new Timeout(
+      'request_start_view_message',
+      t.requestStartViewMessage,
+    );
     this.timeoutRepair = new Timeout('repair', t.repair);
     this.incarnation = env.prng.u128();
     this.transferServer = new TransferServer(this.transferServerHost());
 
     // Capacity first, then the recovered table (the seed PR's boot crash: see client-table.ts).
     this.clientTable = new ClientTable(config.clientsTableMax);
-    const snapshot = boot.snapshot;
-    if (snapshot !== null) {
-      this.stateMachine.restore({ users: snapshot.decoded.users, streams: snapshot.decoded.streams, revokedTokens: snapshot.decoded.revokedTokens });
-      this.clientTable = ClientTable.fromSnapshot(snapshot.decoded.clientTable, config.clientsTableMax);
-      this.checkpointOp = snapshot.decoded.sequenceNumber;
-      this.checkpointChecksum = snapshot.checksum;
-      this.transferServer.bootPayload(this.checkpointOp, snapshot.payload);
-      this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
-      this.commitMin = this.checkpointOp;
-      this.commitMax = this.checkpointOp;
-      this.commitCanonical = this.checkpointOp;
-      this.commitMinChecksum = this.checkpointOp === 0 ? 0n : null;
-      this.checkpointAnchor = this.commitMinChecksum;
-      const state = boot.vsrState;
-      if (state?.checkpointAnchor !== undefined && state.checkpointOp === this.checkpointOp) {
-        this.checkpointAnchor = state.checkpointAnchor;
-        this.commitMinChecksum = state.checkpointAnchor;
-      }
-    }
+    this.bootSnapshot(boot);
     this.journal = new Journal(config.journalSlots, this.checkpointOp);
     this.bootJournal(boot);
     // Before bootStatus: its superblock write must carry the restored view headers again.
@@ -500,10 +538,42 @@ export class Replica {
 
   // ---------------------------------------------------------------- boot
 
+  /** Restores the state machine, client table and checkpoint from the snapshot at rest. */
+  private bootSnapshot(boot: ReplicaBootState): void {
+    const snapshot = boot.snapshot;
+    if (snapshot === null) return;
+    this.stateMachine.restore({
+      users: snapshot.decoded.users,
+      streams: snapshot.decoded.streams,
+      revokedTokens: snapshot.decoded.revokedTokens,
+    });
+    this.clientTable = ClientTable.fromSnapshot(
+      snapshot.decoded.clientTable,
+      this.config.clientsTableMax,
+    );
+    this.checkpointOp = snapshot.decoded.sequenceNumber;
+    this.checkpointChecksum = snapshot.checksum;
+    this.transferServer.bootPayload(this.checkpointOp, snapshot.payload);
+    this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
+    this.commitMin = this.checkpointOp;
+    this.commitMax = this.checkpointOp;
+    this.commitCanonical = this.checkpointOp;
+    this.commitMinChecksum = this.checkpointOp === 0 ? 0n : null;
+    this.checkpointAnchor = this.commitMinChecksum;
+    const state = boot.vsrState;
+    if (state?.checkpointAnchor !== undefined && state.checkpointOp === this.checkpointOp) {
+      this.checkpointAnchor = state.checkpointAnchor;
+      this.commitMinChecksum = state.checkpointAnchor;
+    }
+  }
+
   private bootJournal(boot: ReplicaBootState): void {
     for (const frame of boot.prepares) {
       const decoded = decodeHeader(frame);
-      assert(decoded.ok && decoded.header.command === Command.prepare, 'recovered WAL entries are prepares');
+      assert(
+        decoded.ok && decoded.header.command === Command.prepare,
+        'recovered WAL entries are prepares',
+      );
       const header = decoded.header;
       if (header.op < this.checkpointOp) continue;
       // The kept checkpoint entry anchors the hash chain for the first op after it.
@@ -530,7 +600,10 @@ export class Replica {
     const state = boot.vsrState;
     if (state !== null) {
       assert(state.cluster === this.config.cluster, 'superblock belongs to this cluster');
-      assert(state.checkpointOp <= this.checkpointOp, 'recovery refuses a checkpoint ahead of the snapshot');
+      assert(
+        state.checkpointOp <= this.checkpointOp,
+        'recovery refuses a checkpoint ahead of the snapshot',
+      );
       this.view = state.view;
       this.logView = state.logView;
       this.durableView = state.view;
@@ -564,7 +637,11 @@ export class Replica {
   }
 
   /** Logs a typed replica event (its message, with an `event` field) and hands it to the sink. */
-  private emit(level: LogLevel, event: ReplicaEvent, fields: Readonly<Record<string, unknown>> = {}): void {
+  private emit(
+    level: LogLevel,
+    event: ReplicaEvent,
+    fields: Readonly<Record<string, unknown>> = {},
+  ): void {
     this.env.logger.log(level, REPLICA_EVENTS[event], { event, ...fields });
     this.env.events?.emit(event, fields);
   }
@@ -627,7 +704,7 @@ export class Replica {
     );
   }
 
-  /** The head a replica that lost its disk must apply before it counts again (-1: none adopted yet). */
+  /** The head a replica that lost its disk must apply to count again (-1: none adopted yet). */
   get catchUpHead(): number {
     return this.catchUpTarget;
   }
@@ -657,7 +734,10 @@ export class Replica {
    * letting the core drop them (a drop costs the client a timeout and a retry).
    */
   hasAdmissionRoom(): boolean {
-    return this.pipeline.length < this.config.prepareQueueDepth || this.requestQueue.length < this.config.requestQueueDepth;
+    return (
+      this.pipeline.length < this.config.prepareQueueDepth ||
+      this.requestQueue.length < this.config.requestQueueDepth
+    );
   }
 
   /** A primary that may admit client requests: active, caught up, and knows its chain anchor. */
@@ -704,7 +784,11 @@ export class Replica {
     if (this.timeoutViewChangeStatus.fired()) this.onTimeoutViewChangeStatus();
     if (this.timeoutRequestStartView.fired()) this.onTimeoutRequestStartView();
     if (this.timeoutRepair.fired()) this.onTimeoutRepair();
-    if (this.primaryActive() && this.repair === null && (this.headChecksum() === null || this.commitMin < this.commitMax)) {
+    if (
+      this.primaryActive() &&
+      this.repair === null &&
+      (this.headChecksum() === null || this.commitMin < this.commitMax)
+    ) {
       this.repairIfBehind();
     }
     this.invariants();
@@ -754,8 +838,12 @@ export class Replica {
    * is durable) before it stops.
    */
   abdicate(): boolean {
-    if (this.config.replicaCount === 1 || this.status !== 'normal' || !this.isPrimary()) return false;
-    this.env.logger.log('info', 'abdicating: electing a successor before shutdown', { view: this.view });
+    if (this.config.replicaCount === 1 || this.status !== 'normal' || !this.isPrimary()) {
+      return false;
+    }
+    this.env.logger.log('info', 'abdicating: electing a successor before shutdown', {
+      view: this.view,
+    });
     this.startViewChange(this.view + 1, 'abdicate');
     return true;
   }
@@ -873,7 +961,11 @@ export class Replica {
   private viewHeadersToPersist(): PrepareHeader[] {
     for (const [op, header] of this.viewHeaders) {
       const entry = this.journal.get(op);
-      const durable = entry !== undefined && entry.checksum === header.checksum && entry.durable && entry.frame !== null;
+      const durable =
+        entry !== undefined &&
+        entry.checksum === header.checksum &&
+        entry.durable &&
+        entry.frame !== null;
       if (op <= this.commitMin || durable) this.viewHeaders.delete(op);
     }
     return [...this.viewHeaders.values()].sort((a, b) => a.op - b.op).slice(-VIEW_HEADERS_MAX);
@@ -898,21 +990,39 @@ export class Replica {
     if (bytes === undefined || bytes.byteLength === 0) return;
     for (let offset = 0; offset < bytes.byteLength; offset += HEADER_SIZE) {
       const decoded = decodeHeader(bytes, offset);
-      assert(decoded.ok && decoded.header.command === Command.prepare, 'a persisted view header is a prepare header');
+      assert(
+        decoded.ok && decoded.header.command === Command.prepare,
+        'a persisted view header is a prepare header',
+      );
       const header = decoded.header;
-      assert(header.cluster === this.config.cluster, 'a persisted view header belongs to this cluster');
-      assert(prepareIdentity(this.env.kernels, bytes, offset) === header.checksum, 'a persisted view header is sealed');
+      assert(
+        header.cluster === this.config.cluster,
+        'a persisted view header belongs to this cluster',
+      );
+      assert(
+        prepareIdentity(this.env.kernels, bytes, offset) === header.checksum,
+        'a persisted view header is sealed',
+      );
       if (header.op <= this.commitMin || !this.journal.hasRoom(header.op)) continue;
       const entry = this.journal.get(header.op);
       if (entry !== undefined && entry.checksum === header.checksum) continue;
       // The StartView's truncation is durable before the superblock naming its log view, so a
       // different WAL entry here cannot be canonical: drop it and everything above it.
       if (entry !== undefined) this.truncateFrom(header.op);
-      this.journal.put({ op: header.op, header, checksum: header.checksum, frame: null, durable: false });
+      this.journal.put({
+        op: header.op,
+        header,
+        checksum: header.checksum,
+        frame: null,
+        durable: false,
+      });
       this.viewHeaders.set(header.op, header);
     }
     // Before bootStatus: the log view is still the superblock's, not yet this.logView.
-    this.emit('info', 'log_view_headers_restored', { log_view: state?.logView ?? 0, head: this.op });
+    this.emit('info', 'log_view_headers_restored', {
+      log_view: state?.logView ?? 0,
+      head: this.op,
+    });
   }
 
   /** Makes the current (view, log view, checkpoint) durable; coalesces overlapping requests. */
@@ -934,7 +1044,10 @@ export class Replica {
         // Every view-scoped send stays withheld; retry with backoff (§4.5).
         this.superblockFailures += 1;
         if (stateTransfer) this.superblockStateTransfer = true;
-        this.env.logger.log('warn', 'superblock write failed', { error: result.error, failures: this.superblockFailures });
+        this.env.logger.log('warn', 'superblock write failed', {
+          error: result.error,
+          failures: this.superblockFailures,
+        });
         this.superblockRetryTicks = Math.min(100, 2 ** Math.min(this.superblockFailures, 8));
         return;
       }
@@ -944,8 +1057,12 @@ export class Replica {
       this.durableLogView = state.logView;
       this.durableNackUnknown = (state.flags & VSR_FLAG_NACK_UNKNOWN) !== 0;
       // Headers parked since the write started need a new one; headers repaired since do not.
-      const viewHeadersCovered = this.viewHeadersToPersist().every((header) => writtenViewHeaders.has(header.checksum));
-      if (this.superblockDirty || !this.matchesDurable(state) || !viewHeadersCovered) this.persistView();
+      const viewHeadersCovered = this.viewHeadersToPersist().every((header) =>
+        writtenViewHeaders.has(header.checksum),
+      );
+      if (this.superblockDirty || !this.matchesDurable(state) || !viewHeadersCovered) {
+        this.persistView();
+      }
       this.onSuperblockWritten(state);
       if (!wasDurable && this.viewDurable()) this.onViewDurable();
     });
@@ -1077,12 +1194,15 @@ export class Replica {
    */
   private prepare(requests: readonly ParkedRequest[]): void {
     assert(this.primaryActive(), 'only an active primary prepares');
-    assert(requests.length >= 1 && requests.length <= this.config.prepareBatchMax, 'a prepare carries 1..prepare_batch_max requests');
+    assert(
+      requests.length >= 1 && requests.length <= this.config.prepareBatchMax,
+      'a prepare carries 1..prepare_batch_max requests',
+    );
     const op = this.op + 1;
     const parent = this.headChecksum();
     assert(parent !== null, 'the primary knows its head identity');
     assert(op > this.commitMin && this.journal.get(op) === undefined, 'the next op is new');
-    let fields: Pick<PrepareHeader, 'client' | 'requestChecksum' | 'request' | 'operation' | 'userId'>;
+    let fields: PrepareClientFields;
     let body: Uint8Array;
     if (requests.length === 1) {
       const header = requests[0]!.header;
@@ -1091,7 +1211,8 @@ export class Replica {
         header.operation === Operation.register
           ? decodeRegisterBody(body)!
           : (this.clientTable.get(header.client)?.userId ?? 0);
-      fields = { client: header.client, requestChecksum: header.requestChecksum, request: header.request, operation: header.operation, userId };
+      const { client, requestChecksum, request, operation } = header;
+      fields = { client, requestChecksum, request, operation, userId };
     } else {
       const entries: BatchRequest[] = requests.map(({ header, body: requestBody }) => {
         assert(isBatchable(header.operation), 'only plain requests are batched');
@@ -1105,17 +1226,28 @@ export class Replica {
         };
       });
       body = encodeBatch(entries);
-      fields = { client: 0n, requestChecksum: 0n, request: 0, operation: Operation.batch, userId: 0 };
+      const operation = Operation.batch;
+      fields = { client: 0n, requestChecksum: 0n, request: 0, operation, userId: 0 };
       this.counters.batchesPrepared += 1;
       this.counters.requestsBatched += requests.length;
     }
     this.timestampLast = Math.max(this.env.clock.realtimeUs(), this.timestampLast + 1);
-    const frame = this.frame(Command.prepare, { parent, op, commit: this.commitCanonical, timestamp: this.timestampLast, ...fields }, body);
+    const frame = this.frame(
+      Command.prepare,
+      { parent, op, commit: this.commitCanonical, timestamp: this.timestampLast, ...fields },
+      body,
+    );
     const decoded = decodeHeader(frame);
     assert(decoded.ok && decoded.header.command === Command.prepare, 'a built prepare decodes');
     this.journalAppend(decoded.header, frame);
     const clients = requests.map((request) => request.header.client);
-    this.pipeline.push({ op, checksum: decoded.header.checksum, header: decoded.header, okFrom: new Set(), clients });
+    this.pipeline.push({
+      op,
+      checksum: decoded.header.checksum,
+      header: decoded.header,
+      okFrom: new Set(),
+      clients,
+    });
     if (!this.timeoutPrepare.running) this.timeoutPrepare.start();
     // Star replication: the primary sends each prepare to every backup. Metadata prepares are
     // small, so the primary's bandwidth is not the limit a chain would relieve, and a chain stalls
@@ -1140,14 +1272,20 @@ export class Replica {
       const size = batchEntrySize(next.body.byteLength);
       if (bodySize + size > MESSAGE_BODY_SIZE_MAX) break;
       // onRequest admits a client only when it has nothing in flight, queued included.
-      assert(!batch.some((parked) => parked.header.client === next.header.client), 'queued requests are from distinct clients');
+      assert(
+        !batch.some((parked) => parked.header.client === next.header.client),
+        'queued requests are from distinct clients',
+      );
       batch.push(this.requestQueue.shift()!);
       bodySize += size;
     }
     return batch;
   }
 
-  /** The clients a journaled prepare carries (the pipeline entry of a view's re-replicated suffix). */
+  /**
+   * The clients a journaled prepare carries (the pipeline entry of a view's re-replicated
+   * suffix).
+   */
   private preparedClients(header: PrepareHeader, frame: Uint8Array): bigint[] {
     if (header.operation !== Operation.batch) return [header.client];
     const batch = decodeBatch(frame.subarray(HEADER_SIZE));
@@ -1270,7 +1408,10 @@ export class Replica {
       this.truncateFrom(lowest);
       return;
     }
-    assert(lowest > this.commitMin, `discard of applied op ${lowest} (commit_min ${this.commitMin})`);
+    assert(
+      lowest > this.commitMin,
+      `discard of applied op ${lowest} (commit_min ${this.commitMin})`,
+    );
     for (const op of removed) this.viewHeaders.delete(op);
     this.journal.remove(ops);
     this.pipeline = this.pipeline.filter((entry) => !removed.has(entry.op));
@@ -1281,7 +1422,10 @@ export class Replica {
 
   /** Removes an uncommitted suffix from the journal and the WAL. */
   private truncateFrom(fromOp: number): void {
-    assert(fromOp > this.commitMin, `truncation of applied op ${fromOp} (commit_min ${this.commitMin})`);
+    assert(
+      fromOp > this.commitMin,
+      `truncation of applied op ${fromOp} (commit_min ${this.commitMin})`,
+    );
     for (const op of [...this.viewHeaders.keys()]) if (op >= fromOp) this.viewHeaders.delete(op);
     if (fromOp > this.journal.head) return;
     this.journal.removeFrom(fromOp);
@@ -1389,7 +1533,7 @@ export class Replica {
     if (commit > this.commitMax) this.commitMax = commit;
   }
 
-  /** Ops up to `commit` committed, and our journal holds them as committed (see `commitCanonical`). */
+  /** Ops up to `commit` committed, and our journal holds them as such (see `commitCanonical`). */
   private advanceCommitCanonical(commit: number): void {
     this.advanceCommitMax(commit);
     if (commit > this.commitCanonical) this.commitCanonical = commit;
@@ -1444,7 +1588,13 @@ export class Replica {
     if (this.commitMin < this.catchUpTarget) {
       // Not applied that far: holding every op up to the head durably in the adopted log view
       // proves the same (the ops are canonical for the view and so not nackable).
-      if (this.status !== 'normal' || this.logView !== this.view || this.stateTransfer.transferring) return;
+      if (
+        this.status !== 'normal' ||
+        this.logView !== this.view ||
+        this.stateTransfer.transferring
+      ) {
+        return;
+      }
       for (let op = this.commitMin + 1; op <= this.catchUpTarget; op++) {
         if (this.journal.get(op)?.durable !== true) return;
       }
@@ -1481,11 +1631,18 @@ export class Replica {
     this.lagging = null;
     // Adopted since by another path (a fresh StartView, or a transfer installed past the head).
     if (this.logView === this.view) return;
-    assert(!this.isPrimary() && this.logView < this.view, 'a lagging follower is a backup without the log view');
+    assert(
+      !this.isPrimary() && this.logView < this.view,
+      'a lagging follower is a backup without the log view',
+    );
     this.logView = this.view;
     this.reconciledView = this.view;
     this.viewHeaders.clear();
-    this.emit('info', 'log_view_adopted', { view: this.view, commit_min: this.commitMin, head: lagging.head });
+    this.emit('info', 'log_view_adopted', {
+      view: this.view,
+      commit_min: this.commitMin,
+      head: lagging.head,
+    });
     this.persistView();
   }
 
@@ -1531,7 +1688,9 @@ export class Replica {
         const batch = decodeBatch(body);
         // Validated before it was journaled (frame decode) and checksummed since: a batch that
         // does not decode now means our own history is damaged, as for a broken chain.
-        if (!batch.ok) this.failStop(`committed batch does not decode (${batch.reason})`, header.op);
+        if (!batch.ok) {
+          this.failStop(`committed batch does not decode (${batch.reason})`, header.op);
+        }
         // Each request applies as if it were its own prepare at this op: the prepare's op, view,
         // timestamp and identity with that request's client fields.
         const results = batch.requests.map((request) => {
@@ -1565,7 +1724,11 @@ export class Replica {
       clientId: header.client,
       body,
     });
-    const reply = buildReply(this.env.kernels, header, resultBody(result.errorCode, result.payload));
+    const reply = buildReply(
+      this.env.kernels,
+      header,
+      resultBody(result.errorCode, result.payload),
+    );
     this.clientTable.commitReply(header.client, header.requestChecksum, {
       request: header.request,
       commit: header.op,
@@ -1575,15 +1738,23 @@ export class Replica {
   }
 
   /** Advances commit_min past an applied prepare, then reports and answers each of its requests. */
-  private applied(prepare: PrepareHeader, results: readonly { header: PrepareHeader; body: Uint8Array; reply: Uint8Array }[]): void {
+  private applied(
+    prepare: PrepareHeader,
+    results: readonly { header: PrepareHeader; body: Uint8Array; reply: Uint8Array }[],
+  ): void {
     assert(results.length >= 1, 'a prepare carries a request');
     this.commitMin = prepare.op;
     this.commitMinChecksum = prepare.checksum;
     this.timestampLast = Math.max(this.timestampLast, prepare.timestamp);
     const primary = this.status === 'normal' && this.isPrimary();
     results.forEach((result, index) => {
-      assert(result.header.op === prepare.op && result.header.checksum === prepare.checksum, 'a request applies at its prepare');
-      this.onCommitted?.(result.header, result.body, result.reply, results.length === 1 ? PLAIN_POSITION : { index, count: results.length });
+      assert(
+        result.header.op === prepare.op && result.header.checksum === prepare.checksum,
+        'a request applies at its prepare',
+      );
+      const position =
+        results.length === 1 ? PLAIN_POSITION : { index, count: results.length };
+      this.onCommitted?.(result.header, result.body, result.reply, position);
       if (primary) this.env.bus.sendToClient(result.header.client, result.reply);
     });
   }
@@ -1595,7 +1766,7 @@ export class Replica {
    * Observer for the simulator's checkers (every applied request, on every replica). A batch
    * reports each of its requests in order, with the prepare's op and identity and `position`.
    */
-  onCommitted: ((header: PrepareHeader, body: Uint8Array, reply: Uint8Array, position: BatchPosition) => void) | null = null;
+  onCommitted: CommittedObserver | null = null;
 
   /**
    * Divergence of this replica's own history (STYLE principle 4): log it and stop. Disagreement
@@ -1603,14 +1774,24 @@ export class Replica {
    */
   private failStop(what: string, op: number): never {
     this.counters.divergences += 1;
-    const fields = { op, view: this.view, log_view: this.logView, commit_min: this.commitMin, checkpoint_op: this.checkpointOp };
+    const fields = {
+      op,
+      view: this.view,
+      log_view: this.logView,
+      commit_min: this.commitMin,
+      checkpoint_op: this.checkpointOp,
+    };
     this.env.logger.log('fatal', `divergence in this replica's own history: ${what}`, fields);
     throw new DivergenceFailure(what, op);
   }
 
   private reportDivergence(what: string, op: number): void {
     this.counters.divergences += 1;
-    this.env.logger.log('error', `divergence: ${what}`, { op, view: this.view, log_view: this.logView });
+    this.env.logger.log('error', `divergence: ${what}`, {
+      op,
+      view: this.view,
+      log_view: this.logView,
+    });
   }
 
   // ---------------------------------------------------------------- checkpoints
@@ -1644,18 +1825,33 @@ export class Replica {
     for (const op of [...this.checkpointIds.keys()]) {
       if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
     }
-    this.checkpointInProgress = { op: header.op, checksum, payload, anchor: header.checksum, chunkChecksums: [...chunks.chunkChecksums] };
+    this.checkpointInProgress = {
+      op: header.op,
+      checksum,
+      payload,
+      anchor: header.checksum,
+      chunkChecksums: [...chunks.chunkChecksums],
+    };
     this.submit({ kind: 'snapshot_write', op: header.op, payload, checksum }, (result) => {
       if (!result.ok) this.fatal('snapshot_write', result);
       const done = this.checkpointInProgress;
       // Requests complete in order and no checkpoint starts while transferring, so an install can
       // supersede this checkpoint only after this write completed.
-      assert(done !== null && done.op === header.op, 'one checkpoint at a time, superseded only once written');
+      assert(
+        done !== null && done.op === header.op,
+        'one checkpoint at a time, superseded only once written',
+      );
       this.checkpointOp = done.op;
       this.checkpointChecksum = done.checksum;
       this.checkpointAnchor = done.anchor;
       // What is offered is what was just written durably, and it hashes to the checkpoint id.
-      this.transferServer.checkpointWritten(done.op, done.checksum, done.anchor, done.payload, done.chunkChecksums);
+      this.transferServer.checkpointWritten(
+        done.op,
+        done.checksum,
+        done.anchor,
+        done.payload,
+        done.chunkChecksums,
+      );
       this.persistView();
     });
   }
@@ -1904,7 +2100,8 @@ export class Replica {
     assert(view > this.view, 'view changes move forward');
     this.emit('info', 'view_change_started', { from_view: this.view, to_view: view, reason });
     this.counters.viewChanges += 1;
-    this.counters.viewChangesByReason[reason] = (this.counters.viewChangesByReason[reason] ?? 0) + 1;
+    const byReason = this.counters.viewChangesByReason;
+    byReason[reason] = (byReason[reason] ?? 0) + 1;
     this.view = view;
     this.status = 'view_change';
     this.startViewChangeFrom.clear();
@@ -1941,7 +2138,8 @@ export class Replica {
   }
 
   private maybeSendDoViewChange(): void {
-    if (this.doViewChangeSent || this.startViewChangeFrom.size < this.config.quorumViewChange) return;
+    if (this.doViewChangeSent) return;
+    if (this.startViewChangeFrom.size < this.config.quorumViewChange) return;
     this.doViewChangeSent = true;
     this.timeoutDoViewChange.start();
     this.sendDoViewChange();
@@ -1972,7 +2170,11 @@ export class Replica {
    */
   private suffixSlots(): SuffixSlot[] {
     const slots: SuffixSlot[] = [];
-    for (let op = this.op; op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX; op--) {
+    for (
+      let op = this.op;
+      op >= this.journal.floor && op > 0 && slots.length < DVC_SUFFIX_HEADERS_MAX;
+      op--
+    ) {
       const entry = this.journal.get(op);
       if (entry === undefined) {
         if (op <= this.commitMin) break;
@@ -2093,6 +2295,11 @@ export class Replica {
       this.startViewChange(this.view + 1, 'forfeit_unvouched_bodies');
       return;
     }
+    this.adoptMergedLog(outcome);
+  }
+
+  /** The primary-elect adopts the merged log and waits for its bodies (`tryStartPendingView`). */
+  private adoptMergedLog(outcome: MergeReady): void {
     this.reconcileJournal(outcome.headers, outcome.head, this.logView === outcome.logView);
     const logViewChanged = outcome.logView > this.logView;
     if (logViewChanged) {
@@ -2145,7 +2352,7 @@ export class Replica {
         continue;
       }
       if (want === null && !sameLogView && op <= keepUnverifiedThrough) {
-        // Unverifiable, not divergent, and our log view stays: kept (nothing below is verified by it).
+        // Unverifiable, not divergent, our log view stays: kept (nothing below is verified by it).
         keptLowest = op;
         keptBodies ||= entry.frame !== null;
         expected = null;
@@ -2178,9 +2385,21 @@ export class Replica {
     keepUnverifiedThrough = -1,
     parkCanonical = true,
   ): number {
-    const { discard, keptLowest, expected } = this.classifyJournal(canonical, head, sameLogView, keepUnverifiedThrough);
-    if (expected !== null && this.commitMinChecksum !== null && expected !== this.commitMinChecksum) {
-      this.reportDivergence('canonical log does not chain onto the applied history', this.commitMin);
+    const { discard, keptLowest, expected } = this.classifyJournal(
+      canonical,
+      head,
+      sameLogView,
+      keepUnverifiedThrough,
+    );
+    if (
+      expected !== null &&
+      this.commitMinChecksum !== null &&
+      expected !== this.commitMinChecksum
+    ) {
+      this.reportDivergence(
+        'canonical log does not chain onto the applied history',
+        this.commitMin,
+      );
     }
     this.discardEntries(discard);
     // A lagging replica keeps its log view, and its journal holds only entries canonical for
@@ -2189,7 +2408,8 @@ export class Replica {
     // different ops 49-50, one of them view 8's). It catches up by committed repair instead.
     if (!parkCanonical) return keptLowest;
     for (const [op, header] of canonical) {
-      if (op <= this.commitMin || op > head || this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
+      if (op <= this.commitMin || op > head) continue;
+      if (this.journal.get(op) !== undefined || !this.journal.hasRoom(op)) continue;
       this.journal.put({ op, header, checksum: header.checksum, frame: null, durable: false });
     }
     return keptLowest;
@@ -2206,7 +2426,9 @@ export class Replica {
       this.repairIfBehind();
       return;
     }
-    for (let op = this.commitMin + 1; op <= pending.head; op++) if (this.journal.get(op)?.durable !== true) return;
+    for (let op = this.commitMin + 1; op <= pending.head; op++) {
+      if (this.journal.get(op)?.durable !== true) return;
+    }
     this.pendingView = null;
     this.status = 'normal';
     this.logView = this.view;
@@ -2220,9 +2442,18 @@ export class Replica {
     this.pipeline = [];
     for (let op = Math.max(this.commitCanonical, this.commitMin) + 1; op <= this.op; op++) {
       const entry = this.journal.prepare(op);
-      assert(entry !== undefined && entry.frame !== null, 'the new primary holds every uncommitted body');
+      assert(
+        entry !== undefined && entry.frame !== null,
+        'the new primary holds every uncommitted body',
+      );
       const clients = this.preparedClients(entry.header, entry.frame);
-      this.pipeline.push({ op, checksum: entry.checksum, header: entry.header, okFrom: new Set(), clients });
+      this.pipeline.push({
+        op,
+        checksum: entry.checksum,
+        header: entry.header,
+        okFrom: new Set(),
+        clients,
+      });
     }
     this.emit('info', 'view_started', { view: this.view, op: this.op, commit_max: this.commitMax });
     this.becomePrimaryOfView();
@@ -2282,6 +2513,20 @@ export class Replica {
     // the new primary (audit defect C: the old primary's counter made every heartbeat of the new
     // one look stale, and the replica deposed a healthy primary). Its commit walk, PrepareOks and
     // repair stay suppressed by `transferring` alone.
+    const lagging = this.adoptStartViewLog(header, suffix);
+    this.leavePristine(header.op);
+    // Caught up once everything this StartView announced is applied (prepares acknowledged before
+    // a disk loss are all at or below its head).
+    this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
+    this.followStartView(header, lagging);
+  }
+
+  /**
+   * Reconciles the journal with a StartView's log (or, lagging, keeps what it cannot vouch for)
+   * and advances the commit numbers. Returns whether the replica follows the view as a lagging
+   * replica (without its log view).
+   */
+  private adoptStartViewLog(header: StartViewHeader, suffix: readonly SuffixSlot[]): boolean {
     const canonical = new Map<number, PrepareHeader>();
     for (const slot of suffix) if (slot.header !== null) canonical.set(slot.op, slot.header);
     // Journal entries are canonical for our log view, also after a restart: a StartView's
@@ -2323,21 +2568,27 @@ export class Replica {
     } else {
       this.advanceCommitMax(commit);
     }
+    return lagging;
+  }
+
+  /** The first StartView a pristine replica hears tells whether the cluster has history. */
+  private leavePristine(headOp: number): void {
     if (this.pristine) {
       this.pristine = false;
-      if (header.op > 0 && !this.nackUnknown) {
+      if (headOp > 0 && !this.nackUnknown) {
         // An empty replica joining a cluster that already has history: it may be a member whose
         // disk was lost, so it must not nack until it holds the log again (--rejoin makes this
         // explicit; this catches the common case without it).
         this.nackUnknown = true;
         const message =
           'empty data directory joining a cluster with history: treating it as a lost disk';
-        this.env.logger.log('warn', message, { op: header.op });
+        this.env.logger.log('warn', message, { op: headOp });
       }
     }
-    // Caught up once everything this StartView announced is applied (prepares acknowledged before
-    // a disk loss are all at or below its head).
-    this.catchUpTarget = Math.max(this.catchUpTarget, header.op);
+  }
+
+  /** Enters the StartView's view in status normal (lagging: without its log view). */
+  private followStartView(header: StartViewHeader, lagging: boolean): void {
     const wasView = this.view;
     const wasStatus = this.status;
     this.view = header.view;
@@ -2468,7 +2719,11 @@ export class Replica {
     if (this.virginWitnesses.size < this.config.replicaCount - 1) return;
     this.pristine = false;
     this.virginWitnesses.clear();
-    this.env.logger.log('info', 'every peer reports a new cluster: the empty data directory lost nothing', {});
+    this.env.logger.log(
+      'info',
+      'every peer reports a new cluster: the empty data directory lost nothing',
+      {},
+    );
   }
 
   // ---------------------------------------------------------------- journal repair
@@ -2485,22 +2740,27 @@ export class Replica {
    */
   private repairIfBehind(): void {
     if (this.repair !== null || this.stateTransfer.transferring) return;
-    if (this.status === 'normal' && this.headChecksum() === null && this.op === this.commitMin && this.commitMax === this.commitMin && this.commitMin > 0) {
+    const anchorless = this.status === 'normal' && this.headChecksum() === null;
+    const idle = this.op === this.commitMin && this.commitMax === this.commitMin;
+    if (anchorless && idle && this.commitMin > 0) {
       // After a state-transfer install whose servers did not know the anchor, with nothing
       // committed above it to learn it from (the next op's parent): fetch the prepare at our
       // commit point (a replica keeps the entry at its checkpoint op).
-      const others = [...Array(this.config.replicaCount).keys()].filter((replica) => replica !== this.config.replica);
+      const self = this.config.replica;
+      const others = [...Array(this.config.replicaCount).keys()].filter((r) => r !== self);
       this.requestPrepares(this.env.prng.pick(others), this.commitMin, this.commitMin, true);
       return;
     }
     const primaryElect = this.status === 'view_change' && this.pendingView !== null;
-    const primaryBehind = this.status === 'normal' && this.isPrimary() && this.commitMin < this.commitMax;
+    const primaryBehind =
+      this.status === 'normal' && this.isPrimary() && this.commitMin < this.commitMax;
     // A lost disk in a view change counts toward its quorums only once it applied the head of the
     // StartView it adopted (`maybeCaughtUp`). Committed repair needs no view (the ops come from a
     // peer's applied history, verified by hash chain), so it catches up there too: otherwise a
     // primary dying while it rejoins leaves the survivors unable to elect (a wedge the commit
     // messages of a drained pipeline made reachable: the head it adopted lay above its checkpoint).
-    const catchingUp = this.status === 'view_change' && this.nackUnknown && this.commitMin < this.catchUpTarget;
+    const catchingUp =
+      this.status === 'view_change' && this.nackUnknown && this.commitMin < this.catchUpTarget;
     if (catchingUp && !primaryElect) {
       const from = this.commitMin + 1;
       if (this.journal.prepare(from) !== undefined && this.commitCanonical > this.commitMin) return;
@@ -2511,20 +2771,23 @@ export class Replica {
     if (!primaryElect && !primaryBehind && (this.status !== 'normal' || this.isPrimary())) return;
     // The walk is blocked by a missing body, or by a body it may not apply (`commitCanonical`:
     // a prepare of our log view that nothing verified against the committed history).
-    const fenced = this.commitCanonical <= this.commitMin && this.journal.prepare(this.commitMin + 1) !== undefined;
+    const nextPrepared = this.journal.prepare(this.commitMin + 1) !== undefined;
+    const fenced = this.commitCanonical <= this.commitMin && nextPrepared;
     // A primary-elect's journal is canonical for the merged log up to its head, so each body it
     // lacks is vouched by its header or its successor's parent: it repairs them top-down below
     // (canonical repair). Committed-only repair would ask for ops some peer applied, and when
     // no live replica applied them (their holder lacks an op below), the view never started
     // (seed 4201942244488: op 19, held only by a replica stuck below it, 400 view changes).
     const committedWalk = !primaryElect || this.journal.get(this.commitMin + 1) !== undefined;
-    if (committedWalk && this.commitMin < this.commitMax && (this.journal.prepare(this.commitMin + 1) === undefined || fenced)) {
+    const walkBlocked = !nextPrepared || fenced;
+    if (committedWalk && this.commitMin < this.commitMax && walkBlocked) {
       const from = this.commitMin + 1;
       if (this.journal.get(from) !== undefined && !fenced) {
         // We hold the canonical headers (parked): any replica that journaled these prepares can
         // serve them, applied or not, since each body is verified against its header.
         let to = from;
-        while (to + 1 < from + REPAIR_CHUNK_MAX && this.journal.get(to + 1)?.frame === null) to += 1;
+        const parked = (op: number) => this.journal.get(op)?.frame === null;
+        while (to + 1 < from + REPAIR_CHUNK_MAX && parked(to + 1)) to += 1;
         this.requestPrepares(this.repairPeer(to, false), from, to, false);
         return;
       }
@@ -2551,7 +2814,9 @@ export class Replica {
 
   private repairPeer(op: number, committed: boolean): number {
     const others: number[] = [];
-    for (let replica = 0; replica < this.config.replicaCount; replica++) if (replica !== this.config.replica) others.push(replica);
+    for (let replica = 0; replica < this.config.replicaCount; replica++) {
+      if (replica !== this.config.replica) others.push(replica);
+    }
     if (this.status === 'normal' && this.isPrimary()) return this.env.prng.pick(others);
     if (this.status === 'normal') {
       // The primary first; after a stall, anyone (they may have applied what the primary drained).
@@ -2559,7 +2824,8 @@ export class Replica {
       return this.env.prng.pick(others);
     }
     if (!committed) {
-      const sources = this.pendingView?.sources.get(op)?.filter((replica) => replica !== this.config.replica) ?? [];
+      const holders = this.pendingView?.sources.get(op) ?? [];
+      const sources = holders.filter((replica) => replica !== this.config.replica);
       if (sources.length > 0) return this.env.prng.pick(sources);
     }
     // Committed ops: whoever reported the highest commit, then anyone after a stall.
@@ -2606,7 +2872,8 @@ export class Replica {
     // Answering such a request with nothing made a lagging follower that needed exactly that op
     // retry forever (seed 2689289529624); an eviction sends it to state transfer instead.
     const floorServed = this.journal.prepare(this.journal.floor)?.durable === true;
-    const retainedFrom = floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;
+    const retainedFrom =
+      floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;
     if (from < retainedFrom) {
       // Below what we retain: only a checkpoint (state transfer) can cover it.
       reply(Command.rangeEvicted, retainedFrom);
@@ -2783,8 +3050,12 @@ export class Replica {
         return replica.status !== 'recovering' && !replica.stateTransfer.transferring;
       },
       anchorOf: (op) =>
-        this.journal.get(op)?.checksum ?? (op === this.commitMin ? this.commitMinChecksum : null) ?? this.checkpointAnchor ?? 0n,
-      sendTarget: (requester, fields, manifestBytes) => this.send(requester, Command.stateTransferTarget, fields, manifestBytes),
+        this.journal.get(op)?.checksum ??
+        (op === this.commitMin ? this.commitMinChecksum : null) ??
+        this.checkpointAnchor ??
+        0n,
+      sendTarget: (requester, fields, manifestBytes) =>
+        this.send(requester, Command.stateTransferTarget, fields, manifestBytes),
       sendChunk: (requester, header, body) => this.sendToReplicaParts(requester, header, body),
       submit: (request, done) => this.submit(request, done),
       emit: (level, event, fields) => this.emit(level, event, fields),
@@ -2793,7 +3064,7 @@ export class Replica {
     };
   }
 
-  /** A frame as header + body: the bus writes the body as is where it can, else it gets them joined. */
+  /** A frame as header + body: the bus writes the body as is where it can, else joins them. */
   private sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
     const bus = this.env.bus;
     if (bus.sendToReplicaParts !== undefined) {
@@ -2820,10 +3091,15 @@ export class Replica {
   /** Our gap lies below every peer's retained WAL: pull a checkpoint instead. */
   private armStateTransfer(): void {
     // One transfer file: a snapshot repair in progress yields (the install rewrites the file too).
-    if (this.snapshotRepair.transferring) this.endSnapshotRepair('a state transfer needs the transfer file');
+    if (this.snapshotRepair.transferring) {
+      this.endSnapshotRepair('a state transfer needs the transfer file');
+    }
     const session = this.stateTransfer.arm(this.env.prng.u128(), this.ticks);
     this.counters.stateTransfersStarted += 1;
-    this.emit('info', 'state_transfer_started', { commit_min: this.commitMin, commit_max: this.commitMax });
+    this.emit('info', 'state_transfer_started', {
+      commit_min: this.commitMin,
+      commit_max: this.commitMax,
+    });
     this.broadcastRequestStateTransfer(session);
   }
 
@@ -2913,8 +3189,16 @@ export class Replica {
       return;
     }
     const target = session.targets.get(best.servers[0]!)!;
-    const entry = target.manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot)!;
-    this.stateTransfer.accept({ op: best.op, checksum: best.checksum, manifest: target.manifest, entry, servers: best.servers });
+    const entry = target.manifest.entries.find(
+      (candidate) => candidate.kind === ArtifactKind.metadataSnapshot,
+    )!;
+    this.stateTransfer.accept({
+      op: best.op,
+      checksum: best.checksum,
+      manifest: target.manifest,
+      entry,
+      servers: best.servers,
+    });
     session.received = 0;
     session.requested = 0;
     session.written = 0;
@@ -2937,7 +3221,10 @@ export class Replica {
   private requestChunks(session: TransferSession, retry = false): void {
     const accepted = session.accepted;
     assert(accepted !== null && session.received < accepted.entry.len, 'a chunk remains');
-    assert(session.written <= session.received && session.received <= session.requested, 'written <= received <= requested');
+    assert(
+      session.written <= session.received && session.received <= session.requested,
+      'written <= received <= requested',
+    );
     const chunkSize = accepted.manifest.chunkSize;
     if (retry) {
       for (let offset = session.received; offset < session.requested; offset += chunkSize) {
@@ -3040,15 +3327,21 @@ export class Replica {
   private onTransferChunkWritten(session: TransferSession, bytes: number): void {
     session.written += bytes;
     assert(session.written <= session.received, 'only submitted chunks complete');
-    // Writes complete in order, also after the session ended or began its install: then nothing more to ask.
-    const live = this.snapshotRepair.session(session.nonce, 'fetching') ?? this.stateTransfer.session(session.nonce, 'fetching');
+    // Writes complete in order, also after the session ended or began its install: then nothing
+    // more to ask.
+    const live =
+      this.snapshotRepair.session(session.nonce, 'fetching') ??
+      this.stateTransfer.session(session.nonce, 'fetching');
     if (live !== session || session.received === session.accepted!.entry.len) return;
     this.requestChunks(session);
   }
 
   /** Every journal entry above commit_min is canonical for the current view. */
   private journalCanonicalForView(): boolean {
-    return this.status === 'normal' && (this.logView === this.view || this.reconciledView === this.view);
+    return (
+      this.status === 'normal' &&
+      (this.logView === this.view || this.reconciledView === this.view)
+    );
   }
 
   /**
@@ -3079,83 +3372,142 @@ export class Replica {
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
     this.stateTransfer.beginInstall();
     const startedAtTick = session.startedAtTick;
-    this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
+    const install: StorageRequest = {
+      kind: 'transfer_install',
+      op: accepted.op,
+      len: accepted.entry.len,
+      checksum: accepted.checksum,
+    };
+    this.submit(install, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
       if (!result.ok || result.snapshot === undefined) {
-        this.stateTransfer.decodeFailures += 1;
-        this.emit('warn', 'state_transfer_install_refused', {
-          error: result.ok ? 'no snapshot' : result.error,
-          failures: this.stateTransfer.decodeFailures,
-        });
-        this.stateTransfer.clear();
-        if (this.stateTransfer.decodeFailures <= STATE_TRANSFER_DECODE_FAILURES_MAX) this.armStateTransfer();
-        else this.abandonStateTransfer('too many damaged artifacts');
+        this.installRefused(result.ok ? 'no snapshot' : result.error);
         return;
       }
-      const snapshot = result.snapshot;
-      assert(snapshot.sequenceNumber === accepted.op, 'the installed snapshot is the accepted checkpoint');
-      assert(accepted.op > this.commitMin, 'an install never rewinds');
-      // The chain anchor for the next op, from any voucher that knows it; else our own entry at
-      // the checkpoint op if our log view proved it committed; else learned by repair.
-      let anchor: bigint | null = null;
-      for (const server of accepted.servers) {
-        const target = session.targets.get(server);
-        if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
-      }
-      const atCheckpoint = this.journal.get(accepted.op);
-      if (anchor === null && atCheckpoint !== undefined && accepted.op <= this.commitCanonical) anchor = atCheckpoint.checksum;
-      if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {
-        this.env.logger.log('info', 'state transfer: the journal left the committed history at the checkpoint op; dropping it', {
+      const installed = { snapshot: result.snapshot, payload: result.installedPayload };
+      this.installAccepted(session, accepted, installed, startedAtTick);
+    });
+  }
+
+  /** The storage refused the artifact: fetch it again, or give up after too many. */
+  private installRefused(error: string): void {
+    this.stateTransfer.decodeFailures += 1;
+    this.emit('warn', 'state_transfer_install_refused', {
+      error,
+      failures: this.stateTransfer.decodeFailures,
+    });
+    this.stateTransfer.clear();
+    if (this.stateTransfer.decodeFailures <= STATE_TRANSFER_DECODE_FAILURES_MAX) {
+      this.armStateTransfer();
+    } else {
+      this.abandonStateTransfer('too many damaged artifacts');
+    }
+  }
+
+  /** The accepted checkpoint is durable: jump to it (see `installTransferred` for the journal). */
+  private installAccepted(
+    session: TransferSession,
+    accepted: AcceptedTarget,
+    installed: { snapshot: MetadataSnapshot; payload: Uint8Array | undefined },
+    startedAtTick: number,
+  ): void {
+    const snapshot = installed.snapshot;
+    assert(
+      snapshot.sequenceNumber === accepted.op,
+      'the installed snapshot is the accepted checkpoint',
+    );
+    assert(accepted.op > this.commitMin, 'an install never rewinds');
+    const atCheckpoint = this.journal.get(accepted.op);
+    const anchor = this.installAnchor(session, accepted, atCheckpoint);
+    if (anchor !== null && atCheckpoint !== undefined && atCheckpoint.checksum !== anchor) {
+      this.env.logger.log(
+        'info',
+        'state transfer: the journal left the committed history at the checkpoint op; ' +
+          'dropping it',
+        {
           checkpoint_op: accepted.op,
           log_view: this.logView,
-        });
-        this.truncateFrom(accepted.op);
-      }
-      this.journal.removeBelow(accepted.op);
-      this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
-        if (!drained.ok) this.fatal('wal_drain', drained);
-      });
-      // A checkpoint of our own below this one may still wait for its superblock pairing (its
-      // write failing and retried): the install supersedes it. Left in place, the pairing would
-      // be written for the installed op, never for it, and the commit walk would stop at the next
-      // checkpoint op for good (audit defect B).
-      const superseded = this.checkpointInProgress;
-      if (superseded !== null) {
-        assert(superseded.op < accepted.op, 'a checkpoint in progress is below the installed one');
-        this.checkpointInProgress = null;
-        this.env.logger.log('info', 'state transfer supersedes the checkpoint in progress', {
-          checkpoint_op: superseded.op,
-          installed_op: accepted.op,
-        });
-      }
-      this.stateMachine.restore({ users: snapshot.users, streams: snapshot.streams, revokedTokens: snapshot.revokedTokens });
-      this.clientTable = ClientTable.fromSnapshot(snapshot.clientTable, this.config.clientsTableMax);
-      this.commitMin = accepted.op;
-      this.commitMinChecksum = anchor;
-      this.checkpointAnchor = anchor;
-      this.advanceCommitCanonical(accepted.op);
-      this.checkpointOp = accepted.op;
-      this.checkpointChecksum = accepted.checksum;
-      this.checkpointIds.set(accepted.op, accepted.checksum);
-      // The installed payload is what we offer on (one payload: the old source goes).
-      this.transferServer.checkpointReplaced(accepted.op, result.installedPayload);
-      this.superblockStateTransfer = true;
-      this.persistView();
-      this.stateTransfer.clear();
-      this.stateTransfer.decodeFailures = 0;
-      this.counters.stateTransfersInstalled += 1;
-      this.installInvariants(accepted.op, accepted.checksum);
-      this.emit('info', 'state_transfer_installed', {
-        checkpoint_op: accepted.op,
-        bytes: accepted.entry.len,
-        ticks: this.ticks - startedAtTick,
-        peer: session.peer,
-        journal_head: this.journal.head,
-      });
-      this.maybeCaughtUp();
-      this.commitJournal();
-      this.repairIfBehind();
+        },
+      );
+      this.truncateFrom(accepted.op);
+    }
+    this.journal.removeBelow(accepted.op);
+    this.submit({ kind: 'wal_drain', keepFromOp: accepted.op }, (drained) => {
+      if (!drained.ok) this.fatal('wal_drain', drained);
     });
+    this.supersedeCheckpointInProgress(accepted.op);
+    this.stateMachine.restore({
+      users: snapshot.users,
+      streams: snapshot.streams,
+      revokedTokens: snapshot.revokedTokens,
+    });
+    this.clientTable = ClientTable.fromSnapshot(
+      snapshot.clientTable,
+      this.config.clientsTableMax,
+    );
+    this.commitMin = accepted.op;
+    this.commitMinChecksum = anchor;
+    this.checkpointAnchor = anchor;
+    this.advanceCommitCanonical(accepted.op);
+    this.checkpointOp = accepted.op;
+    this.checkpointChecksum = accepted.checksum;
+    this.checkpointIds.set(accepted.op, accepted.checksum);
+    // The installed payload is what we offer on (one payload: the old source goes).
+    this.transferServer.checkpointReplaced(accepted.op, installed.payload);
+    this.superblockStateTransfer = true;
+    this.persistView();
+    this.stateTransfer.clear();
+    this.stateTransfer.decodeFailures = 0;
+    this.counters.stateTransfersInstalled += 1;
+    this.installInvariants(accepted.op, accepted.checksum);
+    this.emit('info', 'state_transfer_installed', {
+      checkpoint_op: accepted.op,
+      bytes: accepted.entry.len,
+      ticks: this.ticks - startedAtTick,
+      peer: session.peer,
+      journal_head: this.journal.head,
+    });
+    this.maybeCaughtUp();
+    this.commitJournal();
+    this.repairIfBehind();
+  }
+
+  /**
+   * The chain anchor for the next op, from any voucher that knows it; else our own entry at the
+   * checkpoint op if our log view proved it committed; else null (learned by repair).
+   */
+  private installAnchor(
+    session: TransferSession,
+    accepted: AcceptedTarget,
+    atCheckpoint: JournalEntry | undefined,
+  ): bigint | null {
+    let anchor: bigint | null = null;
+    for (const server of accepted.servers) {
+      const target = session.targets.get(server);
+      if (target !== undefined && target.anchor !== 0n) anchor = target.anchor;
+    }
+    if (anchor === null && atCheckpoint !== undefined && accepted.op <= this.commitCanonical) {
+      anchor = atCheckpoint.checksum;
+    }
+    return anchor;
+  }
+
+  /**
+   * A checkpoint of our own below the installed one may still wait for its superblock pairing
+   * (its write failing and retried): the install supersedes it. Left in place, the pairing would
+   * be written for the installed op, never for it, and the commit walk would stop at the next
+   * checkpoint op for good (audit defect B).
+   */
+  private supersedeCheckpointInProgress(installedOp: number): void {
+    const superseded = this.checkpointInProgress;
+    if (superseded !== null) {
+      assert(superseded.op < installedOp, 'a checkpoint in progress is below the installed one');
+      this.checkpointInProgress = null;
+      this.env.logger.log('info', 'state transfer supersedes the checkpoint in progress', {
+        checkpoint_op: superseded.op,
+        installed_op: installedOp,
+      });
+    }
   }
 
   private abandonStateTransfer(reason: string): void {
@@ -3185,7 +3537,9 @@ export class Replica {
     }
     if (stage === 'awaiting_target') {
       this.maybeAcceptTarget(session);
-      if (this.stateTransfer.stage === 'awaiting_target') this.broadcastRequestStateTransfer(session);
+      if (this.stateTransfer.stage === 'awaiting_target') {
+        this.broadcastRequestStateTransfer(session);
+      }
       return;
     }
     const servers = session.accepted!.servers;
@@ -3198,7 +3552,9 @@ export class Replica {
   /** Fetch our damaged snapshot file back from a peer (see `snapshotRepair`). */
   private startSnapshotRepair(): void {
     const damaged = this.transferServer.damaged;
-    if (damaged === null || damaged.op !== this.checkpointOp || this.config.replicaCount === 1) return;
+    if (damaged === null || damaged.op !== this.checkpointOp || this.config.replicaCount === 1) {
+      return;
+    }
     if (this.snapshotRepair.transferring || this.stateTransfer.transferring) return;
     const session = this.snapshotRepair.arm(this.env.prng.u128(), this.ticks);
     this.env.logger.log('warn', 'snapshot repair started: our snapshot file does not verify', {
@@ -3209,9 +3565,18 @@ export class Replica {
   }
 
   /** Any peer serving exactly our checkpoint (op and id, which we know) will do: no vote needed. */
-  private acceptSnapshotRepairTarget(session: TransferSession, server: number, op: number, checksum: bigint, manifest: Manifest): void {
-    if (op !== this.checkpointOp || checksum !== this.checkpointChecksum) return; // another checkpoint
-    const entry = manifest.entries.find((candidate) => candidate.kind === ArtifactKind.metadataSnapshot)!;
+  private acceptSnapshotRepairTarget(
+    session: TransferSession,
+    server: number,
+    op: number,
+    checksum: bigint,
+    manifest: Manifest,
+  ): void {
+    // Another checkpoint.
+    if (op !== this.checkpointOp || checksum !== this.checkpointChecksum) return;
+    const entry = manifest.entries.find(
+      (candidate) => candidate.kind === ArtifactKind.metadataSnapshot,
+    )!;
     this.snapshotRepair.accept({ op, checksum, manifest, entry, servers: [server] });
     session.idleTicks = 0;
     session.stalls = 0;
@@ -3230,7 +3595,13 @@ export class Replica {
       return;
     }
     this.snapshotRepair.beginInstall();
-    this.submit({ kind: 'transfer_install', op: accepted.op, len: accepted.entry.len, checksum: accepted.checksum }, (result) => {
+    const install: StorageRequest = {
+      kind: 'transfer_install',
+      op: accepted.op,
+      len: accepted.entry.len,
+      checksum: accepted.checksum,
+    };
+    this.submit(install, (result) => {
       if (this.snapshotRepair.session(session.nonce, 'installing') === null) return;
       this.snapshotRepair.clear();
       if (!result.ok) {
@@ -3239,7 +3610,10 @@ export class Replica {
       }
       this.transferServer.snapshotRepaired(accepted.op, result.installedPayload);
       this.counters.snapshotRepairs += 1;
-      this.env.logger.log('info', 'snapshot repaired from a peer', { checkpoint_op: accepted.op, peer: session.peer });
+      this.env.logger.log('info', 'snapshot repaired from a peer', {
+        checkpoint_op: accepted.op,
+        peer: session.peer,
+      });
     });
   }
 
@@ -3287,8 +3661,14 @@ export class Replica {
 
   private invariants(): void {
     this.roleInvariants();
-    assert(this.commitMin <= this.commitMax, `commit_min ${this.commitMin} > commit_max ${this.commitMax}`);
-    assert(this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax, 'commit_min <= commit_canonical <= commit_max');
+    assert(
+      this.commitMin <= this.commitMax,
+      `commit_min ${this.commitMin} > commit_max ${this.commitMax}`,
+    );
+    assert(
+      this.commitMin <= this.commitCanonical && this.commitCanonical <= this.commitMax,
+      'commit_min <= commit_canonical <= commit_max',
+    );
     assert(this.logView <= this.view, 'log_view <= view');
     assert(this.checkpointOp <= this.commitMin, 'checkpoint <= commit_min');
     assert(this.journal.floor <= this.commitMin, 'the journal floor is applied');
@@ -3305,11 +3685,22 @@ export class Replica {
    * from there and a later checkpoint's divergence check compares like with like.
    */
   private installInvariants(op: number, checksum: bigint): void {
-    assert(this.commitMin === op && this.checkpointOp === op, 'an install stands at its checkpoint');
-    assert(this.checkpointChecksum === checksum && this.checkpointIds.get(op) === checksum, 'the installed id');
+    assert(
+      this.commitMin === op && this.checkpointOp === op,
+      'an install stands at its checkpoint',
+    );
+    assert(
+      this.checkpointChecksum === checksum && this.checkpointIds.get(op) === checksum,
+      'the installed id',
+    );
     assert(this.journal.floor <= op, 'the journal floor is at or below the installed checkpoint');
-    for (const journaled of this.journal.ops()) assert(journaled >= op, 'nothing below the installed checkpoint');
-    assert(this.commitMinChecksum === this.checkpointAnchor, 'the chain resumes at the checkpoint anchor');
+    for (const journaled of this.journal.ops()) {
+      assert(journaled >= op, 'nothing below the installed checkpoint');
+    }
+    assert(
+      this.commitMinChecksum === this.checkpointAnchor,
+      'the chain resumes at the checkpoint anchor',
+    );
     assert(this.checkpointInProgress === null, 'an install supersedes a checkpoint in progress');
     this.invariants();
   }
@@ -3319,9 +3710,14 @@ export class Replica {
    * kept as the chain anchor), and the id the checkpoint recorded is the one written.
    */
   private checkpointInvariants(op: number, checksum: bigint): void {
-    assert(this.checkpointOp === op && this.checkpointChecksum === checksum, 'the paired checkpoint');
+    assert(
+      this.checkpointOp === op && this.checkpointChecksum === checksum,
+      'the paired checkpoint',
+    );
     assert(this.journal.floor === op, 'the journal floor is the checkpoint');
-    for (const journaled of this.journal.ops()) assert(journaled >= op, 'the WAL drained below the checkpoint');
+    for (const journaled of this.journal.ops()) {
+      assert(journaled >= op, 'the WAL drained below the checkpoint');
+    }
     assert(this.commitMin >= op, 'a checkpoint is applied');
     this.invariants();
   }
@@ -3402,7 +3798,10 @@ export class DivergenceFailure extends Error {
   readonly what: string;
 
   constructor(what: string, op: number) {
-    super(`divergence in this replica's own history at op ${op}: ${what}; wipe the data directory and restart with --rejoin`);
+    super(
+      `divergence in this replica's own history at op ${op}: ${what}; ` +
+        'wipe the data directory and restart with --rejoin',
+    );
     this.what = what;
     this.op = op;
   }

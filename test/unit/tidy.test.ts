@@ -122,9 +122,9 @@ const COLUMNS_MAX = 100;
 const FUNCTION_LINES_MAX = 70;
 
 /**
- * Core modules held to the column and function-length limits (paths under src/; a folder holds
+ * Core modules held to the column and function-length limits (paths under src/). A folder holds
  * every file in it, so whatever lands in src/format, src/vsr, src/metadata or src/testing (the
- * simulator) is held from its first commit, except a file LIMITS_SCOPED_OUT names).
+ * simulator) is held from its first commit; there is no exception.
  */
 const HELD_TO_LIMITS = [
   'format',
@@ -132,16 +132,6 @@ const HELD_TO_LIMITS = [
   'metadata',
   'testing',
 ] as const;
-
-/**
- * Files of a held folder deliberately out of the limits' scope, each with the reason. An entry
- * must still exceed a limit (a test below), so it is removed once the file is brought under.
- */
-const LIMITS_SCOPED_OUT: Readonly<Record<string, string>> = {
-  'vsr/replica.ts':
-    'the replica is being split into handlers in a separate refactor on another branch; ' +
-    'rewrapping it here would collide with that change',
-};
 
 /** Lines over COLUMNS_MAX and functions over FUNCTION_LINES_MAX in `text`, named by `name`. */
 function limitProblems(name: string, text: string): string[] {
@@ -254,22 +244,10 @@ describe('tidy', () => {
     const problems: string[] = [];
     for (const entry of HELD_TO_LIMITS) {
       for (const file of filesOf(entry)) {
-        if (relative(join(root, 'src'), file) in LIMITS_SCOPED_OUT) continue;
         problems.push(...limitProblems(relative(root, file), readFileSync(file, 'utf8')));
       }
     }
     expect(problems).toEqual([]);
-  });
-
-  it('a module scoped out of the limits is named with its reason and still exceeds them', () => {
-    for (const [entry, reason] of Object.entries(LIMITS_SCOPED_OUT)) {
-      expect(reason.length).toBeGreaterThan(0);
-      // An exception carved out of a held folder, never a file held by name.
-      expect(HELD_TO_LIMITS.some((held) => entry === held)).toBe(false);
-      expect(HELD_TO_LIMITS.some((held) => entry.startsWith(`${held}/`))).toBe(true);
-      const file = join(root, 'src', entry);
-      expect(limitProblems(entry, readFileSync(file, 'utf8')).length).toBeGreaterThan(0);
-    }
   });
 
   it('the limit check names an over-long line and an over-long function', () => {
