@@ -88,6 +88,8 @@ export const DropReason = {
   chunkArtifactMismatch: 'chunk_artifact_mismatch',
   chunkOutsideWindow: 'chunk_outside_window',
   chunkDuplicate: 'chunk_duplicate',
+  /** Its body does not hash to the manifest's sum for that chunk: re-requested from the server. */
+  chunkDamaged: 'chunk_damaged',
   chunkSizeMismatch: 'chunk_size_mismatch',
 
   // State transfer (serving): a refusal is answered (a StateTransferTarget), then dropped.

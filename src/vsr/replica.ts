@@ -3284,7 +3284,7 @@ export class Replica {
       const message = 'state transfer: damaged chunk rejected; re-requesting';
       this.env.logger.log('warn', message, { offset: header.offset, peer: header.replica });
       this.requestChunk(session, header.offset);
-      return;
+      return this.drop('chunk_damaged', header);
     }
     session.idleTicks = 0;
     session.stalls = 0;

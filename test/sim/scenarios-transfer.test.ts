@@ -202,6 +202,7 @@ describe('state transfer scenarios', () => {
     cluster.converge();
     expect(flipped).toBe(2);
     expect(cluster.replica(backup).counters.stateChunksDamaged).toBe(2);
+    expect(cluster.replica(backup).counters.drops['chunk_damaged']).toBe(2);
     // With 64-byte chunks the cluster may checkpoint past the installed op again before the
     // receiver repaired up to it: then it installs the next checkpoint too.
     expect(cluster.replica(backup).counters.stateTransfersInstalled).toBeGreaterThanOrEqual(1);
