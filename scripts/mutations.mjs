@@ -107,7 +107,7 @@ const MUTATIONS = [
     id: '1b',
     defect: 1,
     reverts: 'stage transitions are a checked table',
-    edits: [{ file: STAGES, search: '    assert(LEGAL[this.current].includes(next), `illegal state transfer stage ${this.current} -> ${next}`);\n', replace: '' }],
+    edits: [{ file: STAGES, search: '      LEGAL[this.current].includes(next),\n', replace: '      true,\n' }],
     pins: [PIN.stages],
   },
   {
@@ -138,7 +138,7 @@ const MUTATIONS = [
     edits: [
       {
         file: REGISTRY,
-        search: '          if (partitionCreatedAtUs(topic, partitionEntry.ref.id) === partitionEntry.ref.createdAtUs) continue;\n',
+        search: '          if (partitionCreatedAtUs(topic, id) === createdAtUs) continue;\n',
         replace: '',
       },
     ],
@@ -460,8 +460,8 @@ const MUTATIONS = [
     edits: [
       {
         file: 'src/vsr/view-change.ts',
-        search: '  const extension = head < commitMax ? appliedExtension(records, canonical, head, commitMax) : new Map<number, PrepareHeader>();\n',
-        replace: '  const extension = new Map<number, PrepareHeader>();\n',
+        search: '    head < commitMax\n      ? appliedExtension(records, canonical, head, commitMax)\n',
+        replace: '    false\n      ? appliedExtension(records, canonical, head, commitMax)\n',
       },
     ],
     pins: [
