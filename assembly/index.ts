@@ -8,3 +8,4 @@ export { journal_scan } from './journal';
 export { xxh3_64 } from './xxh3';
 export { chunk_manifest } from './chunks';
 export { snapshot_encode, snapshot_encoded_size_max } from './msgpack';
+export { xxh3_stream_state_size, xxh3_stream_init, xxh3_stream_update, xxh3_stream_digest } from './xxh3-stream';

@@ -219,7 +219,7 @@ export function scrambleAcc(acc: usize, secret: usize): void {
 }
 
 // XXH3_mergeAccs at secret + 11 starting from len * PRIME64_1, then the avalanche.
-export function mergeAccs(acc: usize, secret: usize, len: usize): u64 {
+export function mergeAccs(acc: usize, secret: usize, len: u64): u64 {
   const key = secret + SECRET_MERGE;
   let result = <u64>len * PRIME64_1;
   for (let i: usize = 0; i < 64; i += 16) {
@@ -354,11 +354,16 @@ export function accumulate(acc: usize, ip: usize, stripeCount: usize, secret: us
 
 // Fills SEEDED_SECRET from the seed: even u64 words of the default secret + seed, odd ones - seed.
 function deriveSecret(seed: u64): usize {
-  for (let i: usize = 0; i < SECRET_SIZE; i += 16) {
-    store<u64>(SEEDED_SECRET + i, load<u64>(K_SECRET + i) + seed);
-    store<u64>(SEEDED_SECRET + i, load<u64>(K_SECRET + i, 8) - seed, 8);
-  }
+  deriveSecretInto(SEEDED_SECRET, seed);
   return SEEDED_SECRET;
+}
+
+// XXH3_initCustomSecret into the 192 bytes at `out` (seed 0 gives the default secret).
+export function deriveSecretInto(out: usize, seed: u64): void {
+  for (let i: usize = 0; i < SECRET_SIZE; i += 16) {
+    store<u64>(out + i, load<u64>(K_SECRET + i) + seed);
+    store<u64>(out + i, load<u64>(K_SECRET + i, 8) - seed, 8);
+  }
 }
 
 // The long path over [ip, ip + len), len > 240, with the given 192-byte secret, using `acc`.

@@ -9,9 +9,19 @@
  * - `chunk_manifest(ptr, len, chunkSize, outPtr): u64`: per-chunk XXH3-64 written as u64 LE at
  *   outPtr, returns the whole artifact's XXH3-64.
  * - `journal_scan(ptr, len, sizeMax, resultPtr)`: result block layout in `JournalResult` below.
+ * - `xxh3_stream_init(state, seed: u64)`, `xxh3_stream_update(state, ptr, len)`,
+ *   `xxh3_stream_digest(state): u64`: streaming XXH3-64 over a `xxh3_stream_state_size()`-byte
+ *   state block (assembly/xxh3-stream.ts).
  * - snapshot encoding: see snapshot-encode-wasm.ts.
  *
  * Results are copied out before returning: nothing handed to callers aliases WASM memory.
+ *
+ * Inputs not in WASM memory are copied in before a kernel reads them. Up to `STREAM_THRESHOLD_BYTES`
+ * they are staged whole (one copy, one kernel call). Larger ones (a snapshot read into a JS buffer,
+ * a payload to seal) go through the streaming hash in `STREAM_PIECE_BYTES` pieces staged into one
+ * reused scratch slot: WASM memory stays the same size whatever the input's size, so such a call
+ * neither grows memory by the input's size nor writes it into fresh pages (that copy cost ~9x the
+ * hash at 64 MiB) nor leaves an instance to recycle.
  */
 import { MESSAGE_SIZE_MAX } from '../constants.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
@@ -19,6 +29,7 @@ import { assert } from '../stdx/assert.js';
 import type { ChunkManifest, JournalScan, Kernels, TrailerSplit } from './kernel.js';
 import { TRAILER_SIZE } from './kernel.js';
 import { journalFailureFromCodes } from './journal-scan-ts.js';
+import { trailerSplitWith, trailerWriteChecksum } from './trailer.js';
 import { snapshotEncodeWasm } from './snapshot-encode-wasm.js';
 import { ScratchSlot, WasmInstance } from './wasm-instance.js';
 
@@ -28,7 +39,16 @@ interface AbiExports {
   trailer_split(ptr: number, len: number, resultPtr: number): number;
   chunk_manifest(ptr: number, len: number, chunkSize: number, outPtr: number): bigint;
   journal_scan(ptr: number, len: number, sizeMax: number, resultPtr: number): void;
+  xxh3_stream_state_size(): number;
+  xxh3_stream_init(state: number, seed: bigint): void;
+  xxh3_stream_update(state: number, ptr: number, len: number): void;
+  xxh3_stream_digest(state: number): bigint;
 }
+
+/** Inputs not in WASM memory above this size are hashed in staged pieces, not copied in whole. */
+export const STREAM_THRESHOLD_BYTES = 1024 * 1024;
+/** The staged piece: large enough that a kernel call per piece costs nothing measurable. */
+export const STREAM_PIECE_BYTES = 256 * 1024;
 
 /** Layout of the journal_scan result block. */
 const JournalResult = {
@@ -45,7 +65,18 @@ const RESULT_BLOCK_SIZE = 64;
 const U64_MASK = 0xffff_ffff_ffff_ffffn;
 
 export function createWasmKernels(instance = new WasmInstance('simd')): Kernels {
-  for (const name of ['xxh3_64', 'trailer_write', 'trailer_split', 'chunk_manifest', 'journal_scan']) {
+  const exportNames = [
+    'xxh3_64',
+    'trailer_write',
+    'trailer_split',
+    'chunk_manifest',
+    'journal_scan',
+    'xxh3_stream_state_size',
+    'xxh3_stream_init',
+    'xxh3_stream_update',
+    'xxh3_stream_digest',
+  ];
+  for (const name of exportNames) {
     assert(typeof (instance.exports as Record<string, unknown>)[name] === 'function', `export ${name}`);
   }
   assert(JournalResult.size <= RESULT_BLOCK_SIZE);
@@ -62,12 +93,81 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     const bytes = instance.bytes();
     return new DataView(bytes.buffer, resultPtr, RESULT_BLOCK_SIZE);
   }
+  const stateSize = (instance.exports as unknown as AbiExports).xxh3_stream_state_size();
+  assert(stateSize > 0 && stateSize % 16 === 0, 'stream state size');
+
+  function streamed(bytes: Uint8Array): boolean {
+    return bytes.byteLength > STREAM_THRESHOLD_BYTES && !instance.inMemory(bytes);
+  }
+
+  /**
+   * Feeds [start, end) of `bytes` to the streaming states at `statePtrs`, one staged piece at a
+   * time; `eachPiece` sees every staged piece (pointer, offset in `bytes`, length) first.
+   */
+  function feed(
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    pieceBytes: number,
+    statePtrs: readonly number[],
+    eachPiece?: (ptr: number, offset: number, length: number) => void,
+  ): void {
+    // The piece slot is taken once: pointers stay valid because nothing below allocates.
+    const piecePtr = instance.scratch(ScratchSlot.input, pieceBytes);
+    for (let offset = start; offset < end; offset += pieceBytes) {
+      const length = Math.min(pieceBytes, end - offset);
+      instance.bytes().set(bytes.subarray(offset, offset + length), piecePtr);
+      eachPiece?.(piecePtr, offset, length);
+      for (const statePtr of statePtrs) abi().xxh3_stream_update(statePtr, piecePtr, length);
+    }
+  }
+
+  /** XXH3-64 of an input not in WASM memory, through the streaming kernel. */
+  function hashStreamed(bytes: Uint8Array, seed: bigint): bigint {
+    const statePtr = instance.scratch(ScratchSlot.extra, stateSize);
+    abi().xxh3_stream_init(statePtr, BigInt.asIntN(64, seed & U64_MASK));
+    feed(bytes, 0, bytes.byteLength, STREAM_PIECE_BYTES, [statePtr]);
+    return BigInt.asUintN(64, abi().xxh3_stream_digest(statePtr));
+  }
+
+  /**
+   * The manifest of an artifact not in WASM memory. The whole's hash streams. A chunk that fits a
+   * piece is hashed one-shot where it is staged (pieces hold whole chunks); a larger chunk has a
+   * streaming state of its own, fed the same pieces.
+   */
+  function chunkManifestStreamed(artifact: Uint8Array, chunkSize: number): ChunkManifest {
+    const totalSize = artifact.byteLength;
+    const chunkCount = Math.ceil(totalSize / chunkSize);
+    const chunkChecksums = new BigUint64Array(chunkCount);
+    const wholePtr = instance.scratch(ScratchSlot.extra, 2 * stateSize);
+    const chunkPtr = wholePtr + stateSize;
+    abi().xxh3_stream_init(wholePtr, 0n);
+    if (chunkSize <= STREAM_PIECE_BYTES) {
+      const pieceBytes = Math.floor(STREAM_PIECE_BYTES / chunkSize) * chunkSize;
+      feed(artifact, 0, totalSize, pieceBytes, [wholePtr], (ptr, offset, length) => {
+        for (let at = 0; at < length; at += chunkSize) {
+          const size = Math.min(chunkSize, length - at);
+          chunkChecksums[(offset + at) / chunkSize] = BigInt.asUintN(64, abi().xxh3_64(ptr + at, size, 0n));
+        }
+      });
+    } else {
+      for (let index = 0; index < chunkCount; index += 1) {
+        const start = index * chunkSize;
+        abi().xxh3_stream_init(chunkPtr, 0n);
+        feed(artifact, start, Math.min(totalSize, start + chunkSize), STREAM_PIECE_BYTES, [wholePtr, chunkPtr]);
+        chunkChecksums[index] = BigInt.asUintN(64, abi().xxh3_stream_digest(chunkPtr));
+      }
+    }
+    const checksum = BigInt.asUintN(64, abi().xxh3_stream_digest(wholePtr));
+    return { chunkSize, totalSize, chunkCount, chunkChecksums, checksum };
+  }
 
   return {
     name: 'wasm',
     build: instance.flavor === 'simd' ? 'wasm-simd' : 'wasm-scalar',
 
     xxh3_64(bytes: Uint8Array, seed = 0n): bigint {
+      if (streamed(bytes)) return hashStreamed(bytes, seed);
       const ptr = instance.stage(bytes, ScratchSlot.input);
       const hash = BigInt.asUintN(64, abi().xxh3_64(ptr, bytes.byteLength, BigInt.asIntN(64, seed & U64_MASK)));
       instance.trimSoon();
@@ -76,6 +176,10 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
 
     trailerWrite(payload: Uint8Array, target: Uint8Array, targetOffset: number): void {
       assert(targetOffset >= 0 && targetOffset + TRAILER_SIZE <= target.byteLength, 'trailer fits');
+      if (streamed(payload)) {
+        trailerWriteChecksum(hashStreamed(payload, 0n), target, targetOffset);
+        return;
+      }
       const resultPtr = resultBlock();
       const ptr = instance.stage(payload, ScratchSlot.input);
       abi().trailer_write(ptr, payload.byteLength, resultPtr);
@@ -91,6 +195,8 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     },
 
     trailerSplit(file: Uint8Array): TrailerSplit {
+      // The trailer is parsed in JS (trailer.ts, the TS kernel's logic); only the payload is hashed.
+      if (streamed(file)) return trailerSplitWith((payload) => hashStreamed(payload, 0n), file);
       const resultPtr = resultBlock();
       const ptr = instance.stage(file, ScratchSlot.input);
       const status = abi().trailer_split(ptr, file.byteLength, resultPtr);
@@ -108,6 +214,7 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     chunkManifest(artifact: Uint8Array, chunkSize: number): ChunkManifest {
       assert(Number.isInteger(chunkSize) && chunkSize > 0 && chunkSize <= 0x7fff_ffff, 'chunk size');
       const totalSize = artifact.byteLength;
+      if (streamed(artifact)) return chunkManifestStreamed(artifact, chunkSize);
       const chunkCount = Math.ceil(totalSize / chunkSize);
       const ptr = instance.stage(artifact, ScratchSlot.input);
       const outPtr = instance.scratch(ScratchSlot.output, chunkCount * 8);

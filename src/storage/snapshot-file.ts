@@ -46,7 +46,10 @@ export const SNAPSHOT_TRANSFER_FILE = `${SNAPSHOT_FILE}.transfer`;
 export const SNAPSHOT_FILE_SIZE_MAX = 1024 * 1024 * 1024;
 
 export interface SnapshotRead {
-  /** The payload as stored (an owned copy, not kernel memory). */
+  /**
+   * The payload as stored: a view of the file as read (an owned JS buffer, not kernel memory; its
+   * `buffer` also holds the 20-byte trailer after the payload).
+   */
   readonly payload: Uint8Array;
   /** XXH3-64 of `payload`: the checkpoint checksum. */
   readonly checksum: bigint;
@@ -271,8 +274,8 @@ export class SnapshotFile {
     if (this.disk.exists(SNAPSHOT_TRANSFER_FILE)) this.disk.remove(SNAPSHOT_TRANSFER_FILE);
   }
 
-  /** One read and trailer check; `copy` keeps the payload (else an empty one is returned). */
-  private readOnce(copy = true): Attempt {
+  /** One read and trailer check; `keep` returns the payload (else an empty one). */
+  private readOnce(keep = true): Attempt {
     const sizeBytes = this.disk.size(SNAPSHOT_FILE);
     if (sizeBytes > SNAPSHOT_FILE_SIZE_MAX) {
       return { ok: false, reason: RefusalReason.snapshotTooLarge, detail: `${sizeBytes} bytes` };
@@ -280,26 +283,24 @@ export class SnapshotFile {
     if (sizeBytes < TRAILER_SIZE) {
       return { ok: false, reason: RefusalReason.snapshotNoTrailer, detail: `${sizeBytes} bytes, shorter than a trailer` };
     }
-    // Read into kernel memory so the trailer kernel hashes the payload in place.
-    const buffer = this.kernels.allocate(sizeBytes);
-    try {
-      const count = this.disk.read(SNAPSHOT_FILE, 0, buffer.bytes());
-      if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_FILE, new Error(`short read ${count}/${sizeBytes}`));
-      const split = this.kernels.trailerSplit(buffer.bytes());
-      switch (split.status) {
-        case 'no_trailer':
-          return { ok: false, reason: RefusalReason.snapshotNoTrailer, detail: 'the last 20 bytes do not start with "ISNP"' };
-        case 'checksum_mismatch':
-          return {
-            ok: false,
-            reason: RefusalReason.snapshotChecksum,
-            detail: `trailer says ${hex(split.expected)}, payload hashes to ${hex(split.actual, 8)}`,
-          };
-        case 'valid':
-          return { ok: true, payload: copy ? split.payload.slice() : new Uint8Array(0), checksum: split.checksum };
-      }
-    } finally {
-      buffer.release();
+    // A plain JS buffer, not kernel memory: the WASM trailer kernel hashes a large input in staged
+    // pieces (kernels-wasm.ts), so WASM memory does not grow by the snapshot's size, and the
+    // payload is returned as a view of this buffer (no second copy of the snapshot).
+    const file = new Uint8Array(sizeBytes);
+    const count = this.disk.read(SNAPSHOT_FILE, 0, file);
+    if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_FILE, new Error(`short read ${count}/${sizeBytes}`));
+    const split = this.kernels.trailerSplit(file);
+    switch (split.status) {
+      case 'no_trailer':
+        return { ok: false, reason: RefusalReason.snapshotNoTrailer, detail: 'the last 20 bytes do not start with "ISNP"' };
+      case 'checksum_mismatch':
+        return {
+          ok: false,
+          reason: RefusalReason.snapshotChecksum,
+          detail: `trailer says ${hex(split.expected)}, payload hashes to ${hex(split.actual, 8)}`,
+        };
+      case 'valid':
+        return { ok: true, payload: keep ? split.payload : new Uint8Array(0), checksum: split.checksum };
     }
   }
 }

@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
+import { createTsKernels } from '../../src/kernels/kernels-ts.js';
+import { STREAM_THRESHOLD_BYTES, createWasmKernels } from '../../src/kernels/kernels-wasm.js';
+import { WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/format/snapshot-model.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
@@ -148,4 +151,48 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     file.write(snapshotPayload(kernels, 99));
     expect(file.readPayloadChunk(checksum, 0, chunk)).toBeNull();
   });
+});
+
+describe('snapshot file read with the WASM kernels (a multi-MiB snapshot)', () => {
+  // ~3.2 MB of partition column: above the adapter's staging threshold, small for a unit test.
+  const payload = createTsKernels().snapshotEncode(
+    referenceSnapshot({ streams: 4, topicsPerStream: 10, partitionsPerTopic: 10_000, users: 5, clients: 5 }),
+  );
+
+  it.each(['simd', 'scalar'] as const)(
+    'reads into a plain buffer: the payload is a view of it and WASM memory keeps its size (%s)',
+    (flavor) => {
+      expect(payload.byteLength).toBeGreaterThan(STREAM_THRESHOLD_BYTES);
+      const instance = new WasmInstance(flavor);
+      const kernels = createWasmKernels(instance);
+      const disk = new SimDisk(new Prng(1));
+      const checksum = new SnapshotFile(disk, kernels).write(payload);
+      const before = instance.memoryBytes;
+
+      const read = new SnapshotFile(disk, kernels).read();
+      expect(read?.checksum).toBe(checksum);
+      expect(read?.checksum).toBe(createTsKernels().xxh3_64(payload));
+      expect(Buffer.from(read!.payload).equals(payload)).toBe(true);
+      // No second copy: the payload is the file as read, whose buffer ends with the trailer.
+      expect(read!.payload.byteOffset).toBe(0);
+      expect(read!.payload.buffer.byteLength).toBe(payload.byteLength + TRAILER_SIZE);
+      expect(instance.inMemory(read!.payload)).toBe(false);
+      expect(new SnapshotFile(disk, kernels).verify(checksum)).toBeNull();
+      expect(instance.memoryBytes).toBe(before);
+
+      // Refusals keep their reasons and details on this path too.
+      const stored = disk.readAll(SNAPSHOT_FILE);
+      stored[1000]! ^= 1;
+      disk.write(SNAPSHOT_FILE, 0, stored);
+      const damaged = new SnapshotFile(disk, kernels);
+      expect(() => damaged.read()).toThrow(StorageRefusal);
+      try {
+        damaged.read();
+      } catch (error) {
+        expect((error as StorageRefusal).reason).toBe(RefusalReason.snapshotChecksum);
+        expect((error as StorageRefusal).detail).toMatch(/^trailer says 0x[0-9a-f]+, payload hashes to 0x[0-9a-f]{16}$/);
+      }
+      expect(instance.memoryBytes).toBe(before);
+    },
+  );
 });
