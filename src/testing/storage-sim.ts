@@ -11,6 +11,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
 import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
+import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
 import { decodeSnapshot } from '../format/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
 import type { Prng } from '../stdx/prng.js';
@@ -99,6 +100,12 @@ export class MemoryReplicaStore implements ReplicaStore {
           checksum: this.kernels.xxh3_64(request.payload),
         };
         return { ok: true };
+      case 'checkpoint_write': {
+        // Encoded at completion, as the node's worker does, from the model captured at the op.
+        const written = encodeCheckpoint(this.kernels, request.snapshot, request.chunkSize);
+        this.snapshot = { payload: written.payload.slice(), checksum: written.checksum };
+        return { ok: true, checkpoint: written };
+      }
       case 'snapshot_read': {
         if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
         if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
