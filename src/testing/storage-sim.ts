@@ -217,6 +217,12 @@ export class StorageSim implements Storage {
   /** Request kinds a scenario makes fail (an IO error, the request not executed). */
   readonly failKinds = new Set<StorageRequest['kind']>();
 
+  /**
+   * Request kinds a scenario holds: the first pending request of a held kind, and everything
+   * behind it (completion stays in order), waits until its kind is released.
+   */
+  readonly holdKinds = new Set<StorageRequest['kind']>();
+
   constructor(prng: Prng, latencyMaxTicks: number) {
     this.prng = prng;
     this.latencyMaxTicks = latencyMaxTicks;
@@ -232,6 +238,7 @@ export class StorageSim implements Storage {
   tick(store: ReplicaStore, done: (id: number, result: StorageResult) => void): void {
     this.now += 1;
     while (this.pending.length > 0 && this.pending[0]!.readyAt <= this.now) {
+      if (this.holdKinds.has(this.pending[0]!.request.kind)) break;
       const { id, request } = this.pending.shift()!;
       let result: StorageResult;
       const superblockFailure = this.superblockFailureProbability;
@@ -251,6 +258,11 @@ export class StorageSim implements Storage {
     const lost = this.pending.length;
     this.pending.length = 0;
     return lost;
+  }
+
+  /** The kinds of the requests not yet completed, in submission order. */
+  get pendingKinds(): StorageRequest['kind'][] {
+    return this.pending.map(({ request }) => request.kind);
   }
 
   get inFlight(): number {
