@@ -23,7 +23,9 @@ const outDir = `${root}dist/bundle`;
 
 rmSync(outDir, { recursive: true, force: true });
 await build({
-  input: { cli: `${root}dist/src/node/cli.js` },
+  // The checkpoint worker is an entry of its own: the driver starts `./checkpoint-worker.js` next
+  // to itself, which is dist/bundle/checkpoint-worker.js here as it is dist/src/node/ unbundled.
+  input: { cli: `${root}dist/src/node/cli.js`, 'checkpoint-worker': `${root}dist/src/node/checkpoint-worker.js` },
   platform: 'node',
   external: [/^node:/, /^@node-rs\//, /^pino-pretty(\/|$)/],
   logLevel: 'warn',

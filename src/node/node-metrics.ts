@@ -242,8 +242,10 @@ export class NodeMetrics {
 
   /** A storage request submitted by the core (checkpoints begin with their snapshot write). */
   storageSubmitted(id: number, request: StorageRequest): void {
-    if (request.kind === 'snapshot_write') {
-      this.checkpoint = { op: request.op, bytes: request.payload.length, atMs: performance.now(), written: false };
+    if (request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') {
+      // A checkpoint_write's size is known when the storage encoded it (at completion).
+      const bytes = request.kind === 'snapshot_write' ? request.payload.length : 0;
+      this.checkpoint = { op: request.op, bytes, atMs: performance.now(), written: false };
       this.storageRequests.set(id, request);
     } else if (request.kind === 'superblock_write' && this.checkpoint !== null && request.state.checkpointOp === this.checkpoint.op) {
       this.storageRequests.set(id, request);
@@ -256,8 +258,9 @@ export class NodeMetrics {
     this.storageRequests.delete(id);
     const checkpoint = this.checkpoint;
     if (!result.ok || checkpoint === null) return;
-    if (request.kind === 'snapshot_write' && request.op === checkpoint.op) {
+    if ((request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') && request.op === checkpoint.op) {
       checkpoint.written = true;
+      if (result.checkpoint !== undefined) checkpoint.bytes = result.checkpoint.payload.length;
     } else if (request.kind === 'superblock_write' && checkpoint.written && request.state.checkpointOp === checkpoint.op) {
       this.checkpointDuration.observe(seconds(checkpoint.atMs));
       this.checkpointSize.observe(checkpoint.bytes);

@@ -20,6 +20,7 @@ import type {
 import { HttpError } from '../http/errors.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate } from '../http/password-gate.js';
 import { loadKernels } from '../kernels/index.js';
+import { workerCheckpointEncoder } from './checkpoint-encoder.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
@@ -165,7 +166,9 @@ export class ReplicaNode implements NodeApi {
       journalSlots: config.journalSlots,
       logger: coreLogger,
     });
-    this.storage = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
+    // Checkpoints are encoded on a worker thread with the same kernel implementation.
+    const checkpointEncoder = workerCheckpointEncoder(this.kernels.name);
+    this.storage = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile }, { checkpointEncoder });
     this.metrics = new NodeMetrics(() => this.core, {
       framesDropped: () => this.framesDropped(),
       httpSessionEvictions: () => this.sessions.evictions,

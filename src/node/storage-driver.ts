@@ -15,6 +15,9 @@
  * - a checkpoint's snapshot write, its WAL drain and every superblock write (`writeDurablyAsync`): the temp file
  *   is written, fsynced off the loop, renamed, and the directory fsynced off the loop, in that
  *   order, and the request completes after the directory fsync.
+ * - a checkpoint (`checkpoint_write`): the captured model is encoded and its chunk manifest computed
+ *   on a worker thread (checkpoint-encoder.ts), then written like a snapshot write; the requests
+ *   behind it wait, as behind any durable write, so completions keep submission order.
  * The event loop meanwhile serves HTTP and the replication sockets: a blocking fsync was ~12% of
  * the primary's wall time at 64 concurrent writers (`vrmeta bench cluster`), and a checkpoint's
  * two blocking fsyncs of a multi-megabyte snapshot stalled every client for their duration. A
@@ -27,7 +30,9 @@ import { executeStorageRequest, type DurableHandles } from '../storage/storage-e
 import { DiskError } from '../storage/disk.js';
 import { DurableWriteError, StoragePoisoned } from '../storage/durable-file.js';
 import { assert } from '../stdx/assert.js';
-import type { Storage, StorageRequest, StorageResult } from '../vsr/io.js';
+import type { CheckpointWritten, Storage, StorageRequest, StorageResult } from '../vsr/io.js';
+import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
+import type { CheckpointEncoder } from './checkpoint-encoder.js';
 
 /** Requests executed per turn before yielding to the event loop (bounds one turn's latency). */
 const REQUESTS_PER_TURN_MAX = 256;
@@ -65,8 +70,14 @@ export class StorageDriver implements Storage {
    */
   onTransferWritten: ((bytes: Uint8Array) => void) | null = null;
 
-  constructor(handles: DurableHandles) {
+  /** Encodes checkpoints off the event loop (a worker thread); null: in-thread, synchronously. */
+  private readonly checkpointEncoder: CheckpointEncoder | null;
+  /** Abandons the checkpoint encode in flight (shutdown redoes it synchronously). */
+  private cancelEncode: (() => void) | null = null;
+
+  constructor(handles: DurableHandles, options: { readonly checkpointEncoder?: CheckpointEncoder } = {}) {
     this.handles = handles;
+    this.checkpointEncoder = options.checkpointEncoder ?? null;
   }
 
   submit(id: number, request: StorageRequest): void {
@@ -83,6 +94,8 @@ export class StorageDriver implements Storage {
     const syncing = this.syncing;
     if (syncing !== null) {
       this.syncing = null;
+      this.cancelEncode?.();
+      this.cancelEncode = null;
       this.deliver(syncing.redo());
     }
     while (this.queue.length > 0) this.runBatch(false);
@@ -198,7 +211,7 @@ export class StorageDriver implements Storage {
     const { id, request } = entry;
     const { snapshotFile, superblock, wal } = this.handles;
     const capable =
-      (request.kind === 'snapshot_write' && snapshotFile.canWriteAsync) ||
+      ((request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') && snapshotFile.canWriteAsync) ||
       (request.kind === 'superblock_write' && superblock.canWriteAsync) ||
       (request.kind === 'wal_drain' && wal.canDrainAsync);
     if (!capable) return false;
@@ -207,14 +220,40 @@ export class StorageDriver implements Storage {
     // Shutdown redoes the whole write synchronously (both are idempotent: same bytes, same slot).
     this.syncing = { token, ids: [id], redo: () => [{ id, result: executeStorageRequest(this.handles, request) }] };
     const live = (): boolean => this.syncing?.token === token && !this.closed;
-    const finish = (error: Error | null): void => {
+    const finish = (error: Error | null, ok: StorageResult = { ok: true }): void => {
       assert(live(), 'a durable write completes while it is the one in flight');
       this.syncing = null;
       if (error === null) this.counters.durableWritesAsync += 1;
-      this.deliver(error === null ? [{ id, result: { ok: true } }] : this.failRun([id], error));
+      this.deliver(error === null ? [{ id, result: ok }] : this.failRun([id], error));
       if (!this.scheduled) this.drain();
     };
-    if (request.kind === 'snapshot_write') {
+    if (request.kind === 'checkpoint_write') {
+      const write = (written: CheckpointWritten): void => {
+        snapshotFile.writeAsync(written.payload, written.checksum, live, (result) =>
+          finish(typeof result === 'bigint' ? null : result, { ok: true, checkpoint: written }),
+        );
+      };
+      const encoder = this.checkpointEncoder;
+      if (encoder === null) {
+        write(encodeCheckpoint(snapshotFile.kernels, request.snapshot, request.chunkSize));
+        return true;
+      }
+      // Encode and manifest on the worker; the payload then goes through the same durable write
+      // (temp, fsync, rename, directory fsync) as every snapshot, in this request's turn.
+      this.cancelEncode = encoder(request.snapshot, request.chunkSize, (encoded) => {
+        this.cancelEncode = null;
+        if (!live()) return;
+        if (encoded instanceof Error) {
+          // Like a disk error: the replica stops (`fatal`) and restarts through recovery.
+          this.syncing = null;
+          this.counters.failures += 1;
+          this.deliver([{ id, result: { ok: false, error: encoded.message } }]);
+          if (!this.scheduled) this.drain();
+          return;
+        }
+        write(encoded);
+      });
+    } else if (request.kind === 'snapshot_write') {
       snapshotFile.writeAsync(request.payload, request.checksum, live, (result) => finish(typeof result === 'bigint' ? null : result));
     } else if (request.kind === 'wal_drain') {
       wal.drainAsync(request.keepFromOp, live, finish);

@@ -67,7 +67,8 @@ type Attempt =
 
 export class SnapshotFile {
   private readonly disk: Disk;
-  private readonly kernels: Kernels;
+  /** The kernels it seals with (a checkpoint is encoded with the same ones). */
+  readonly kernels: Kernels;
   /** What `snapshot.bin` holds as far as this instance knows: its payload size and checksum. */
   private current: { readonly payloadSizeBytes: number; readonly checksum: bigint } | null = null;
 

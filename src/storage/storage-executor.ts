@@ -10,6 +10,7 @@
  */
 import { assert, unreachable } from '../stdx/assert.js';
 import type { StorageRequest, StorageResult } from '../vsr/io.js';
+import { encodeCheckpoint } from './checkpoint-encode.js';
 import { DiskError } from './disk.js';
 import { DurableWriteError, StoragePoisoned } from './durable-file.js';
 import { readPrepareFields } from './prepare-frame.js';
@@ -46,6 +47,11 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
       case 'snapshot_write':
         handles.snapshotFile.write(request.payload, request.checksum);
         break;
+      case 'checkpoint_write': {
+        const written = encodeCheckpoint(handles.snapshotFile.kernels, request.snapshot, request.chunkSize);
+        handles.snapshotFile.write(written.payload, written.checksum);
+        return { ok: true, checkpoint: written };
+      }
       case 'snapshot_read': {
         // Serving a state transfer: a snapshot that no longer verifies is reported with its
         // real cause (the offer is refused), not thrown as a boot refusal.

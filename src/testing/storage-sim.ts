@@ -11,6 +11,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
 import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
+import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
 import { decodeSnapshot } from '../format/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
 import type { Prng } from '../stdx/prng.js';
@@ -99,6 +100,12 @@ export class MemoryReplicaStore implements ReplicaStore {
           checksum: this.kernels.xxh3_64(request.payload),
         };
         return { ok: true };
+      case 'checkpoint_write': {
+        // Encoded at completion, as the node's worker does, from the model captured at the op.
+        const written = encodeCheckpoint(this.kernels, request.snapshot, request.chunkSize);
+        this.snapshot = { payload: written.payload.slice(), checksum: written.checksum };
+        return { ok: true, checkpoint: written };
+      }
       case 'snapshot_read': {
         if (this.snapshot === null) return { ok: false, error: 'snapshot.bin: no such file' };
         if (this.kernels.xxh3_64(this.snapshot.payload) !== this.snapshot.checksum) {
@@ -210,6 +217,12 @@ export class StorageSim implements Storage {
   /** Request kinds a scenario makes fail (an IO error, the request not executed). */
   readonly failKinds = new Set<StorageRequest['kind']>();
 
+  /**
+   * Request kinds a scenario holds: the first pending request of a held kind, and everything
+   * behind it (completion stays in order), waits until its kind is released.
+   */
+  readonly holdKinds = new Set<StorageRequest['kind']>();
+
   constructor(prng: Prng, latencyMaxTicks: number) {
     this.prng = prng;
     this.latencyMaxTicks = latencyMaxTicks;
@@ -225,6 +238,7 @@ export class StorageSim implements Storage {
   tick(store: ReplicaStore, done: (id: number, result: StorageResult) => void): void {
     this.now += 1;
     while (this.pending.length > 0 && this.pending[0]!.readyAt <= this.now) {
+      if (this.holdKinds.has(this.pending[0]!.request.kind)) break;
       const { id, request } = this.pending.shift()!;
       let result: StorageResult;
       const superblockFailure = this.superblockFailureProbability;
@@ -244,6 +258,11 @@ export class StorageSim implements Storage {
     const lost = this.pending.length;
     this.pending.length = 0;
     return lost;
+  }
+
+  /** The kinds of the requests not yet completed, in submission order. */
+  get pendingKinds(): StorageRequest['kind'][] {
+    return this.pending.map(({ request }) => request.kind);
   }
 
   get inFlight(): number {

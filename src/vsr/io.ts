@@ -74,6 +74,20 @@ export type StorageRequest =
       readonly checksum?: bigint;
     }
   /**
+   * A checkpoint: encode `snapshot` canonically (the `snapshotEncode` kernel), compute its chunk
+   * manifest at `chunkSize` (the whole-payload XXH3-64 is the checkpoint id), then write the
+   * payload durably as `snapshot_write` does. The result's `checkpoint` carries all three. The
+   * model is captured at the checkpoint op and never changes afterwards (the core hands over a
+   * model no later op writes into), so the storage may encode it whenever it executes the request:
+   * the node driver encodes on a worker thread, off the event loop.
+   */
+  | {
+      readonly kind: 'checkpoint_write';
+      readonly op: number;
+      readonly snapshot: MetadataSnapshot;
+      readonly chunkSize: number;
+    }
+  /**
    * Read `snapshot.bin`, verify its trailer and format version, and return the payload (trailer
    * stripped). An error carries the real cause (missing, unreadable, checksum mismatch).
    */
@@ -108,8 +122,20 @@ export type StorageResult =
       readonly snapshot?: MetadataSnapshot;
       /** transfer_install: its payload, when the storage holds it (the receiver offers it on). */
       readonly installedPayload?: Uint8Array;
+      /** checkpoint_write: what was written durably. */
+      readonly checkpoint?: CheckpointWritten;
     }
   | { readonly ok: false; readonly error: string };
+
+/** A checkpoint's snapshot as written: the payload, its id and its chunk sums (the offer). */
+export interface CheckpointWritten {
+  /** The canonical payload as stored (trailer excluded); owned, not kernel memory. */
+  readonly payload: Uint8Array;
+  /** XXH3-64 of `payload`: the checkpoint id. */
+  readonly checksum: bigint;
+  /** XXH3-64 of each `chunkSize` chunk of `payload`, in order. */
+  readonly chunkChecksums: readonly bigint[];
+}
 
 export interface Storage {
   /** Requests execute in submission order; each gets exactly one `onStorageDone`. */

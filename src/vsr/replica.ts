@@ -74,6 +74,7 @@ import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
 import {
   VIEW_HEADERS_MAX,
   VSR_FLAG_NACK_UNKNOWN,
+  type CheckpointWritten,
   type LogLevel,
   type ReplicaEnv,
   type StorageRequest,
@@ -376,12 +377,14 @@ export class Replica {
   checkpointChecksum = 0n;
   /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
   readonly checkpointIds = new Map<number, bigint>();
+  /**
+   * From the checkpoint op until its superblock pairing is durable. `written` (id, payload, chunk
+   * sums) is null while the storage encodes and writes the snapshot: the id is known only then.
+   */
   private checkpointInProgress: {
     op: number;
-    checksum: bigint;
-    payload: Uint8Array;
     anchor: bigint;
-    chunkChecksums: readonly bigint[];
+    written: CheckpointWritten | null;
   } | null = null;
   /** Identity of the prepare at `checkpointOp` (persisted: a transferred one has no WAL entry). */
   private checkpointAnchor: bigint | null = 0n;
@@ -1805,6 +1808,9 @@ export class Replica {
   private checkpoint(header: PrepareHeader): void {
     assert(this.checkpointInProgress === null, 'commitJournal waits for the previous checkpoint');
     const machine = this.stateMachine.snapshot();
+    // The model is captured now and encoded when the storage executes the request (the node
+    // driver: on a worker thread), while commits continue: nothing in it is written into by a
+    // later op (fresh records; partition columns are copy-on-write; replies are immutable).
     const snapshot: MetadataSnapshot = {
       version: SNAPSHOT_FORMAT_VERSION,
       createdAtUs: header.timestamp,
@@ -1815,42 +1821,37 @@ export class Replica {
       writerRelease: WRITER_RELEASE,
       revokedTokens: machine.revokedTokens,
     };
-    const payload = this.env.kernels.snapshotEncode(snapshot);
-    // One pass gives the checkpoint id (XXH3-64 of the payload) and the offer's chunk sums, so
-    // the offer is ready when the write completes, without reading the file back on request.
-    const chunks = this.env.kernels.chunkManifest(payload, this.config.stateChunkSize);
-    const checksum = chunks.checksum;
-    this.checkpointIds.set(header.op, checksum);
-    this.onCheckpoint?.(header.op, checksum);
-    for (const op of [...this.checkpointIds.keys()]) {
-      if (op < header.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
-    }
-    this.checkpointInProgress = {
-      op: header.op,
-      checksum,
-      payload,
-      anchor: header.checksum,
-      chunkChecksums: [...chunks.chunkChecksums],
-    };
-    this.submit({ kind: 'snapshot_write', op: header.op, payload, checksum }, (result) => {
-      if (!result.ok) this.fatal('snapshot_write', result);
+    this.checkpointInProgress = { op: header.op, anchor: header.checksum, written: null };
+    const chunkSize = this.config.stateChunkSize;
+    this.submit({ kind: 'checkpoint_write', op: header.op, snapshot, chunkSize }, (result) => {
+      if (!result.ok) this.fatal('checkpoint_write', result);
       const done = this.checkpointInProgress;
       // Requests complete in order and no checkpoint starts while transferring, so an install can
       // supersede this checkpoint only after this write completed.
       assert(
-        done !== null && done.op === header.op,
+        done !== null && done.op === header.op && done.written === null,
         'one checkpoint at a time, superseded only once written',
       );
+      const written = result.checkpoint;
+      assert(written !== undefined, 'a checkpoint write returns what it wrote');
+      // The id exists only now: the storage computed it with the offer's chunk sums in one pass
+      // over the payload (no read-back on request).
+      done.written = written;
+      this.checkpointIds.set(done.op, written.checksum);
+      this.onCheckpoint?.(done.op, written.checksum);
+      for (const op of [...this.checkpointIds.keys()]) {
+        if (op < done.op - 8 * this.config.checkpointInterval) this.checkpointIds.delete(op);
+      }
       this.checkpointOp = done.op;
-      this.checkpointChecksum = done.checksum;
+      this.checkpointChecksum = written.checksum;
       this.checkpointAnchor = done.anchor;
       // What is offered is what was just written durably, and it hashes to the checkpoint id.
       this.transferServer.checkpointWritten(
         done.op,
-        done.checksum,
+        written.checksum,
         done.anchor,
-        done.payload,
-        done.chunkChecksums,
+        written.payload,
+        written.chunkChecksums,
       );
       this.persistView();
     });
@@ -1865,11 +1866,14 @@ export class Replica {
     this.submit({ kind: 'wal_drain', keepFromOp: pending.op }, (result) => {
       if (!result.ok) this.fatal('wal_drain', result);
     });
+    // The pairing names `checkpointOp`, set only once the snapshot was written.
+    assert(pending.written !== null, 'a checkpoint is paired only after its snapshot is written');
+    const checksum = pending.written.checksum;
     this.counters.checkpoints += 1;
-    this.checkpointInvariants(pending.op, pending.checksum);
+    this.checkpointInvariants(pending.op, checksum);
     this.emit('info', 'checkpoint_completed', {
       checkpoint_op: pending.op,
-      checkpoint_id: pending.checksum.toString(16),
+      checkpoint_id: checksum.toString(16),
     });
     this.commitJournal();
     if (this.primaryActive()) this.promoteRequests();

@@ -157,6 +157,18 @@ describe('NodeMetrics', () => {
     expect(await histogramCount(registry, 'vsr_checkpoint_duration_seconds')).toBe(1);
   });
 
+  it('a checkpoint_write is a checkpoint whose size is the payload the storage encoded', async () => {
+    const { metrics, registry } = setup();
+    const snapshot = { version: 4, createdAtUs: 1, sequenceNumber: 16, users: [], streams: [], clientTable: [], writerRelease: 0, revokedTokens: [] };
+    metrics.storageSubmitted(1, { kind: 'checkpoint_write', op: 16, snapshot, chunkSize: 1024 });
+    metrics.storageDone(1, { ok: true, checkpoint: { payload: new Uint8Array(2500), checksum: 7n, chunkChecksums: [1n, 2n, 3n] } });
+    metrics.storageSubmitted(2, { kind: 'superblock_write', state: superblock(16), stateTransfer: false });
+    metrics.storageDone(2, { ok: true });
+    expect(await histogramCount(registry, 'vsr_checkpoint_duration_seconds')).toBe(1);
+    const sizes = await registry.getSingleMetric('vsr_checkpoint_size_bytes')!.get();
+    expect(sizes.values.find((entry) => (entry as { metricName?: string }).metricName === 'vsr_checkpoint_size_bytes_sum')?.value).toBe(2500);
+  });
+
   it('times client requests by transport and outcome, and WAL fsyncs', async () => {
     const { metrics, registry } = setup();
     metrics.startRequest('http')('reply');
