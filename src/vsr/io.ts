@@ -66,6 +66,8 @@ export type StorageRequest =
    * Write the snapshot payload durably (temp, fsync, rename, fsync dir) with its trailer.
    * `checksum`, when given, is the payload's XXH3-64 already computed by the caller: the trailer
    * takes it instead of a second pass (and a second staging of the payload in WASM memory).
+   * The replica's checkpoints submit `checkpoint_write` (below), which ends in this same durable
+   * write; this kind writes given bytes (the storage layer's own tests drive it directly).
    */
   | {
       readonly kind: 'snapshot_write';
