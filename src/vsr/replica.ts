@@ -205,6 +205,16 @@ type CommittedObserver = (
 /** The checkpoint a state transfer accepted (its op, id, manifest and vouching servers). */
 type AcceptedTarget = NonNullable<TransferSession['accepted']>;
 
+/** The storage request that verifies and installs the transfer file of an accepted checkpoint. */
+function transferInstallRequest(accepted: AcceptedTarget): StorageRequest {
+  return {
+    kind: 'transfer_install',
+    op: accepted.op,
+    len: accepted.entry.len,
+    checksum: accepted.checksum,
+  };
+}
+
 /** A DoViewChange merge that decided the new view's log. */
 type MergeReady = Extract<MergeOutcome, { kind: 'ready' }>;
 
@@ -3376,12 +3386,7 @@ export class Replica {
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
     this.stateTransfer.beginInstall();
     const startedAtTick = session.startedAtTick;
-    const install: StorageRequest = {
-      kind: 'transfer_install',
-      op: accepted.op,
-      len: accepted.entry.len,
-      checksum: accepted.checksum,
-    };
+    const install = transferInstallRequest(accepted);
     this.submit(install, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
       if (!result.ok || result.snapshot === undefined) {
@@ -3599,12 +3604,7 @@ export class Replica {
       return;
     }
     this.snapshotRepair.beginInstall();
-    const install: StorageRequest = {
-      kind: 'transfer_install',
-      op: accepted.op,
-      len: accepted.entry.len,
-      checksum: accepted.checksum,
-    };
+    const install = transferInstallRequest(accepted);
     this.submit(install, (result) => {
       if (this.snapshotRepair.session(session.nonce, 'installing') === null) return;
       this.snapshotRepair.clear();

@@ -191,38 +191,43 @@ function unvouchedStartView(runUp: number) {
   return { cluster, e: restarted, b, p, view, body };
 }
 
+/**
+ * The fix's effect in A6 and A9: E kept its log view and the committed body the StartView could
+ * not vouch for (not applied yet); healed, it applies past it and adopts the view's log view.
+ */
+function keptBodyThenConverged(run: ReturnType<typeof unvouchedStartView>): void {
+  const { cluster, e, b, view, body } = run;
+  expect(e.logView).toBe(view);
+  expect(e.commitMin).toBe(body - 1);
+  expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
+  expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
+  cluster.network.filter = null;
+  cluster.converge();
+  expect(e.logView).toBe(b.logView);
+}
+
 describe('A6: a lagging replica keeps the committed prepares a StartView cannot vouch for', () => {
   it('a replica more than a WAL behind the view keeps its committed body and catches up past it', () => {
-    const { cluster, e, b, view, body } = unvouchedStartView(28);
+    const unvouched = unvouchedStartView(28);
+    const { e, b } = unvouched;
     // E cannot hold the view's log (its journal starts at checkpoint 12, the view's head is a WAL
     // past it): it follows as a lagging replica, keeping its log view, and keeps the body that the
     // StartView (whose suffix starts at 24) cannot vouch for, committed but not applied here.
     expect(e.journal.floor).toBe(12);
     expect(e.journal.hasRoom(b.op)).toBe(false);
-    expect(e.logView).toBe(view);
-    expect(e.commitMin).toBe(body - 1);
-    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
-    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
-    cluster.network.filter = null;
-    cluster.converge();
-    expect(e.logView).toBe(b.logView);
+    keptBodyThenConverged(unvouched);
   });
 });
 
 describe('A9: a replica holding committed bodies a StartView cannot vouch for follows without adopting its log view', () => {
   it('it keeps its body and its log view until committed repair has applied past it', () => {
-    const { cluster, e, b, view, body } = unvouchedStartView(25);
+    const unvouched = unvouchedStartView(25);
+    const { e, b } = unvouched;
     // E's journal could hold the view's log: only the unvouched body makes it lag.
     expect(e.journal.hasRoom(b.op)).toBe(true);
     expect(b.journal.floor).toBe(24);
     expect(e.view).toBe(b.view);
-    expect(e.logView).toBe(view);
-    expect(e.commitMin).toBe(body - 1);
-    expect(e.journal.get(body)?.frame).toBeInstanceOf(Uint8Array);
-    expect(e.journal.get(body)?.checksum).toBe(cluster.checker.canonicalChecksum(body));
-    cluster.network.filter = null;
-    cluster.converge();
-    expect(e.logView).toBe(b.logView);
+    keptBodyThenConverged(unvouched);
   });
 });
 
