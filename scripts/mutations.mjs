@@ -171,8 +171,8 @@ const MUTATIONS = [
     edits: [
       {
         file: SNAPSHOT_FILE,
-        search: "        case 'checksum_mismatch':\n",
-        replace: "        case 'checksum_mismatch':\n          return { ok: true, payload: split.payload.slice(), checksum: split.expected };\n",
+        search: "      case 'checksum_mismatch':\n",
+        replace: "      case 'checksum_mismatch':\n        return { ok: true, payload: split.payload.slice(), checksum: split.expected };\n",
       },
     ],
     pins: [PIN.corruptAtRest],
