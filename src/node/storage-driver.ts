@@ -36,6 +36,12 @@ import type { CheckpointEncoder } from './checkpoint-encoder.js';
 
 /** Requests executed per turn before yielding to the event loop (bounds one turn's latency). */
 const REQUESTS_PER_TURN_MAX = 256;
+/**
+ * Below this previous snapshot size a checkpoint encodes in-thread: starting a worker (module load,
+ * WASM compile) costs more than encoding a small state, and with small states checkpoints come
+ * often (README, "Checkpoints encode off the event loop", has the measurements).
+ */
+export const CHECKPOINT_WORKER_MIN_BYTES = 16 * 1024 * 1024;
 
 export interface StorageDriverCounters {
   requests: number;
@@ -43,6 +49,8 @@ export interface StorageDriverCounters {
   walSyncs: number;
   /** Snapshot, superblock and WAL-drain writes whose fsyncs ran on the thread pool. */
   durableWritesAsync: number;
+  /** Checkpoints encoded on the event loop (no worker, or the state is small). */
+  checkpointsEncodedInThread: number;
   failures: number;
 }
 
@@ -61,7 +69,14 @@ export class StorageDriver implements Storage {
   private syncTokens = 0;
   /** Where completions go (the replica's onStorageDone); set once the replica exists. */
   onDone: ((id: number, result: StorageResult) => void) | null = null;
-  readonly counters: StorageDriverCounters = { requests: 0, walAppends: 0, walSyncs: 0, durableWritesAsync: 0, failures: 0 };
+  readonly counters: StorageDriverCounters = {
+    requests: 0,
+    walAppends: 0,
+    walSyncs: 0,
+    durableWritesAsync: 0,
+    checkpointsEncodedInThread: 0,
+    failures: 0,
+  };
   /** Metrics: the duration of each successful WAL fsync, in seconds. */
   onFsync: ((seconds: number) => void) | null = null;
   /**
@@ -72,12 +87,26 @@ export class StorageDriver implements Storage {
 
   /** Encodes checkpoints off the event loop (a worker thread); null: in-thread, synchronously. */
   private readonly checkpointEncoder: CheckpointEncoder | null;
+  /**
+   * The worker takes a checkpoint only when the previous snapshot was at least this large: a
+   * worker's start (module load, WASM compile) costs more than encoding a small state in-thread,
+   * and requests queued behind the checkpoint wait for it either way.
+   */
+  private readonly checkpointWorkerMinBytes: number;
   /** Abandons the checkpoint encode in flight (shutdown redoes it synchronously). */
   private cancelEncode: (() => void) | null = null;
 
-  constructor(handles: DurableHandles, options: { readonly checkpointEncoder?: CheckpointEncoder } = {}) {
+  constructor(
+    handles: DurableHandles,
+    options: {
+      readonly checkpointEncoder?: CheckpointEncoder;
+      readonly checkpointWorkerMinBytes?: number;
+    } = {},
+  ) {
     this.handles = handles;
     this.checkpointEncoder = options.checkpointEncoder ?? null;
+    this.checkpointWorkerMinBytes = options.checkpointWorkerMinBytes ?? CHECKPOINT_WORKER_MIN_BYTES;
+    assert(this.checkpointWorkerMinBytes >= 0, 'checkpointWorkerMinBytes >= 0');
   }
 
   submit(id: number, request: StorageRequest): void {
@@ -233,8 +262,10 @@ export class StorageDriver implements Storage {
           finish(typeof result === 'bigint' ? null : result, { ok: true, checkpoint: written }),
         );
       };
-      const encoder = this.checkpointEncoder;
+      const previousBytes = snapshotFile.known?.payloadSizeBytes ?? 0;
+      const encoder = previousBytes >= this.checkpointWorkerMinBytes ? this.checkpointEncoder : null;
       if (encoder === null) {
+        this.counters.checkpointsEncodedInThread += 1;
         write(encodeCheckpoint(snapshotFile.kernels, request.snapshot, request.chunkSize));
         return true;
       }

@@ -41,14 +41,15 @@ function model(): MetadataSnapshot {
   return fullSnapshot(driver.sm.snapshot(), 48);
 }
 
-function setup(mode: KernelsName, encoder: CheckpointEncoder | undefined) {
+function setup(mode: KernelsName, encoder: CheckpointEncoder | undefined, checkpointWorkerMinBytes = 0) {
   const root = mkdtempSync(join(tmpdir(), 'vrmeta-ckworker-'));
   roots.push(root);
   const kernels = loadKernels(mode);
   const disk = new FsDisk(root, { create: true });
   const recovered = recover(disk, kernels, { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 });
   const handles = { wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile };
-  const driver = new StorageDriver(handles, encoder === undefined ? {} : { checkpointEncoder: encoder });
+  const options = encoder === undefined ? {} : { checkpointEncoder: encoder, checkpointWorkerMinBytes };
+  const driver = new StorageDriver(handles, options);
   const completed: { id: number; result: StorageResult }[] = [];
   driver.onDone = (id, result) => completed.push({ id, result });
   return { root, kernels, disk, driver, completed, snapshotFile: recovered.snapshotFile };
@@ -159,5 +160,50 @@ describe('checkpoint encoded on a worker thread', () => {
     // The terminated worker answers nothing, and nothing completes twice.
     expect(answers).toHaveLength(0);
     expect(completed).toHaveLength(1);
+  });
+});
+
+/** `model()` and one more stream of two 1,000-partition topics (16 KB more column), at `op`. */
+function largerModel(op: number): MetadataSnapshot {
+  const driver = new Driver();
+  for (let stream = 0; stream < 3; stream++) {
+    driver.created(ROOT, req.createStream(`s${stream}`));
+    for (let topic = 0; topic < 4; topic++) driver.created(ROOT, req.createTopic(`s${stream}`, `t${topic}`, 300 + topic));
+  }
+  driver.created(ROOT, req.createStream('big'));
+  driver.created(ROOT, req.createTopic('big', 't', 1000));
+  driver.created(ROOT, req.createTopic('big', 'u', 1000));
+  return fullSnapshot(driver.sm.snapshot(), op);
+}
+
+describe('the worker takes only large checkpoints', () => {
+  it('a checkpoint after a small snapshot encodes in-thread; after one at the threshold, on the worker', async () => {
+    const snapshot = model();
+    const first = encodeCheckpoint(loadKernels('wasm'), snapshot, CHUNK_SIZE);
+    const { encoder, answers } = recording('wasm');
+    // The threshold sits just above the model's payload: the first checkpoint (no snapshot
+    // yet) and the second (after a smaller one) stay in-thread.
+    const threshold = first.payload.byteLength + 1;
+    const { driver, completed } = setup('wasm', encoder, threshold);
+    driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot, chunkSize: CHUNK_SIZE });
+    await until(() => completed.length === 1);
+    expect(completed[0]!.result).toMatchObject({ ok: true, checkpoint: { checksum: first.checksum } });
+    expect(answers).toEqual([]);
+    expect(driver.counters.checkpointsEncodedInThread).toBe(1);
+    // A larger model: its snapshot reaches the threshold, so the next checkpoint goes to a worker.
+    const larger = largerModel(96);
+    expect(encodeCheckpoint(loadKernels('wasm'), larger, CHUNK_SIZE).payload.byteLength).toBeGreaterThanOrEqual(threshold);
+    driver.submit(2, { kind: 'checkpoint_write', op: 96, snapshot: larger, chunkSize: CHUNK_SIZE });
+    await until(() => completed.length === 2);
+    expect(driver.counters.checkpointsEncodedInThread).toBe(2);
+    expect(answers).toEqual([]);
+    const third = largerModel(144);
+    driver.submit(3, { kind: 'checkpoint_write', op: 144, snapshot: third, chunkSize: CHUNK_SIZE });
+    await until(() => completed.length === 3);
+    expect(answers).toHaveLength(1);
+    expect(driver.counters.checkpointsEncodedInThread).toBe(2);
+    const expected = encodeCheckpoint(loadKernels('wasm'), third, CHUNK_SIZE);
+    expect(completed[2]!.result).toMatchObject({ ok: true, checkpoint: { checksum: expected.checksum } });
+    driver.close();
   });
 });
