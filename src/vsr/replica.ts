@@ -114,7 +114,12 @@ import {
   voteTarget,
 } from './state-transfer.js';
 import { Timeout } from './timeout.js';
-import { TransferServer, type TransferServerHost } from './transfer-server.js';
+import {
+  TransferServer,
+  zeroTransferServerCounters,
+  type TransferServerCounters,
+  type TransferServerHost,
+} from './transfer-server.js';
 import {
   mergeDoViewChanges,
   type DoViewChangeRecord,
@@ -248,7 +253,7 @@ interface PendingView {
 }
 
 /** Counters the node layer exports as metrics and the simulator summarises. */
-export interface ReplicaCounters {
+export interface ReplicaCounters extends TransferServerCounters {
   viewChanges: number;
   /** View changes this replica started, by reason. */
   readonly viewChangesByReason: Partial<Record<ViewChangeReason, number>>;
@@ -266,19 +271,6 @@ export interface ReplicaCounters {
   stateTransfersInstalled: number;
   stateTransfersAbandoned: number;
   stateChunksDamaged: number;
-  offersServed: number;
-  offersRefused: number;
-  /**
-   * Offer sources built: once per checkpoint, when its snapshot write completes (from the payload
-   * in memory), or on the first request after a boot or an install (from the payload they hold).
-   */
-  offerSourcesBuilt: number;
-  /** Offer sources that had to be read back from the snapshot file (no payload in memory). */
-  offerSourceReads: number;
-  /** Checks that the snapshot file at rest still is the offered checkpoint (once per source). */
-  offerSourceChecks: number;
-  /** Our snapshot file failed verification when an offer was built (it is repaired from a peer). */
-  snapshotsDamaged: number;
   /** Damaged snapshot files rewritten from a peer's copy of the same checkpoint. */
   snapshotRepairs: number;
   /** Sessions evicted from the client table to make room for a Register (node metrics). */
@@ -329,12 +321,7 @@ export class Replica {
     stateTransfersInstalled: 0,
     stateTransfersAbandoned: 0,
     stateChunksDamaged: 0,
-    offersServed: 0,
-    offersRefused: 0,
-    offerSourcesBuilt: 0,
-    offerSourceReads: 0,
-    offerSourceChecks: 0,
-    snapshotsDamaged: 0,
+    ...zeroTransferServerCounters(),
     snapshotRepairs: 0,
     clientTableEvictions: 0,
     drops: {},

@@ -21,14 +21,33 @@ import type { LogLevel, Logger, StorageRequest, StorageResult } from './io.js';
 import type { SendFields } from './send.js';
 import { ArtifactKind, chunkCount, encodeManifest, type Manifest } from './state-transfer.js';
 
-/** The replica counters the server keeps (a subset of `ReplicaCounters`). */
+/** The replica counters the server keeps (`ReplicaCounters` extends these). */
 export interface TransferServerCounters {
   offersServed: number;
   offersRefused: number;
+  /**
+   * Offer sources built: once per checkpoint, when its snapshot write completes (from the payload
+   * in memory), or on the first request after a boot or an install (from the payload they hold).
+   */
   offerSourcesBuilt: number;
+  /** Offer sources that had to be read back from the snapshot file (no payload in memory). */
   offerSourceReads: number;
+  /** Checks that the snapshot file at rest still is the offered checkpoint (once per source). */
   offerSourceChecks: number;
+  /** Our snapshot file failed verification when an offer was built (it is repaired from a peer). */
   snapshotsDamaged: number;
+}
+
+/** Every server counter at zero (a replica's, or a test host's, starting values). */
+export function zeroTransferServerCounters(): TransferServerCounters {
+  return {
+    offersServed: 0,
+    offersRefused: 0,
+    offerSourcesBuilt: 0,
+    offerSourceReads: 0,
+    offerSourceChecks: 0,
+    snapshotsDamaged: 0,
+  };
 }
 
 type TargetFields = SendFields<typeof Command.stateTransferTarget>;

@@ -17,7 +17,11 @@ import type {
 import type { StorageRequest } from '../../src/vsr/io.js';
 import type { SendFields } from '../../src/vsr/send.js';
 import { decodeManifest } from '../../src/vsr/state-transfer.js';
-import { TransferServer, type TransferServerHost } from '../../src/vsr/transfer-server.js';
+import {
+  TransferServer,
+  zeroTransferServerCounters,
+  type TransferServerHost,
+} from '../../src/vsr/transfer-server.js';
 
 const kernels = createTsKernels();
 const CLUSTER = 0x7a_5e_0000n;
@@ -54,14 +58,7 @@ function harness(): Harness {
     }),
     kernels,
     logger: { log: () => {} },
-    counters: {
-      offersServed: 0,
-      offersRefused: 0,
-      offerSourcesBuilt: 0,
-      offerSourceReads: 0,
-      offerSourceChecks: 0,
-      snapshotsDamaged: 0,
-    },
+    counters: zeroTransferServerCounters(),
     view: 1,
     commitMin: 40,
     commitMax: 40,
