@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { StorageRequest, StorageResult } from '../vsr/io.js';
 import { EvictionReason } from '../vsr/header-types.js';
+import { assert } from '../stdx/assert.js';
 
 /** Latencies: sub-millisecond commits up to a write that times out (10 s). */
 const LATENCY_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -240,12 +241,11 @@ export class NodeMetrics {
     }
   }
 
-  /** A storage request submitted by the core (checkpoints begin with their snapshot write). */
+  /** A storage request submitted by the core (a checkpoint begins with its checkpoint_write). */
   storageSubmitted(id: number, request: StorageRequest): void {
-    if (request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') {
-      // A checkpoint_write's size is known when the storage encoded it (at completion).
-      const bytes = request.kind === 'snapshot_write' ? request.payload.length : 0;
-      this.checkpoint = { op: request.op, bytes, atMs: performance.now(), written: false };
+    if (request.kind === 'checkpoint_write') {
+      // Its size is known when the storage encoded it (at completion).
+      this.checkpoint = { op: request.op, bytes: 0, atMs: performance.now(), written: false };
       this.storageRequests.set(id, request);
     } else if (request.kind === 'superblock_write' && this.checkpoint !== null && request.state.checkpointOp === this.checkpoint.op) {
       this.storageRequests.set(id, request);
@@ -258,9 +258,10 @@ export class NodeMetrics {
     this.storageRequests.delete(id);
     const checkpoint = this.checkpoint;
     if (!result.ok || checkpoint === null) return;
-    if ((request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') && request.op === checkpoint.op) {
+    if (request.kind === 'checkpoint_write' && request.op === checkpoint.op) {
       checkpoint.written = true;
-      if (result.checkpoint !== undefined) checkpoint.bytes = result.checkpoint.payload.length;
+      assert(result.checkpoint !== undefined, 'a checkpoint write returns what it wrote');
+      checkpoint.bytes = result.checkpoint.payload.length;
     } else if (request.kind === 'superblock_write' && checkpoint.written && request.state.checkpointOp === checkpoint.op) {
       this.checkpointDuration.observe(seconds(checkpoint.atMs));
       this.checkpointSize.observe(checkpoint.bytes);

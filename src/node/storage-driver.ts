@@ -240,7 +240,7 @@ export class StorageDriver implements Storage {
     const { id, request } = entry;
     const { snapshotFile, superblock, wal } = this.handles;
     const capable =
-      ((request.kind === 'snapshot_write' || request.kind === 'checkpoint_write') && snapshotFile.canWriteAsync) ||
+      (request.kind === 'checkpoint_write' && snapshotFile.canWriteAsync) ||
       (request.kind === 'superblock_write' && superblock.canWriteAsync) ||
       (request.kind === 'wal_drain' && wal.canDrainAsync);
     if (!capable) return false;
@@ -284,8 +284,6 @@ export class StorageDriver implements Storage {
         }
         write(encoded);
       });
-    } else if (request.kind === 'snapshot_write') {
-      snapshotFile.writeAsync(request.payload, request.checksum, live, (result) => finish(typeof result === 'bigint' ? null : result));
     } else if (request.kind === 'wal_drain') {
       wal.drainAsync(request.keepFromOp, live, finish);
     } else {

@@ -44,9 +44,6 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
       case 'superblock_write':
         handles.superblock.write(request.state, { stateTransfer: request.stateTransfer });
         break;
-      case 'snapshot_write':
-        handles.snapshotFile.write(request.payload, request.checksum);
-        break;
       case 'checkpoint_write': {
         const written = encodeCheckpoint(handles.snapshotFile.kernels, request.snapshot, request.chunkSize);
         handles.snapshotFile.write(written.payload, written.checksum);

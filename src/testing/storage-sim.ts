@@ -94,12 +94,6 @@ export class MemoryReplicaStore implements ReplicaStore {
         }
         this.superblock = request.state;
         return { ok: true };
-      case 'snapshot_write':
-        this.snapshot = {
-          payload: request.payload.slice(),
-          checksum: this.kernels.xxh3_64(request.payload),
-        };
-        return { ok: true };
       case 'checkpoint_write': {
         // Encoded at completion, as the node's worker does, from the model captured at the op.
         const written = encodeCheckpoint(this.kernels, request.snapshot, request.chunkSize);

@@ -63,22 +63,10 @@ export type StorageRequest =
   | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
   | { readonly kind: 'superblock_write'; readonly state: VsrState; readonly stateTransfer: boolean }
   /**
-   * Write the snapshot payload durably (temp, fsync, rename, fsync dir) with its trailer.
-   * `checksum`, when given, is the payload's XXH3-64 already computed by the caller: the trailer
-   * takes it instead of a second pass (and a second staging of the payload in WASM memory).
-   * The replica's checkpoints submit `checkpoint_write` (below), which ends in this same durable
-   * write; this kind writes given bytes (the storage layer's own tests drive it directly).
-   */
-  | {
-      readonly kind: 'snapshot_write';
-      readonly op: number;
-      readonly payload: Uint8Array;
-      readonly checksum?: bigint;
-    }
-  /**
    * A checkpoint: encode `snapshot` canonically (the `snapshotEncode` kernel), compute its chunk
    * manifest at `chunkSize` (the whole-payload XXH3-64 is the checkpoint id), then write the
-   * payload durably as `snapshot_write` does. The result's `checkpoint` carries all three. The
+   * payload durably with its trailer (temp, fsync, rename, fsync dir; the trailer takes the id
+   * instead of a second pass). The result's `checkpoint` carries all three. The
    * model is captured at the checkpoint op and never changes afterwards (the core hands over a
    * model no later op writes into), so the storage may encode it whenever it executes the request:
    * the node driver encodes on a worker thread, off the event loop.

@@ -6,7 +6,8 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { NodeMetrics, type CoreView } from '../../src/node/node-metrics.js';
 import { EvictionReason } from '../../src/vsr/header-types.js';
-import type { VsrState } from '../../src/vsr/io.js';
+import type { CheckpointWritten, VsrState } from '../../src/vsr/io.js';
+import { checkpointWrite } from './storage-fixtures.js';
 
 interface FakeCore {
   view: number;
@@ -71,6 +72,8 @@ async function histogramCount(registry: Registry, name: string, labels: Record<s
 }
 
 const superblock = (checkpointOp: number): VsrState => ({ checkpointOp }) as unknown as VsrState;
+/** What a checkpoint write of `bytes` returns (only the payload's length matters here). */
+const written = (bytes: number): CheckpointWritten => ({ payload: new Uint8Array(bytes), checksum: 7n, chunkChecksums: [] });
 
 describe('NodeMetrics', () => {
   it('counts each forward move of the view once, but not the view it booted in', async () => {
@@ -133,8 +136,8 @@ describe('NodeMetrics', () => {
 
   it('a checkpoint is its snapshot write followed by the superblock that names it', async () => {
     const { metrics, registry } = setup();
-    metrics.storageSubmitted(1, { kind: 'snapshot_write', op: 16, payload: new Uint8Array(3000) });
-    metrics.storageDone(1, { ok: true });
+    metrics.storageSubmitted(1, checkpointWrite(16));
+    metrics.storageDone(1, { ok: true, checkpoint: written(3000) });
     // Another superblock (a view change) does not end it.
     metrics.storageSubmitted(2, { kind: 'superblock_write', state: superblock(0), stateTransfer: false });
     metrics.storageDone(2, { ok: true });
@@ -150,7 +153,7 @@ describe('NodeMetrics', () => {
     metrics.storageDone(4, { ok: true });
     expect(await histogramCount(registry, 'vsr_checkpoint_duration_seconds')).toBe(1);
     // A failed snapshot write is no checkpoint.
-    metrics.storageSubmitted(5, { kind: 'snapshot_write', op: 32, payload: new Uint8Array(10) });
+    metrics.storageSubmitted(5, checkpointWrite(32));
     metrics.storageDone(5, { ok: false, error: 'EIO' });
     metrics.storageSubmitted(6, { kind: 'superblock_write', state: superblock(32), stateTransfer: false });
     metrics.storageDone(6, { ok: true });

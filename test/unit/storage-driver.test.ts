@@ -14,7 +14,7 @@ import { FsyncError } from '../../src/storage/disk.js';
 import { FsDisk } from '../../src/storage/fs-disk.js';
 import { recover } from '../../src/storage/recovery.js';
 import type { StorageResult } from '../../src/vsr/io.js';
-import { chain, CLUSTER, snapshotPayload, tsKernels, vsrState } from './storage-fixtures.js';
+import { chain, checkpointWrite, CLUSTER, tsKernels, vsrState } from './storage-fixtures.js';
 import { SNAPSHOT_FILE, SNAPSHOT_TRANSFER_FILE } from '../../src/storage/snapshot-file.js';
 import { SUPERBLOCK_FILES } from '../../src/storage/superblock.js';
 
@@ -210,9 +210,8 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
 
   it('a snapshot write completes after its directory fsync, in crash-safe order, with no fsync on the loop', async () => {
     const { driver, held, heldDirectory, completed, calls, kernels, disk } = instrumented();
-    const payload = snapshotPayload(kernels, 4);
     const prepares = chain(1, 1);
-    driver.submit(1, { kind: 'snapshot_write', op: 4, payload });
+    driver.submit(1, checkpointWrite(4));
     driver.submit(2, { kind: 'wal_append', op: prepares[0]!.op, frame: prepares[0]!.frame });
     await turn();
     // The temp file is written and its fsync is on the thread pool; nothing behind it started.
@@ -227,7 +226,7 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
     expect(completed).toEqual([]);
     heldDirectory[0]!.release();
     await until(() => completed.length === 1);
-    expect(completed[0]).toEqual({ id: 1, result: { ok: true } });
+    expect(completed[0]).toMatchObject({ id: 1, result: { ok: true } });
     // Only now does the append behind it run.
     await until(() => held.length === 2);
     held[1]!.release();
@@ -285,8 +284,8 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
   });
 
   it('a failed directory fsync fails the write with its stage', async () => {
-    const { driver, held, heldDirectory, completed, kernels } = instrumented();
-    driver.submit(1, { kind: 'snapshot_write', op: 4, payload: snapshotPayload(kernels, 4) });
+    const { driver, held, heldDirectory, completed } = instrumented();
+    driver.submit(1, checkpointWrite(4));
     await turn();
     held[0]!.release();
     await until(() => heldDirectory.length === 1);
@@ -297,11 +296,12 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
 
   it('shutdown redoes a durable write in flight synchronously, exactly once', async () => {
     const { driver, held, completed, calls, kernels, disk, answers } = instrumented();
-    driver.submit(1, { kind: 'snapshot_write', op: 4, payload: snapshotPayload(kernels, 4) });
+    driver.submit(1, checkpointWrite(4));
     await turn();
     expect(held).toHaveLength(1);
     driver.close();
-    expect(completed).toEqual([{ id: 1, result: { ok: true } }]);
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toMatchObject({ id: 1, result: { ok: true } });
     expect(calls).toContain('fsyncDirectorySync');
     const renames = calls.filter((call) => call.startsWith('rename')).length;
     // The late fsync answer neither renames again nor completes anything.

@@ -12,7 +12,7 @@ import { WAL_FILE } from '../../src/storage/wal.js';
 import { referenceSnapshot, REFERENCE_SNAPSHOT_SMALL } from '../../src/testing/snapshot-fixtures.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { Prng } from '../../src/stdx/prng.js';
-import { chain, CLUSTER, kernelVariants, snapshotPayload, vsrState } from './storage-fixtures.js';
+import { chain, checkpointWrite, CLUSTER, kernelVariants, snapshotPayload, vsrState } from './storage-fixtures.js';
 
 const CONFIG: RecoveryConfig = { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 };
 
@@ -28,7 +28,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
       expect(executeStorageRequest(recovered, { kind: 'wal_append', op: entry.op, frame: entry.frame })).toEqual({ ok: true });
     }
     const payload = snapshotPayload(kernels, 4);
-    expect(executeStorageRequest(recovered, { kind: 'snapshot_write', op: 4, payload })).toEqual({ ok: true });
+    expect(executeStorageRequest(recovered, checkpointWrite(4))).toMatchObject({ ok: true, checkpoint: { payload } });
     const state = vsrState({ commitMax: 6, checkpointOp: 4, checkpointChecksum: kernels.xxh3_64(payload) });
     expect(executeStorageRequest(recovered, { kind: 'superblock_write', state, stateTransfer: false })).toEqual({ ok: true });
     expect(executeStorageRequest(recovered, { kind: 'wal_drain', keepFromOp: 4 })).toEqual({ ok: true });
@@ -66,7 +66,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     const { disk, recovered } = boot();
     expect(executeStorageRequest(recovered, { kind: 'snapshot_read', op: 0 })).toMatchObject({ ok: false, error: expect.stringMatching(/no snapshot\.bin/) });
     const payload = snapshotPayload(kernels, 3);
-    executeStorageRequest(recovered, { kind: 'snapshot_write', op: 3, payload });
+    executeStorageRequest(recovered, checkpointWrite(3));
     expect(executeStorageRequest(recovered, { kind: 'snapshot_read', op: 3 })).toEqual({ ok: true, payload });
     disk.corrupt(SNAPSHOT_FILE, 1);
     expect(executeStorageRequest(recovered, { kind: 'snapshot_read', op: 3 })).toMatchObject({ ok: false, error: expect.stringMatching(/snapshot_checksum_mismatch/) });
@@ -74,7 +74,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
 
   it('state transfer: chunks stream to the transfer file; the install verifies, then replaces snapshot.bin', () => {
     const { disk, recovered } = boot();
-    executeStorageRequest(recovered, { kind: 'snapshot_write', op: 3, payload: snapshotPayload(kernels, 3) });
+    executeStorageRequest(recovered, checkpointWrite(3));
     const model = { ...referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 9 }), sequenceNumber: 500 };
     const payload = kernels.snapshotEncode(model);
     const checksum = kernels.xxh3_64(payload);

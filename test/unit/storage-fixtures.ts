@@ -10,7 +10,7 @@ import { loadKernels } from '../../src/kernels/index.js';
 import type { Kernels } from '../../src/kernels/kernel.js';
 import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
 import { buildPrepare, identityOf } from '../../src/testing/wal-image.js';
-import type { Logger, LogLevel, VsrState } from '../../src/vsr/io.js';
+import type { Logger, LogLevel, StorageRequest, VsrState } from '../../src/vsr/io.js';
 
 /** The cluster id src/testing/wal-image.ts stamps on every prepare. */
 export const CLUSTER = 0x1234_5678_9abc_def0n;
@@ -82,6 +82,11 @@ export function snapshotModel(op: number): MetadataSnapshot {
 /** The canonical payload of a small snapshot at checkpoint `op`. */
 export function snapshotPayload(kernels: Kernels, op: number): Uint8Array {
   return kernels.snapshotEncode(snapshotModel(op));
+}
+
+/** The checkpoint write of that small snapshot (its payload is `snapshotPayload(kernels, op)`). */
+export function checkpointWrite(op: number): StorageRequest {
+  return { kind: 'checkpoint_write', op, snapshot: snapshotModel(op), chunkSize: 4096 };
 }
 
 export function vsrState(overrides: Partial<VsrState> = {}): VsrState {
