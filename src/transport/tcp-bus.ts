@@ -18,8 +18,9 @@
  *
  * Sending never blocks or throws on network conditions: each peer has a bounded queue (frames
  * and bytes) that outlives its connections; a full queue drops its oldest frame, counted. Queued
- * frames are flushed in one corked batch per microtask tick, so a replica handler that sends to
- * the same peer several times produces one writev.
+ * frames are flushed in one corked batch per event-loop turn (setImmediate), so everything sent
+ * to a peer while the loop handles one round of IO (every request read in that round, every
+ * handler) leaves in one writev: under load one syscall carries many prepares or PrepareOks.
  *
  * With mesh TLS (`tls`), the listener and every dial run mutual TLS first (src/node/tls.ts builds
  * the options: each side's certificate is verified against the cluster's CA), and the PSK
@@ -777,8 +778,9 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   #scheduleFlush(peer: Peer): void {
     if (peer.flushScheduled || peer.connection === null) return;
     peer.flushScheduled = true;
-    // One batch per tick: everything a replica handler sends to this peer goes out in one writev.
-    queueMicrotask(() => {
+    // One batch per event-loop turn: everything sent to this peer while the loop handles one
+    // round of IO (every socket read, timer and completion of that turn) goes out in one writev.
+    setImmediate(() => {
       peer.flushScheduled = false;
       if (!this.#closed) this.#flush(peer);
     });

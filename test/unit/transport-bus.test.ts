@@ -117,9 +117,9 @@ describe('ReplicaBus', () => {
     // 1000 x 8 KiB = 8 MiB in one tick: far beyond the socket's 16 KiB high-water mark.
     const frames = range(1, 1000).map((op) => prepareFrame(0, op, 8 * 1024));
     for (const frame of frames) node0.bus.sendToReplica(1, frame);
-    // One flush (a microtask) later most frames still wait in the bounded queue: the flush stopped
-    // when the socket reported backpressure instead of buffering 8 MiB inside the socket.
-    await Promise.resolve();
+    // One flush (at the end of this event-loop turn) later most frames still wait in the bounded
+    // queue: the flush stopped when the socket reported backpressure instead of buffering 8 MiB.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const afterFirstFlush = node0.bus.stats().peers[0]!;
     expect(afterFirstFlush.sent).toBeGreaterThan(0);
     expect(afterFirstFlush.queued).toBeGreaterThan(500);
