@@ -282,7 +282,7 @@ export class VrmetaVolume {
     );
   }
 
-  /** Exactly `count` small writes (create-stream), one op each. */
+  /** Exactly `count` small writes (create-stream): at most `count` ops (concurrent ones batch). */
   async filler(count: number): Promise<void> {
     let issued = 0;
     await Promise.all(
@@ -299,11 +299,14 @@ export class VrmetaVolume {
   /** Filler writes until every replica has taken the next checkpoint (snapshot.bin rewritten). */
   async advanceToCheckpoint(): Promise<{ checkpointOp: number; snapshotBytes: number }> {
     const interval = this.cluster.checkpointIntervalOps;
-    const status = await this.cluster.status(this.primary);
+    let status = await this.cluster.status(this.primary);
     const next = (Math.floor(status.commit_max / interval) + 1) * interval;
-    await this.filler(next - status.commit_max);
-    // `next - commit_max` one-op writes bring commit_max to exactly `next`; every replica then
-    // encodes and writes the snapshot (seconds at 64 MiB).
+    // `next - commit_max` writes make at most that many ops (the primary batches concurrent ones):
+    // repeat until commit_max reaches `next`; every replica then encodes and writes the snapshot.
+    while (status.commit_max < next) {
+      await this.filler(next - status.commit_max);
+      status = await this.cluster.status(this.primary);
+    }
     const indices = Array.from({ length: this.cluster.replicaCount }, (_, index) => index);
     return waitFor(
       `checkpoint ${next} on every replica`,

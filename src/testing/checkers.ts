@@ -285,8 +285,14 @@ export class ClusterChecker {
     }
   }
 
+  /** Committed ops (a batch is one op however many requests it carries). */
   get historyLength(): number {
     return this.history.size;
+  }
+
+  /** Committed client requests: each plain op is one, each batch as many as it carries. */
+  get requestsCommitted(): number {
+    return this.history.size - this.batchesCommitted + this.requestsBatched;
   }
 
   canonicalChecksum(op: number): bigint | undefined {

@@ -195,6 +195,9 @@ export class Cluster {
       ...(options.prepareBatchMax === undefined
         ? {}
         : { prepareBatchMax: options.prepareBatchMax }),
+      ...(options.prepareEagerMax === undefined
+        ? {}
+        : { prepareEagerMax: options.prepareEagerMax }),
       clientsTableMax: options.clientsTableMax,
       viewProbeAttemptsMax: 5,
       stateChunkSize: options.stateChunkSize,

@@ -20,6 +20,8 @@ export interface SimOptions {
   readonly prepareQueueDepth: number;
   /** Requests per prepare (src/vsr/batch.ts); absent: the replica default. 1 disables batching. */
   readonly prepareBatchMax?: number;
+  /** Prepares in flight below which a request prepares at once; absent: the replica default. */
+  readonly prepareEagerMax?: number;
   readonly clientsTableMax: number;
   /** State-transfer chunk size: tiny, so a transfer takes many chunks. */
   readonly stateChunkSize: number;

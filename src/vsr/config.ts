@@ -50,6 +50,8 @@ export interface ReplicaConfigInput {
   readonly prepareQueueDepth?: number;
   /** Queued requests one prepare may carry (1 disables batching). */
   readonly prepareBatchMax?: number;
+  /** Prepares in flight below which a request is prepared at once (default: see ReplicaConfig). */
+  readonly prepareEagerMax?: number;
   readonly clientsTableMax?: number;
   /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
   readonly viewProbeAttemptsMax?: number;
@@ -72,6 +74,13 @@ export interface ReplicaConfig {
    * up to BATCH_REQUESTS_MAX, so replicas configured differently interoperate.
    */
   readonly prepareBatchMax: number;
+  /**
+   * A request arriving while fewer prepares than this are in flight is prepared at once; otherwise
+   * it waits in the request queue, and the queued requests leave batched when a prepare commits
+   * (how etcd's leader collects proposals during a round). Default 1 with batching on (a lone
+   * writer is never delayed; concurrent writers share prepares), prepare_queue_depth with it off.
+   */
+  readonly prepareEagerMax: number;
   readonly clientsTableMax: number;
   readonly viewProbeAttemptsMax: number;
   /**
@@ -129,6 +138,12 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   if (!isIntegerWithin(prepareBatchMax, 1, BATCH_REQUESTS_MAX)) {
     throw new ConfigError('prepare_batch_max', `must be 1..${BATCH_REQUESTS_MAX}`);
   }
+  const prepareEagerMax =
+    input.prepareEagerMax ?? (prepareBatchMax > 1 ? 1 : prepareQueueDepth);
+  if (!isIntegerWithin(prepareEagerMax, 1, prepareQueueDepth)) {
+    const range = `${1}..${prepareQueueDepth}`;
+    throw new ConfigError('prepare_eager_max', `must be ${range} (prepare_queue_depth)`);
+  }
   const journalSlots = input.journalSlots ?? 1024;
   if (!isIntegerWithin(journalSlots, 4 * prepareQueueDepth, 1 << 20)) {
     const range = `${4 * prepareQueueDepth}..${1 << 20}`;
@@ -164,6 +179,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     prepareQueueDepth,
     requestQueueDepth: 2 * prepareQueueDepth,
     prepareBatchMax,
+    prepareEagerMax,
     clientsTableMax,
     viewProbeAttemptsMax,
     checkpointInterval,

@@ -1170,9 +1170,13 @@ export class Replica {
     );
   }
 
+  /**
+   * Prepares a request at once while fewer than `prepare_eager_max` prepares are in flight;
+   * otherwise parks it, and `promoteRequests` sends the parked ones batched at the next commit.
+   */
   private admit(request: ParkedRequest): void {
     assert(!this.inFlight(request.header.client), 'one request in flight per client');
-    if (this.pipeline.length < this.config.prepareQueueDepth && this.roomForPrepare()) {
+    if (this.pipeline.length < this.config.prepareEagerMax && this.roomForPrepare()) {
       this.prepare([request]);
     } else if (this.requestQueue.length < this.config.requestQueueDepth) {
       this.requestQueue.push(request);

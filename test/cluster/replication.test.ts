@@ -23,7 +23,7 @@ import { runInspect } from '../../src/storage/inspect.js';
 import { sample } from '../support/prometheus-text.js';
 import { Cluster, clusterForAll, sleep } from './harness.js';
 import { metricByReason } from './security-support.js';
-import { writeStreams } from './workload.js';
+import { writeStreamsUntilOp } from './workload.js';
 
 const SECRET = 'cluster-test-secret-0123456789abcdef';
 const WRONG_SECRET = 'not-the-cluster-secret-0123456789abcdef';
@@ -192,8 +192,7 @@ describe.sequential('a 3-replica cluster (cluster secret, ts + wasm kernels)', (
       expect(builds[2]).toMatch(/^wasm/);
 
       // Past the first checkpoint on every replica.
-      const op = (await cluster.status(await cluster.primary())).commit_max;
-      await writeStreams(cluster, 'kernel', Math.max(0, CHECKPOINT_INTERVAL + 8 - op), 6);
+      await writeStreamsUntilOp(cluster, 'kernel', CHECKPOINT_INTERVAL + 8, 6);
       const statuses = await cluster.waitForConverged(cluster.indices(), 30_000);
       const checkpoints = await cluster.waitFor(
         'every replica at the same checkpoint',

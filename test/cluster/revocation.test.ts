@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { Cluster, clusterForAll } from './harness.js';
 import { getText, login, rootActions } from './security-support.js';
-import { writeStreams } from './workload.js';
+import { writeStreamsUntilOp } from './workload.js';
 
 /** --journal-slots 16 --prepare-queue-depth 2: a checkpoint every 12 ops. */
 const CHECKPOINT_INTERVAL = 16 - 2 * 2;
@@ -43,7 +43,7 @@ describe('logout revokes the token on every replica', () => {
       }
 
       // Past two checkpoints beyond the revocation: no peer's log holds it any more.
-      await writeStreams(cluster, 'after-logout', 3 * CHECKPOINT_INTERVAL, 3);
+      await writeStreamsUntilOp(cluster, 'after-logout', revokedAt + 3 * CHECKPOINT_INTERVAL, 3);
       await cluster.waitFor(
         'the peers checkpointed past the revocation',
         async () => (await Promise.all([primary, via].map((index) => cluster.status(index)))).every((s) => s.checkpoint_op > revokedAt + 1),

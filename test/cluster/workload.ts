@@ -127,6 +127,19 @@ export async function writeStreams(cluster: Cluster, prefix: string, count: numb
   return names;
 }
 
+/**
+ * Writes streams `${prefix}-${round}-${n}` until the primary's commit_max reaches `op`. Concurrent
+ * writes share prepares (the primary batches them), so a count of writes is not a count of ops.
+ */
+export async function writeStreamsUntilOp(cluster: Cluster, prefix: string, op: number, writerCount = 6): Promise<string[]> {
+  const names: string[] = [];
+  for (let round = 0; ; round++) {
+    const commit = (await cluster.status(await cluster.primary())).commit_max;
+    if (commit >= op) return names;
+    names.push(...(await writeStreams(cluster, `${prefix}-${round}`, op - commit, writerCount)));
+  }
+}
+
 /** Stream names of replica `index` (as root). */
 export async function streamNames(cluster: Cluster, index: number): Promise<string[]> {
   const streams = JSON.parse(await cluster.rawGet(index, '/streams')) as { name: string }[];

@@ -78,6 +78,31 @@ describe('batching at the primary', () => {
     expect(cluster.checker.requestsBatched).toBe(2 * cluster.checker.batchesCommitted);
   });
 
+  it('a request arriving while a prepare is in flight waits for its commit and leaves batched, even with a deep pipeline', () => {
+    // 32 prepares of room: the pipeline is never full, so batches form only because a request
+    // that finds a prepare in flight parks (prepare_eager_max 1, the default with batching on).
+    const deep = { ...LOAD, prepareQueueDepth: 32, journalSlots: 256 };
+    const cluster = sim(deep);
+    cluster.converge();
+    expect(cluster.replica(0).config.prepareEagerMax).toBe(1);
+    expect(counted(cluster, 'batchesPrepared')).toBeGreaterThan(0);
+    expect(cluster.checker.historyLength).toBeLessThan(LOAD.clientCount + REQUESTS);
+    for (const client of cluster.clients) expect(client.repliesReceived).toBeGreaterThanOrEqual(1 + LOAD.requestsPerClient);
+    // The rule it replaces, every request prepared at once while the pipeline has room: the same
+    // load never queues, so it never batches.
+    const eager = sim({ ...deep, prepareEagerMax: 32 });
+    eager.converge();
+    expect(counted(eager, 'batchesPrepared')).toBe(0);
+    expect(eager.checker.historyLength).toBe(LOAD.clientCount + REQUESTS);
+  });
+
+  it('with batching off (prepare_batch_max 1) requests still prepare at once while the pipeline has room', () => {
+    const cluster = sim({ ...LOAD, prepareQueueDepth: 32, journalSlots: 256, prepareBatchMax: 1 });
+    expect(cluster.replica(0).config.prepareEagerMax).toBe(32);
+    cluster.converge();
+    expect(counted(cluster, 'batchesPrepared')).toBe(0);
+  });
+
   it('a single client never batches: its prepares are plain, as before batching', () => {
     const cluster = sim({ clientCount: 1, requestsPerClient: 20, prepareQueueDepth: 1, journalSlots: 64 });
     cluster.converge();

@@ -16,7 +16,9 @@ function sim(overrides: Parameters<typeof scenarioOptions>[0] = {}): ClusterSim 
 }
 
 describe('asynchronous checkpoint', () => {
-  const options = { replicaCount: 1, clientCount: 6, requestsPerClient: 30, journalSlots: 32, prepareQueueDepth: 8, storageLatencyMaxTicks: 8 };
+  // Every request prepared at once (prepare_eager_max = the depth): ops are in the WAL queue
+  // before the checkpoint op commits, so they can commit while its write is held.
+  const options = { replicaCount: 1, clientCount: 6, requestsPerClient: 30, journalSlots: 32, prepareQueueDepth: 8, prepareEagerMax: 8, storageLatencyMaxTicks: 8 };
 
   it('commits continue past the checkpoint op while its snapshot is pending; the id is recorded only at completion', () => {
     const reference = sim(options);

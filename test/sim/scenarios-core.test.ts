@@ -33,7 +33,7 @@ describe('normal operation', () => {
   it.each([1, 3, 5])('commits every request in a %i-replica cluster', (replicaCount) => {
     const cluster = sim({ replicaCount, clientCount: 3, requestsPerClient: 15 });
     cluster.converge();
-    expect(cluster.checker.historyLength).toBeGreaterThanOrEqual(3 * 16);
+    expect(cluster.checker.requestsCommitted).toBeGreaterThanOrEqual(3 * 16);
     const commits = cluster.replicas.map((entry) => entry.replica!.commitMin);
     expect(new Set(commits).size).toBe(1);
   });
@@ -54,8 +54,8 @@ describe('normal operation', () => {
 
 describe('replication with a backup down', () => {
   /** Prepare timeouts the primary hits while 40 ops commit with backup `primary + offset` down. */
-  function prepareTimeouts(offset: number): number {
-    const cluster = sim({ clientCount: 4, requestsPerClient: 40, journalSlots: 64, prepareQueueDepth: 4 });
+  function prepareTimeouts(offset: number, seed: number): number {
+    const cluster = sim({ seed, clientCount: 4, requestsPerClient: 40, journalSlots: 64, prepareQueueDepth: 4 });
     formed(cluster);
     const primary = cluster.replica(0).primaryIndex();
     cluster.crash((primary + offset) % 3);
@@ -67,9 +67,13 @@ describe('replication with a backup down', () => {
 
   it('losing the primary\'s successor costs no more retransmissions than losing the other backup', () => {
     // A chain forwarding through the primary's successor waits out the prepare timeout for every
-    // op while the successor is down (13 timeouts against 4 here); the primary sends to every
-    // backup directly, so which backup is down does not matter.
-    expect(prepareTimeouts(1)).toBeLessThanOrEqual(prepareTimeouts(2) + 1);
+    // op while the successor is down (about 3x the timeouts); the primary sends to every backup
+    // directly, so which backup is down does not matter. Summed over seeds: a single schedule's
+    // count is noise (one seed alone ranges 1..5 either way).
+    const seeds = Array.from({ length: 20 }, (_, index) => index + 1);
+    const successor = seeds.reduce((sum, seed) => sum + prepareTimeouts(1, seed), 0);
+    const other = seeds.reduce((sum, seed) => sum + prepareTimeouts(2, seed), 0);
+    expect(successor).toBeLessThanOrEqual(1.5 * other);
   });
 });
 
