@@ -160,6 +160,15 @@ export const LATER_FAULTS_OFF: Pick<SimOptions, 'fullRestartProbability'> = {
 };
 
 /**
+ * Every request prepared at once while the pipeline has room (prepare_eager_max = the seed's
+ * prepare_queue_depth): what the swarm ran before a request that finds a prepare in flight waited
+ * for its commit. Regression seeds found before replay with it: the schedule they failed with.
+ */
+export function eagerPrepares(seed: number): Pick<SimOptions, 'prepareEagerMax'> {
+  return { prepareEagerMax: swarmOptions(seed).prepareQueueDepth };
+}
+
+/**
  * The targeted faults of a seed, from a PRNG stream of their own: the draws of the original
  * swarm (and so every schedule a seed produced before these existed, with them off) stay put.
  */
