@@ -31,7 +31,7 @@ import { decodeRegisterPayload, encodeRegisterBody, parseResultBody } from '../v
 /** How long a write waits for its committed reply before answering "outcome unknown". */
 export const WRITE_TIMEOUT_MS = 10_000;
 /** Sessions per credential unless configured (`http_sessions_per_credential`). */
-export const SESSIONS_PER_CREDENTIAL_DEFAULT = 16;
+export const SESSIONS_PER_CREDENTIAL_DEFAULT = 64;
 /** How long a pool's extra session may stay unused before it is logged out. */
 export const SESSION_IDLE_TIMEOUT_MS = 30_000;
 /** Writes waiting for a session, over all credentials (each holds a request body). */

@@ -124,7 +124,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   cluster_name: 'vrmeta',
   journal_slots: 1024,
   clients_table_max: 8192,
-  http_sessions_per_credential: 16,
+  http_sessions_per_credential: 64,
   prepare_queue_depth: 32,
   prepare_batch_max: PREPARE_BATCH_MAX_DEFAULT,
   kernels: 'auto',

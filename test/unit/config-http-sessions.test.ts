@@ -9,7 +9,7 @@ import { config, refusal } from './config-fixtures.js';
 
 describe('config: http_sessions_per_credential', () => {
   it('defaults to 16; the file, the environment and a flag set it, in that precedence', () => {
-    expect(config().httpSessionsPerCredential).toBe(16);
+    expect(config().httpSessionsPerCredential).toBe(64);
     expect(config({ http_sessions_per_credential: 4 }).httpSessionsPerCredential).toBe(4);
     const env = readConfigEnv({ VRMETA_HTTP_SESSIONS_PER_CREDENTIAL: '8' });
     expect(config({ http_sessions_per_credential: 4 }, env).httpSessionsPerCredential).toBe(8);
