@@ -141,7 +141,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   const prepareEagerMax =
     input.prepareEagerMax ?? (prepareBatchMax > 1 ? 1 : prepareQueueDepth);
   if (!isIntegerWithin(prepareEagerMax, 1, prepareQueueDepth)) {
-    const range = `${1}..${prepareQueueDepth}`;
+    const range = `1..${prepareQueueDepth}`;
     throw new ConfigError('prepare_eager_max', `must be ${range} (prepare_queue_depth)`);
   }
   const journalSlots = input.journalSlots ?? 1024;

@@ -30,4 +30,14 @@ describe('config: prepare_batch_max', () => {
     expect(replicaConfig({ cluster: 1n, replica: 0, replicaCount: 1, prepareBatchMax: 1 }).prepareBatchMax).toBe(1);
     expect(() => replicaConfig({ cluster: 1n, replica: 0, replicaCount: 1, prepareBatchMax: 0 })).toThrow(ConfigError);
   });
+
+  it('prepare_eager_max (replica config): 1 with batching on, the pipeline depth with it off; 1..depth', () => {
+    const base = { cluster: 1n, replica: 0, replicaCount: 1, prepareQueueDepth: 8 } as const;
+    expect(replicaConfig(base).prepareEagerMax).toBe(1);
+    expect(replicaConfig({ ...base, prepareBatchMax: 1 }).prepareEagerMax).toBe(8);
+    expect(replicaConfig({ ...base, prepareEagerMax: 8 }).prepareEagerMax).toBe(8);
+    for (const bad of [0, 9, 1.5]) {
+      expect(() => replicaConfig({ ...base, prepareEagerMax: bad })).toThrow(/^prepare_eager_max: must be 1\.\.8/);
+    }
+  });
 });
