@@ -190,6 +190,8 @@ export interface CurvePoint {
   readonly catchUpS: number;
   readonly peakRssMiB: number;
   readonly peerRssMiB: number;
+  /** RSS of the other backup (no checkpoint payload in memory). */
+  readonly backupRssMiB: number;
 }
 
 const SVG_W = 360;
@@ -246,7 +248,7 @@ function panel(originX: number, title: string, unit: string, xMax: number, serie
   return out;
 }
 
-/** Two panels, time (restart, catch-up) and memory (peak RSS of the rejoined replica, RSS of a peer), per kernel mode. */
+/** Two panels, time (restart, catch-up) and memory (peak RSS of the rejoined replica, RSS of the primary and of a backup), per kernel mode. */
 export function transferCurveSvg(points: readonly CurvePoint[], caption: string): string {
   const xMax = niceMax(Math.max(0, ...points.map((point) => point.snapshotMiB)));
   const kernels = [...new Set(points.map((point) => point.kernels))];
@@ -260,7 +262,7 @@ export function transferCurveSvg(points: readonly CurvePoint[], caption: string)
     }));
   const body = [
     ...panel(0, 'restart and catch-up', 'seconds', xMax, [...series((p) => p.restartS, 'restart (full WAL)'), ...series((p) => p.catchUpS, 'catch-up (wiped)')]),
-    ...panel(SVG_W, 'memory', 'RSS (MiB)', xMax, [...series((p) => p.peakRssMiB, 'peak RSS, rejoined'), ...series((p) => p.peerRssMiB, 'RSS of a peer')]),
+    ...panel(SVG_W, 'memory', 'RSS (MiB)', xMax, [...series((p) => p.peakRssMiB, 'peak RSS, rejoined'), ...series((p) => p.peerRssMiB, 'RSS of the primary'), ...series((p) => p.backupRssMiB, 'RSS of a backup')]),
   ];
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${SVG_W * 2}" height="${SVG_H + 16}" viewBox="0 0 ${SVG_W * 2} ${SVG_H + 16}" font-family="sans-serif">`,

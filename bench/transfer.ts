@@ -121,6 +121,19 @@ export interface VrmetaTransferRow {
   readonly rssPeakBytes: number;
   /** VmRSS of the primary, which holds the same state (what the state itself costs in memory). */
   readonly peerRssBytes: number;
+  /**
+   * VmRSS of the other backup (neither the primary nor the rejoined replica): the same state,
+   * without the checkpoint payload a primary keeps in memory.
+   */
+  readonly backupRssBytes: number;
+  /**
+   * VmRSS of each replica after SETTLE_MS with no load (null in smoke runs): what a replica holds
+   * once the collector has run, rather than the garbage of the fetch it just served or received.
+   */
+  readonly settledRssBytes: { readonly primary: number; readonly backup: number; readonly rejoined: number } | null;
+  /** The replicas the accepted offer named (chunks come from the first; the primary is `primary`). */
+  readonly servers: readonly number[];
+  readonly primary: number;
 }
 
 export interface EtcdTransferRow {
@@ -404,6 +417,9 @@ async function vrmetaRecovery(cluster: VrmetaCluster, primary: number, backup: n
   };
 }
 
+/** How long a cluster idles before the settled RSS samples (V8's memory reducer runs after ~8 s idle). */
+const SETTLE_MS = 12_000;
+
 async function vrmetaCatchUp(
   cluster: VrmetaCluster,
   primary: number,
@@ -411,6 +427,7 @@ async function vrmetaCatchUp(
   kernels: 'wasm' | 'ts',
   sizeMiB: number,
   snapshot: { checkpointOp: number; snapshotBytes: number },
+  settle: boolean,
 ): Promise<VrmetaTransferRow> {
   const primaryStatus = await cluster.status(primary);
   await waitConverged(cluster, primaryStatus.commit_max);
@@ -455,6 +472,14 @@ async function vrmetaCatchUp(
   const fetchMs = lastChunk === undefined ? null : lastChunk.atMs - accepted.atMs;
   const artifactBytes = Number(accepted.record['bytes'] ?? snapshot.snapshotBytes);
   const peerMemory = readMemory(cluster.child(primary)!.pid);
+  const other = [0, 1, 2].find((index) => index !== primary && index !== backup)!;
+  const otherMemory = readMemory(cluster.child(other)!.pid);
+  let settledRssBytes: VrmetaTransferRow['settledRssBytes'] = null;
+  if (settle) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const rss = (index: number): number => readMemory(cluster.child(index)!.pid)?.rssBytes ?? 0;
+    settledRssBytes = { primary: rss(primary), backup: rss(other), rejoined: rss(backup) };
+  }
   return {
     kernels,
     sizeMiB,
@@ -472,6 +497,10 @@ async function vrmetaCatchUp(
     rssPeakGrowthBytes: (memory?.hwmBytes ?? 0) - rssBaselineBytes,
     rssPeakBytes: memory?.hwmBytes ?? 0,
     peerRssBytes: peerMemory?.rssBytes ?? 0,
+    backupRssBytes: otherMemory?.rssBytes ?? 0,
+    settledRssBytes,
+    servers: (accepted.record['servers'] as number[] | undefined) ?? [],
+    primary,
   };
 }
 
@@ -539,11 +568,15 @@ async function runVrmeta(
         log(`[bench] vrmeta ${kernels}: restart boot phases (ms): ${phases.join(', ')}`);
       }
 
-      const transfer = await vrmetaCatchUp(cluster, primary, backup, kernels, sizeMiB, snapshot);
+      const transfer = await vrmetaCatchUp(cluster, primary, backup, kernels, sizeMiB, snapshot, !smoke);
       out.transfers.push(transfer);
       log(
         `[bench] vrmeta ${kernels}: rejoin caught up in ${formatNumber(transfer.catchUpMs)} ms (${transfer.catchUpMBps.toFixed(1)} MB/s; fetch ${transfer.fetchMBps?.toFixed(1) ?? '?'} MB/s), RSS +${formatMiB(transfer.rssFetchGrowthBytes ?? 0)} fetching, +${formatMiB(transfer.rssPeakGrowthBytes)} peak`,
       );
+      const settled = transfer.settledRssBytes;
+      if (settled !== null) {
+        log(`[bench] vrmeta ${kernels}: RSS after ${SETTLE_MS / 1000} s idle: primary ${formatMiB(settled.primary)}, backup ${formatMiB(settled.backup)}, rejoined ${formatMiB(settled.rejoined)}`);
+      }
     }
   } finally {
     volume?.close();
@@ -770,6 +803,7 @@ export function transferCurve(report: TransferBenchReport): CurvePoint[] {
       catchUpS: row.catchUpMs / 1000,
       peakRssMiB: row.rssPeakBytes / MIB,
       peerRssMiB: row.peerRssBytes / MIB,
+      backupRssMiB: row.backupRssBytes / MIB,
     };
   });
 }
@@ -797,26 +831,40 @@ export function formatTransferReport(report: TransferBenchReport): string {
     '',
     'Growth with the snapshot (vrmeta; restart with a full WAL, catch-up of a wiped replica, both start -> ready):',
     '',
-    '| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of a peer |',
-    '|---|---:|---:|---:|---:|---:|',
+    '| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of the primary | RSS of a backup |',
+    '|---|---:|---:|---:|---:|---:|---:|',
     ...transferCurve(report).map(
       (point) =>
-        `| ${point.kernels} | ${point.snapshotMiB.toFixed(1)} MiB | ${seconds(point.restartS === null ? null : point.restartS * 1000)} | ${seconds(point.catchUpS * 1000)} | ${point.peakRssMiB.toFixed(0)} MiB | ${point.peerRssMiB.toFixed(0)} MiB |`,
+        `| ${point.kernels} | ${point.snapshotMiB.toFixed(1)} MiB | ${seconds(point.restartS === null ? null : point.restartS * 1000)} | ${seconds(point.catchUpS * 1000)} | ${point.peakRssMiB.toFixed(0)} MiB | ${point.peerRssMiB.toFixed(0)} MiB | ${point.backupRssMiB.toFixed(0)} MiB |`,
     ),
     '',
     'Catch-up of a wiped replica (start -> ready and caught up):',
     '',
-    '| system | kernels | state | catch-up | rate | boot + offer | fetch | fetch rate | install | repair + ready | RSS growth while fetching | peak RSS growth | peak RSS | RSS of a peer |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| system | kernels | state | catch-up | rate | boot + offer | fetch | fetch rate | install | repair + ready | RSS growth while fetching | peak RSS growth | peak RSS | RSS of the primary | RSS of a backup |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const row of report.transfers) {
     lines.push(
-      `| vrmeta | ${row.kernels} | ${formatMiB(row.snapshotBytes)} snapshot | ${seconds(row.catchUpMs)} | ${rate(row.catchUpMBps)} | ${seconds(row.beforeFetchMs)} | ${seconds(row.fetchMs)} | ${rate(row.fetchMBps)} | ${seconds(row.installMs)} | ${seconds(row.afterInstallMs)} | ${mibOrDash(row.rssFetchGrowthBytes)} | ${mibOrDash(row.rssPeakGrowthBytes)} | ${formatMiB(row.rssPeakBytes)} | ${formatMiB(row.peerRssBytes)} |`,
+      `| vrmeta | ${row.kernels} | ${formatMiB(row.snapshotBytes)} snapshot | ${seconds(row.catchUpMs)} | ${rate(row.catchUpMBps)} | ${seconds(row.beforeFetchMs)} | ${seconds(row.fetchMs)} | ${rate(row.fetchMBps)} | ${seconds(row.installMs)} | ${seconds(row.afterInstallMs)} | ${mibOrDash(row.rssFetchGrowthBytes)} | ${mibOrDash(row.rssPeakGrowthBytes)} | ${formatMiB(row.rssPeakBytes)} | ${formatMiB(row.peerRssBytes)} | ${formatMiB(row.backupRssBytes)} |`,
     );
   }
   for (const row of report.etcdTransfers) {
     lines.push(
-      `| etcd | — | ${formatMiB(row.dataBytes)} in ${formatNumber(row.keys)} keys (db ${formatMiB(row.dbSizeBytes)}) | ${seconds(row.catchUpMs)} | ${rate(row.catchUpMBps)} | healthy after ${seconds(row.healthyMs)} | ${row.viaSnapshot === true ? 'snapshot' : row.viaSnapshot === false ? 'log entries' : '—'} | — | — | — | — | — | ${formatMiB(row.rssPeakBytes)} | ${formatMiB(row.peerRssBytes)} |`,
+      `| etcd | — | ${formatMiB(row.dataBytes)} in ${formatNumber(row.keys)} keys (db ${formatMiB(row.dbSizeBytes)}) | ${seconds(row.catchUpMs)} | ${rate(row.catchUpMBps)} | healthy after ${seconds(row.healthyMs)} | ${row.viaSnapshot === true ? 'snapshot' : row.viaSnapshot === false ? 'log entries' : '—'} | — | — | — | — | — | ${formatMiB(row.rssPeakBytes)} | ${formatMiB(row.peerRssBytes)} | — |`,
+    );
+  }
+  const settledRows = report.transfers.filter((row) => row.settledRssBytes !== null);
+  if (settledRows.length > 0) {
+    lines.push(
+      '',
+      `RSS of each replica after ${SETTLE_MS / 1000} s with no load (the fetch's garbage collected; the target: <= 1.5x the snapshot + 200 MiB):`,
+      '',
+      '| kernels | state | primary | backup | rejoined replica |',
+      '|---|---:|---:|---:|---:|',
+      ...settledRows.map((row) => {
+        const settled = row.settledRssBytes!;
+        return `| ${row.kernels} | ${formatMiB(row.snapshotBytes)} snapshot | ${formatMiB(settled.primary)} | ${formatMiB(settled.backup)} | ${formatMiB(settled.rejoined)} |`;
+      }),
     );
   }
   if (report.socketBaseline.length > 0) {

@@ -178,6 +178,18 @@ const MUTATIONS = [
     pins: [PIN.corruptAtRest],
   },
   {
+    id: '3c',
+    defect: 3,
+    reverts: 'each chunk read from the file is checked against the sum offered before it is sent',
+    edits: [{ file: SERVER, search: '      if (actual !== expected) {\n', replace: '      if (false) {\n' }],
+    pins: [
+      {
+        file: 'test/unit/transfer-server.test.ts',
+        name: 'transfer server a chunk whose bytes at rest differ from the sum offered is never sent: the offers are withdrawn with a vouch and the file fetched back',
+      },
+    ],
+  },
+  {
     id: '4a',
     defect: 4,
     reverts: 'a chunk request at or past the end is refused',

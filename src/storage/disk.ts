@@ -31,6 +31,13 @@ export interface Disk {
   read(name: string, offset: number, target: Uint8Array): number;
   /** The whole file in a new array. */
   readAll(name: string): Uint8Array;
+  /**
+   * Opens `name` for reading on a handle of its own: it keeps reading the file it opened after a
+   * rename or remove replaced or dropped the name (POSIX: the inode lives while a descriptor holds
+   * it), so a replica can serve the previous checkpoint's bytes after a newer one was renamed in.
+   * Closed by its `close`, or by the disk's.
+   */
+  openRead(name: string): DiskFileReader;
   /** Writes `bytes` at `offset`, creating the file when missing and extending it as needed. */
   write(name: string, offset: number, bytes: Uint8Array): void;
   /** Sets the file's size (shrinks it, or extends it with zeros). */
@@ -53,6 +60,14 @@ export interface Disk {
   /** Names of the files in the directory, sorted. */
   list(): string[];
   /** Releases cached handles. The disk must not be used afterwards. */
+  close(): void;
+}
+
+/** A file held open for reading (`Disk.openRead`). */
+export interface DiskFileReader {
+  /** As `Disk.read`, on the file this handle opened. */
+  read(offset: number, target: Uint8Array): number;
+  /** Releases the handle; later reads are a bug. Closing twice is a no-op. */
   close(): void;
 }
 

@@ -32,7 +32,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { assert } from '../stdx/assert.js';
-import { assertFileName, DiskError, FsyncError, type Disk, type DiskOperation } from './disk.js';
+import { assertFileName, DiskError, FsyncError, type Disk, type DiskFileReader, type DiskOperation } from './disk.js';
 
 /** A data directory holds about seven files; more open descriptors than this means a leak. */
 const DESCRIPTORS_CACHED_MAX = 16;
@@ -40,6 +40,8 @@ const DESCRIPTORS_CACHED_MAX = 16;
 export class FsDisk implements Disk {
   readonly location: string;
   private readonly descriptors = new Map<string, number>();
+  /** Descriptors of `openRead` handles not closed yet (closed with the disk). */
+  private readonly readers = new Set<number>();
   private closed = false;
 
   /** Opens (and with `create`, makes) the directory. */
@@ -110,7 +112,11 @@ export class FsDisk implements Disk {
 
   read(name: string, offset: number, target: Uint8Array): number {
     assert(Number.isSafeInteger(offset) && offset >= 0, 'read offset');
-    const fd = this.descriptor(name, 'read', false);
+    return this.readAt(this.descriptor(name, 'read', false), name, offset, target);
+  }
+
+  private readAt(fd: number, name: string, offset: number, target: Uint8Array): number {
+    assert(Number.isSafeInteger(offset) && offset >= 0, 'read offset');
     let done = 0;
     try {
       while (done < target.byteLength) {
@@ -122,6 +128,32 @@ export class FsDisk implements Disk {
       this.fail('read', name, error);
     }
     return done;
+  }
+
+  openRead(name: string): DiskFileReader {
+    const path = this.path(name);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY);
+    } catch (error) {
+      this.fail('open', name, error);
+    }
+    this.readers.add(fd);
+    assert(this.readers.size <= DESCRIPTORS_CACHED_MAX, 'open readers are bounded');
+    return {
+      read: (offset, target) => {
+        assert(this.readers.has(fd), 'read on an open reader');
+        return this.readAt(fd, name, offset, target);
+      },
+      close: () => {
+        if (!this.readers.delete(fd)) return;
+        try {
+          closeSync(fd);
+        } catch (error) {
+          this.fail('open', name, error);
+        }
+      },
+    };
   }
 
   readAll(name: string): Uint8Array {
@@ -236,6 +268,8 @@ export class FsDisk implements Disk {
   close(): void {
     if (this.closed) return;
     for (const name of [...this.descriptors.keys()]) this.forget(name);
+    for (const fd of this.readers) closeSync(fd);
+    this.readers.clear();
     this.closed = true;
   }
 }

@@ -26,7 +26,7 @@
  * Latency is not modelled here: the simulator adds it when it delivers completions.
  */
 import { assert } from '../stdx/assert.js';
-import { assertFileName, DiskError, FsyncError, type Disk, type DiskOperation } from './disk.js';
+import { assertFileName, DiskError, FsyncError, type Disk, type DiskFileReader, type DiskOperation } from './disk.js';
 
 /** The PRNG surface the disk needs; `Prng` from src/stdx/prng.ts satisfies it. */
 export interface SimRandom {
@@ -282,8 +282,13 @@ export class SimDisk implements Disk {
 
   read(name: string, offset: number, target: Uint8Array): number {
     this.checkAlive();
+    return this.readInode(this.file(name, 'read'), offset, target);
+  }
+
+  private readInode(inode: Inode, offset: number, target: Uint8Array): number {
+    this.checkAlive();
     assert(Number.isSafeInteger(offset) && offset >= 0, 'read offset');
-    const bytes = this.file(name, 'read').current;
+    const bytes = inode.current;
     const count = Math.max(0, Math.min(target.byteLength, bytes.byteLength - offset));
     target.set(bytes.subarray(offset, offset + count), 0);
     if (count > 0 && this.random.chance(this.faults.readBitFlipProbability)) {
@@ -297,6 +302,22 @@ export class SimDisk implements Disk {
     const bytes = new Uint8Array(this.size(name));
     this.read(name, 0, bytes);
     return bytes;
+  }
+
+  openRead(name: string): DiskFileReader {
+    this.checkAlive();
+    // The inode, not the name: a rename over `name` or its removal leaves this handle reading it.
+    const inode = this.file(name, 'open');
+    let open = true;
+    return {
+      read: (offset, target) => {
+        assert(open, 'read on an open reader');
+        return this.readInode(inode, offset, target);
+      },
+      close: () => {
+        open = false;
+      },
+    };
   }
 
   write(name: string, offset: number, bytes: Uint8Array): void {

@@ -17,7 +17,7 @@ import { trailerWriteChecksum } from '../kernels/trailer.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
-import { DiskError, type Disk } from './disk.js';
+import { DiskError, type Disk, type DiskFileReader } from './disk.js';
 import {
   DurableWriteError,
   canWriteDurablyAsync,
@@ -45,6 +45,22 @@ export const SNAPSHOT_TRANSFER_FILE = `${SNAPSHOT_FILE}.transfer`;
  */
 export const SNAPSHOT_FILE_SIZE_MAX = 1024 * 1024 * 1024;
 
+/**
+ * Checkpoint generations whose bytes stay readable for serving state-transfer chunks: the current
+ * `snapshot.bin` and the one it replaced (held open across the rename), so a fetch that began
+ * before a checkpoint finishes from the file it began on, and memory never holds a payload for
+ * it (TigerBeetle frees a checkpoint's blocks only once the next one is durable, for the same
+ * reason). A fetch two checkpoints behind is refused and restarts on the newest.
+ */
+export const SNAPSHOT_GENERATIONS_HELD = 2;
+
+/** A checkpoint generation held open for chunk reads. */
+interface HeldGeneration {
+  readonly checksum: bigint;
+  readonly payloadSizeBytes: number;
+  readonly reader: DiskFileReader;
+}
+
 export interface SnapshotRead {
   /**
    * The payload as stored: a view of the file as read (an owned JS buffer, not kernel memory; its
@@ -71,6 +87,8 @@ export class SnapshotFile {
   readonly kernels: Kernels;
   /** What `snapshot.bin` holds as far as this instance knows: its payload size and checksum. */
   private current: { readonly payloadSizeBytes: number; readonly checksum: bigint } | null = null;
+  /** Generations held open for chunk reads, oldest first (at most SNAPSHOT_GENERATIONS_HELD). */
+  private readonly held: HeldGeneration[] = [];
 
   constructor(disk: Disk, kernels: Kernels) {
     this.disk = disk;
@@ -98,6 +116,7 @@ export class SnapshotFile {
       throw error;
     }
     this.current = { payloadSizeBytes: payload.byteLength, checksum };
+    this.holdCurrent();
     return checksum;
   }
 
@@ -125,6 +144,7 @@ export class SnapshotFile {
         return;
       }
       this.current = { payloadSizeBytes: payload.byteLength, checksum };
+      this.holdCurrent();
       done(checksum);
     });
   }
@@ -167,6 +187,7 @@ export class SnapshotFile {
       );
     }
     this.current = { payloadSizeBytes: attempt.payload.byteLength, checksum: attempt.checksum };
+    this.holdCurrent();
     return { payload: attempt.payload, checksum: attempt.checksum, version };
   }
 
@@ -188,21 +209,53 @@ export class SnapshotFile {
   }
 
   /**
-   * Reads payload bytes [offset, offset + target.byteLength) of the snapshot whose checkpoint
-   * checksum is `checksum` into `target`, for serving state-transfer chunks without loading the
-   * file again. Returns the byte count (short at the payload end, 0 at or past it), or null when
-   * `snapshot.bin` is no longer that snapshot (a newer checkpoint replaced it): chunks of two
-   * different snapshots must never be mixed into one transfer.
+   * Reads payload bytes [offset, offset + target.byteLength) of the checkpoint whose id is
+   * `checksum` into `target`, for serving state-transfer chunks: from `snapshot.bin`, or from the
+   * generation it replaced while that is held open (`SNAPSHOT_GENERATIONS_HELD`). Returns the byte
+   * count (short at the payload end, 0 at or past it), or null when that checkpoint is no longer
+   * held: chunks of two different snapshots must never be mixed into one transfer. The bytes are
+   * as found at rest: the caller checks them against the chunk sums it offered.
    */
   readPayloadChunk(checksum: bigint, offset: number, target: Uint8Array): number | null {
     assert(Number.isSafeInteger(offset) && offset >= 0, 'chunk offset');
-    const current = this.current;
-    if (current === null || current.checksum !== checksum) return null;
-    const length = Math.max(0, Math.min(target.byteLength, current.payloadSizeBytes - offset));
+    let generation = this.held.find((candidate) => candidate.checksum === checksum);
+    if (generation === undefined && this.current?.checksum === checksum) generation = this.openCurrent(this.current);
+    if (generation === undefined) return null;
+    const length = Math.max(0, Math.min(target.byteLength, generation.payloadSizeBytes - offset));
     if (length === 0) return 0;
-    const count = this.disk.read(SNAPSHOT_FILE, offset, target.subarray(0, length));
+    const count = generation.reader.read(offset, target.subarray(0, length));
     if (count !== length) throw new DiskError('read', SNAPSHOT_FILE, new Error(`short read ${count}/${length}`));
     return count;
+  }
+
+  /** Generations held open now (for tests). */
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  /**
+   * Holds `snapshot.bin` open as the current generation, after it was written, read or installed
+   * (before anything can rename over it). A failure to open is not the write's: it is retried by
+   * the next chunk read, which reports it.
+   */
+  private holdCurrent(): void {
+    const current = this.current;
+    if (current === null) return;
+    // A rewrite of the same checkpoint (its file healed): the new file replaces the old handle.
+    const same = this.held.findIndex((generation) => generation.checksum === current.checksum);
+    if (same >= 0) this.held.splice(same, 1)[0]!.reader.close();
+    try {
+      this.openCurrent(current);
+    } catch (error) {
+      if (!(error instanceof DiskError)) throw error;
+    }
+  }
+
+  private openCurrent(current: { readonly payloadSizeBytes: number; readonly checksum: bigint }): HeldGeneration {
+    const generation = { ...current, reader: this.disk.openRead(SNAPSHOT_FILE) };
+    this.held.push(generation);
+    while (this.held.length > SNAPSHOT_GENERATIONS_HELD) this.held.shift()!.reader.close();
+    return generation;
   }
 
   // -----------------------------------------------------------------------------------------------
@@ -267,6 +320,7 @@ export class SnapshotFile {
       throw error;
     }
     this.current = { payloadSizeBytes: sizeBytes, checksum: actual };
+    this.holdCurrent();
     return { ok: true, snapshot, payload };
   }
 

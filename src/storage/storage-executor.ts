@@ -61,6 +61,18 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         if (problem !== null) return { ok: false, error: `${SNAPSHOT_FILE} for checkpoint op ${request.op}: ${problem}` };
         break;
       }
+      case 'snapshot_rewrite':
+        handles.snapshotFile.write(request.payload, request.checksum);
+        break;
+      case 'snapshot_chunk_read': {
+        const chunk = new Uint8Array(request.len);
+        const count = handles.snapshotFile.readPayloadChunk(request.checksum, request.offset, chunk);
+        if (count === null) return { ok: true };
+        if (count !== request.len) {
+          return { ok: false, error: `${SNAPSHOT_FILE} for checkpoint op ${request.op}: ${count} of ${request.len} bytes at offset ${request.offset}` };
+        }
+        return { ok: true, chunk };
+      }
       case 'transfer_write':
         handles.snapshotFile.transferWrite(request.offset, request.bytes);
         break;

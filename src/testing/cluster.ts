@@ -198,6 +198,7 @@ export class Cluster {
       ...(options.prepareEagerMax === undefined
         ? {}
         : { prepareEagerMax: options.prepareEagerMax }),
+      ...(options.offerPayloadOnEveryReplica === true ? { offerPayloadOnEveryReplica: true } : {}),
       clientsTableMax: options.clientsTableMax,
       viewProbeAttemptsMax: 5,
       stateChunkSize: options.stateChunkSize,

@@ -11,6 +11,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
 import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
+import { SNAPSHOT_GENERATIONS_HELD } from '../storage/snapshot-file.js';
 import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
 import { decodeSnapshot } from '../format/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
@@ -42,6 +43,12 @@ export class MemoryReplicaStore implements ReplicaStore {
   private superblock: VsrState | null = null;
   /** The snapshot file: payload plus the checksum its trailer records. */
   private snapshot: { payload: Uint8Array; checksum: bigint } | null = null;
+  /**
+   * The checkpoint generations held open for chunk reads, oldest first: the snapshot file and the
+   * one it replaced (SNAPSHOT_GENERATIONS_HELD, as the snapshot file does). The same objects as
+   * `snapshot` was, so corruption at rest shows through them too.
+   */
+  private held: { payload: Uint8Array; checksum: bigint }[] = [];
   /** The state-transfer temp file. */
   private transfer: Uint8Array = new Uint8Array(0);
 
@@ -65,8 +72,18 @@ export class MemoryReplicaStore implements ReplicaStore {
   wipe(): void {
     this.superblock = null;
     this.snapshot = null;
+    this.held = [];
     this.wal = [];
     this.transfer = new Uint8Array(0);
+  }
+
+  /** `snapshot.bin` was replaced: hold the new generation, release the oldest beyond the bound. */
+  private replaceSnapshot(snapshot: { payload: Uint8Array; checksum: bigint }): void {
+    this.snapshot = snapshot;
+    // A rewrite of the same checkpoint replaces its generation: reads go to the new file.
+    this.held = this.held.filter((generation) => generation.checksum !== snapshot.checksum);
+    this.held.push(snapshot);
+    while (this.held.length > SNAPSHOT_GENERATIONS_HELD) this.held.shift();
   }
 
   execute(request: StorageRequest): StorageResult {
@@ -97,7 +114,7 @@ export class MemoryReplicaStore implements ReplicaStore {
       case 'checkpoint_write': {
         // Encoded at completion, as the node's worker does, from the model captured at the op.
         const written = encodeCheckpoint(this.kernels, request.snapshot, request.chunkSize);
-        this.snapshot = { payload: written.payload.slice(), checksum: written.checksum };
+        this.replaceSnapshot({ payload: written.payload.slice(), checksum: written.checksum });
         return { ok: true, checkpoint: written };
       }
       case 'snapshot_read': {
@@ -116,6 +133,17 @@ export class MemoryReplicaStore implements ReplicaStore {
           return { ok: false, error: 'snapshot.bin: another checkpoint' };
         }
         return { ok: true };
+      }
+      case 'snapshot_rewrite':
+        this.replaceSnapshot({ payload: request.payload.slice(), checksum: request.checksum });
+        return { ok: true };
+      case 'snapshot_chunk_read': {
+        const generation = this.held.find((candidate) => candidate.checksum === request.checksum);
+        if (generation === undefined) return { ok: true };
+        const end = request.offset + request.len;
+        const short = end > generation.payload.byteLength;
+        if (short) return { ok: false, error: 'snapshot.bin: short read' };
+        return { ok: true, chunk: generation.payload.slice(request.offset, end) };
       }
       case 'transfer_write':
       case 'transfer_install':
@@ -159,7 +187,7 @@ export class MemoryReplicaStore implements ReplicaStore {
         if (snapshot.sequenceNumber !== request.op) {
           return { ok: false, error: 'transfer: sequence number mismatch' };
         }
-        this.snapshot = { payload, checksum: request.checksum };
+        this.replaceSnapshot({ payload, checksum: request.checksum });
         return { ok: true, snapshot };
       }
       case 'transfer_discard':
@@ -169,6 +197,8 @@ export class MemoryReplicaStore implements ReplicaStore {
   }
 
   boot(kernels: Kernels, replicaCount: number): ReplicaBootState {
+    // A restart holds only the file at rest: the old generations' handles died with the process.
+    this.held = this.snapshot === null ? [] : [this.snapshot];
     let snapshot: ReplicaBootState['snapshot'] = null;
     if (this.snapshot !== null) {
       const decoded = decodeSnapshot(this.snapshot.payload);

@@ -22,6 +22,8 @@ export interface SimOptions {
   readonly prepareBatchMax?: number;
   /** Prepares in flight below which a request prepares at once; absent: the replica default. */
   readonly prepareEagerMax?: number;
+  /** The state-transfer serving rule regression seeds were found under (ReplicaConfig). */
+  readonly offerPayloadOnEveryReplica?: boolean;
   readonly clientsTableMax: number;
   /** State-transfer chunk size: tiny, so a transfer takes many chunks. */
   readonly stateChunkSize: number;
@@ -160,12 +162,17 @@ export const LATER_FAULTS_OFF: Pick<SimOptions, 'fullRestartProbability'> = {
 };
 
 /**
- * Every request prepared at once while the pipeline has room (prepare_eager_max = the seed's
- * prepare_queue_depth): what the swarm ran before a request that finds a prepare in flight waited
- * for its commit. Regression seeds found before replay with it: the schedule they failed with.
+ * The rules the regression seeds were found under, so they replay with the schedules they failed
+ * with: every request prepared at once while the pipeline has room (prepare_eager_max = the
+ * seed's prepare_queue_depth; before a request that finds a prepare in flight waited for its
+ * commit), and every replica serving state transfer from a checkpoint payload it keeps (before
+ * the payload stayed on the primary only; `offerPayloadOnEveryReplica`).
  */
-export function eagerPrepares(seed: number): Pick<SimOptions, 'prepareEagerMax'> {
-  return { prepareEagerMax: swarmOptions(seed).prepareQueueDepth };
+export function rulesOfThen(
+  seed: number,
+): Pick<SimOptions, 'prepareEagerMax' | 'offerPayloadOnEveryReplica'> {
+  const prepareEagerMax = swarmOptions(seed).prepareQueueDepth;
+  return { prepareEagerMax, offerPayloadOnEveryReplica: true };
 }
 
 /**

@@ -52,6 +52,8 @@ export interface ReplicaConfigInput {
   readonly prepareBatchMax?: number;
   /** Prepares in flight below which a request is prepared at once (default: see ReplicaConfig). */
   readonly prepareEagerMax?: number;
+  /** See ReplicaConfig (default false; the simulator's regression seeds replay with it). */
+  readonly offerPayloadOnEveryReplica?: boolean;
   readonly clientsTableMax?: number;
   /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
   readonly viewProbeAttemptsMax?: number;
@@ -81,6 +83,14 @@ export interface ReplicaConfig {
    * writer is never delayed; concurrent writers share prepares), prepare_queue_depth with it off.
    */
   readonly prepareEagerMax: number;
+  /**
+   * The state-transfer serving rule before the payload stayed on the primary only: every replica
+   * keeps its latest checkpoint's payload for offers (written, booted or installed), serves every
+   * chunk from it, never heals its file from it, and a receiver fetches from the first server of
+   * its vote. Only the simulator sets it, to replay regression seeds found under that rule with
+   * the schedules they failed with (as `prepareEagerMax` does for the batching rule).
+   */
+  readonly offerPayloadOnEveryReplica: boolean;
   readonly clientsTableMax: number;
   readonly viewProbeAttemptsMax: number;
   /**
@@ -180,6 +190,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     requestQueueDepth: 2 * prepareQueueDepth,
     prepareBatchMax,
     prepareEagerMax,
+    offerPayloadOnEveryReplica: input.offerPayloadOnEveryReplica ?? false,
     clientsTableMax,
     viewProbeAttemptsMax,
     checkpointInterval,

@@ -105,6 +105,8 @@ export const DropReason = {
   chunkArtifactUnknown: 'chunk_artifact_unknown',
   /** A chunk request at or past the artifact's end: never answered with an empty chunk. */
   chunkPastEnd: 'chunk_past_end',
+  /** A chunk request while CHUNK_READS_PER_OFFER_MAX reads of its offer are queued (duplicates). */
+  chunkReadsBusy: 'chunk_reads_busy',
 } as const;
 export type DropReason = (typeof DropReason)[keyof typeof DropReason];
 

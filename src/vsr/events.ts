@@ -15,6 +15,10 @@ export const REPLICA_EVENTS = {
   election_from_recovery: 'starting an election from recovery',
   offer_refused_snapshot_unreadable: 'state transfer offer refused: snapshot unreadable',
   offer_source_ready: 'state transfer offer ready for the checkpoint',
+  offer_released: 'state transfer offers withdrawn: their checkpoint is no longer held',
+  snapshot_rewrite_started:
+    'our snapshot file does not verify: rewriting it from the checkpoint held in memory',
+  snapshot_rewritten: 'snapshot file rewritten from the checkpoint held in memory',
   state_transfer_started: 'state transfer started',
   state_transfer_target_accepted: 'state transfer target accepted',
   state_transfer_behind_frontier:

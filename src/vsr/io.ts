@@ -87,6 +87,30 @@ export type StorageRequest =
    * without returning the payload. An error carries the real cause.
    */
   | { readonly kind: 'snapshot_verify'; readonly op: number; readonly checksum: bigint }
+  /**
+   * Serving a state transfer: read payload bytes [offset, offset + len) of checkpoint `op`, whose
+   * id is `checksum`, from `snapshot.bin` or from the generation a newer checkpoint replaced (the
+   * storage holds the last two open). The result's `chunk` is absent when that checkpoint is no
+   * longer held. The bytes are as found at rest: the core checks them against its chunk sums.
+   */
+  | {
+      readonly kind: 'snapshot_chunk_read';
+      readonly op: number;
+      readonly checksum: bigint;
+      readonly offset: number;
+      readonly len: number;
+    }
+  /**
+   * Our `snapshot.bin` no longer verifies, but we hold the checkpoint's payload (verified against
+   * its id when it was taken): rewrite the file from it, durably (temp, fsync, rename, fsync dir;
+   * the trailer takes `checksum`, the payload's XXH3-64, without another pass).
+   */
+  | {
+      readonly kind: 'snapshot_rewrite';
+      readonly op: number;
+      readonly checksum: bigint;
+      readonly payload: Uint8Array;
+    }
   /** State transfer: write a verified chunk into the temp file (offset 0 truncates it). */
   | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array }
   /**
@@ -108,9 +132,14 @@ export type StorageResult =
       readonly ok: true;
       /** snapshot_read: the verified payload. */
       readonly payload?: Uint8Array;
+      /** snapshot_chunk_read: the bytes read (absent: that checkpoint is no longer held). */
+      readonly chunk?: Uint8Array;
       /** transfer_install: the decoded snapshot that is now durable. */
       readonly snapshot?: MetadataSnapshot;
-      /** transfer_install: its payload, when the storage holds it (the receiver offers it on). */
+      /**
+       * transfer_install: its payload, when the storage holds it (kept for offers only under
+       * ReplicaConfig.offerPayloadOnEveryReplica).
+       */
       readonly installedPayload?: Uint8Array;
       /** checkpoint_write: what was written durably. */
       readonly checkpoint?: CheckpointWritten;

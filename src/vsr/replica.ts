@@ -74,7 +74,6 @@ import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
 import {
   VIEW_HEADERS_MAX,
   VSR_FLAG_NACK_UNKNOWN,
-  type CheckpointWritten,
   type LogLevel,
   type ReplicaEnv,
   type StorageRequest,
@@ -119,6 +118,7 @@ import {
   zeroTransferServerCounters,
   type TransferServerCounters,
   type TransferServerHost,
+  type CheckpointChunks,
 } from './transfer-server.js';
 import {
   mergeDoViewChanges,
@@ -218,6 +218,13 @@ function transferInstallRequest(accepted: AcceptedTarget): StorageRequest {
     len: accepted.entry.len,
     checksum: accepted.checksum,
   };
+}
+
+/** The chunk sums an installed checkpoint's bytes were received against (what we offer on). */
+function acceptedChunks(accepted: AcceptedTarget, payload: Uint8Array | null): CheckpointChunks {
+  const { op, checksum, manifest, entry } = accepted;
+  const { len, chunkChecksums } = entry;
+  return { op, checksum, len, chunkSize: manifest.chunkSize, chunkChecksums, payload };
 }
 
 /** A DoViewChange merge that decided the new view's log. */
@@ -375,13 +382,14 @@ export class Replica {
   /** Checkpoint ids by op, recent ones, for divergence checks against peers. */
   readonly checkpointIds = new Map<number, bigint>();
   /**
-   * From the checkpoint op until its superblock pairing is durable. `written` (id, payload, chunk
-   * sums) is null while the storage encodes and writes the snapshot: the id is known only then.
+   * From the checkpoint op until its superblock pairing is durable. `written` (the id) is null
+   * while the storage encodes and writes the snapshot: the id is known only then. The payload is
+   * not kept: offers read chunks back from the file.
    */
   private checkpointInProgress: {
     op: number;
     anchor: bigint;
-    written: CheckpointWritten | null;
+    written: { readonly checksum: bigint } | null;
   } | null = null;
   /** Identity of the prepare at `checkpointOp` (persisted: a transferred one has no WAL entry). */
   private checkpointAnchor: bigint | null = 0n;
@@ -553,7 +561,7 @@ export class Replica {
     );
     this.checkpointOp = snapshot.decoded.sequenceNumber;
     this.checkpointChecksum = snapshot.checksum;
-    this.transferServer.bootPayload(this.checkpointOp, snapshot.payload);
+    this.transferServer.bootPayload(this.checkpointOp, snapshot.checksum, snapshot.payload);
     this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
     this.commitMin = this.checkpointOp;
     this.commitMax = this.checkpointOp;
@@ -1837,7 +1845,7 @@ export class Replica {
       assert(written !== undefined, 'a checkpoint write returns what it wrote');
       // The id exists only now: the storage computed it with the offer's chunk sums in one pass
       // over the payload (no read-back on request).
-      done.written = written;
+      done.written = { checksum: written.checksum };
       this.checkpointIds.set(done.op, written.checksum);
       this.onCheckpoint?.(done.op, written.checksum);
       for (const op of [...this.checkpointIds.keys()]) {
@@ -1940,6 +1948,8 @@ export class Replica {
     this.heartbeatLast = header.timestampMonotonic;
     this.timeoutNormalHeartbeat.reset();
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
+    // The primary holds this checkpoint durably too: ours is not the only copy any more.
+    this.transferServer.peerHolds(header.checkpointOp, header.commitChecksum);
     if (this.journalCanonicalForView()) this.advanceCommitCanonical(header.commit);
     else this.advanceCommitMax(header.commit);
     this.commitJournal();
@@ -3193,7 +3203,11 @@ export class Replica {
       this.timeoutRepair.start();
       return;
     }
-    const target = session.targets.get(best.servers[0]!)!;
+    // Chunks come from the primary first when it offers: it holds the checkpoint's payload in
+    // memory (the transfer server's rule), so it serves views of it where a backup reads its file.
+    const primary = this.config.offerPayloadOnEveryReplica ? -1 : this.primaryIndex();
+    const servers = [...best.servers].sort((a, b) => Number(b === primary) - Number(a === primary));
+    const target = session.targets.get(servers[0]!)!;
     const entry = target.manifest.entries.find(
       (candidate) => candidate.kind === ArtifactKind.metadataSnapshot,
     )!;
@@ -3202,7 +3216,7 @@ export class Replica {
       checksum: best.checksum,
       manifest: target.manifest,
       entry,
-      servers: best.servers,
+      servers,
     });
     session.received = 0;
     session.requested = 0;
@@ -3213,7 +3227,7 @@ export class Replica {
     this.emit('info', 'state_transfer_target_accepted', {
       checkpoint_op: best.op,
       bytes: entry.len,
-      servers: best.servers,
+      servers,
     });
     this.requestChunks(session);
   }
@@ -3452,8 +3466,9 @@ export class Replica {
     this.checkpointOp = accepted.op;
     this.checkpointChecksum = accepted.checksum;
     this.checkpointIds.set(accepted.op, accepted.checksum);
-    // The installed payload is what we offer on (one payload: the old source goes).
-    this.transferServer.checkpointReplaced(accepted.op, installed.payload);
+    // What we offer on now: the installed file, with the chunk sums it was received against.
+    const kept = this.keptPayload(installed.payload);
+    this.transferServer.checkpointReplaced(acceptedChunks(accepted, kept));
     this.superblockStateTransfer = true;
     this.persistView();
     this.stateTransfer.clear();
@@ -3549,6 +3564,14 @@ export class Replica {
 
   // ---------------------------------------------------------------- snapshot repair (serving side)
 
+  /**
+   * The payload an install or a repair keeps for offers: none (its servers hold the checkpoint),
+   * except under the serving rule regression seeds replay with (`offerPayloadOnEveryReplica`).
+   */
+  private keptPayload(installed: Uint8Array | undefined): Uint8Array | null {
+    return this.config.offerPayloadOnEveryReplica ? (installed ?? null) : null;
+  }
+
   /** Fetch our damaged snapshot file back from a peer (see `snapshotRepair`). */
   private startSnapshotRepair(): void {
     const damaged = this.transferServer.damaged;
@@ -3603,7 +3626,8 @@ export class Replica {
         this.env.logger.log('warn', 'snapshot repair: install refused', { error: result.error });
         return; // the next offer request retries
       }
-      this.transferServer.snapshotRepaired(accepted.op, result.installedPayload);
+      const kept = this.keptPayload(result.installedPayload);
+      this.transferServer.snapshotRepaired(acceptedChunks(accepted, kept));
       this.counters.snapshotRepairs += 1;
       this.env.logger.log('info', 'snapshot repaired from a peer', {
         checkpoint_op: accepted.op,

@@ -1,9 +1,19 @@
 /**
  * The state-transfer server: what a replica does when a peer pulls its latest checkpoint. It
- * builds one offer source per checkpoint (the payload whose XXH3-64 is the checkpoint id, its
- * manifest and chunk sums), hands each requester an offer of it (first-wins per requester and
- * nonce), serves chunks from that payload, ages idle offers out, and checks in the background
- * that the snapshot file at rest still holds what it offers.
+ * builds one offer source per checkpoint (its id, manifest and chunk sums, computed where the
+ * payload already passes: the checkpoint's encode, the boot's read, the receiver's install),
+ * hands each requester an offer of it (first-wins per requester and nonce), serves its chunks,
+ * ages idle offers out, and checks in the background that the file at rest still holds what it
+ * offers.
+ *
+ * The payload stays in memory only while this replica may be the one replica holding the
+ * checkpoint: from the checkpoint (or a boot) until its primary's heartbeat names the same
+ * checkpoint as durable there (`peerHolds`); a primary always holds its own. While held, chunks
+ * are views of it, and a snapshot file found rotten is rewritten from it (`snapshot_rewrite`):
+ * a lone copy that rots at rest is never lost. Once released, each chunk is read from the
+ * snapshot file and checked against the sum offered for it before it is sent; the storage keeps
+ * the current checkpoint's file and the one it replaced open (SNAPSHOT_GENERATIONS_HELD), and a
+ * file found rotten is fetched back from a peer, which by then holds the same checkpoint.
  *
  * Like the rest of the core it does no IO and reads no clock: the replica owns it, dispatches the
  * two request commands and the tick to it, and lends it a narrow host (its standing, its send
@@ -19,7 +29,13 @@ import { buildFrameHeader } from './frame.js';
 import type { RequestStateChunkHeader, RequestStateTransferHeader } from './header.js';
 import type { LogLevel, Logger, StorageRequest, StorageResult } from './io.js';
 import type { SendFields } from './send.js';
-import { ArtifactKind, chunkCount, encodeManifest, type Manifest } from './state-transfer.js';
+import {
+  ArtifactKind,
+  chunkCount,
+  encodeManifest,
+  type Manifest,
+  type ManifestEntry,
+} from './state-transfer.js';
 
 /** The replica counters the server keeps (`ReplicaCounters` extends these). */
 export interface TransferServerCounters {
@@ -30,10 +46,21 @@ export interface TransferServerCounters {
    * in memory), or on the first request after a boot or an install (from the payload they hold).
    */
   offerSourcesBuilt: number;
-  /** Offer sources that had to be read back from the snapshot file (no payload in memory). */
+  /** Offer sources that had to be read back from the whole snapshot file (no sums known). */
   offerSourceReads: number;
   /** Checks that the snapshot file at rest still is the offered checkpoint (once per source). */
   offerSourceChecks: number;
+  /** Chunks read from the snapshot file to serve a fetch. */
+  chunkReads: number;
+  /**
+   * Offers withdrawn because their checkpoint's file is no longer held (two newer checkpoints
+   * were written during the fetch): the requester restarts on the newest.
+   */
+  offersReleased: number;
+  /** Payloads let go once the primary named the same checkpoint durable (`peerHolds`). */
+  payloadsReleased: number;
+  /** Rotten snapshot files rewritten from the payload held in memory. */
+  snapshotsRewritten: number;
   /** Our snapshot file failed verification when an offer was built (it is repaired from a peer). */
   snapshotsDamaged: number;
 }
@@ -46,6 +73,10 @@ export function zeroTransferServerCounters(): TransferServerCounters {
     offerSourcesBuilt: 0,
     offerSourceReads: 0,
     offerSourceChecks: 0,
+    chunkReads: 0,
+    offersReleased: 0,
+    payloadsReleased: 0,
+    snapshotsRewritten: 0,
     snapshotsDamaged: 0,
   };
 }
@@ -71,7 +102,7 @@ export interface TransferServerHost {
   anchorOf(op: number): bigint;
   /** The replica's one send path, for StateTransferTarget (offers and refusals). */
   sendTarget(requester: number, fields: TargetFields, manifestBytes?: Uint8Array): void;
-  /** A sealed StateChunk frame as header + body (the body is a view of the payload). */
+  /** A sealed StateChunk frame as header + body (the body is the bytes read for it). */
   sendChunk(requester: number, header: Uint8Array, body: Uint8Array): void;
   /** Queues a storage request; `done` runs when it completes (in submission order). */
   submit(request: StorageRequest, done: (result: StorageResult) => void): void;
@@ -83,19 +114,60 @@ export interface TransferServerHost {
 }
 
 /**
- * A checkpoint offer, built once per checkpoint from the payload whose hash is the checkpoint id
- * (the one just written durably, or verified when read at boot or installed).
+ * Chunk reads one offer may have in the storage queue: twice a receiver's window, so duplicated
+ * or retried requests cannot queue reads without bound.
+ */
+export const CHUNK_READS_PER_OFFER_MAX = 8;
+
+/**
+ * A checkpoint's chunk sums, computed where its payload passed: `chunkSums[i]` is the XXH3-64 of
+ * chunk i at `chunkSize`, `checksum` of the whole payload (the checkpoint id).
+ */
+export interface CheckpointChunks {
+  readonly op: number;
+  readonly checksum: bigint;
+  readonly len: number;
+  readonly chunkSize: number;
+  readonly chunkChecksums: readonly bigint[];
+  /** The payload itself, while this replica may be its only holder (see the module comment). */
+  payload: Uint8Array | null;
+}
+
+/**
+ * A checkpoint offer, built once per checkpoint from the chunk sums of the payload whose hash is
+ * the checkpoint id (the one just written durably, or verified when read at boot or installed).
  */
 export interface OfferSource {
   readonly op: number;
   readonly checksum: bigint;
   /** Identity of the prepare at `op`, 0 if unknown. */
   readonly anchor: bigint;
-  readonly payload: Uint8Array;
+  /**
+   * The payload while this replica may be its only holder; null once a peer is known to hold the
+   * checkpoint durably (chunks are then read from the snapshot file).
+   */
+  payload: Uint8Array | null;
   readonly manifest: Manifest;
   readonly manifestBytes: Uint8Array;
   /** The file at rest was checked against this source (`checkSourceAtRest`), or is being. */
   checkedAtRest: boolean;
+  /** A rewrite of the file from the held payload is in flight. */
+  rewriting: boolean;
+}
+
+/** A chunk request's range and the whole manifest chunks read to serve it. */
+interface ChunkRead {
+  readonly header: RequestStateChunkHeader;
+  readonly entry: ManifestEntry;
+  readonly chunkSize: number;
+  /** The manifest chunks the range covers, first to last. */
+  readonly first: number;
+  readonly last: number;
+  /** The bytes read: those chunks whole. */
+  readonly readStart: number;
+  readonly readEnd: number;
+  /** The range's end (its start is the request's offset). */
+  readonly end: number;
 }
 
 /** What one requester was offered: first-wins per (requester, nonce). */
@@ -106,6 +178,8 @@ interface Offer {
   readonly commitMax: number;
   idleTicks: number;
   finalServed: boolean;
+  /** Chunk reads submitted for this offer and not completed (<= CHUNK_READS_PER_OFFER_MAX). */
+  reads: number;
 }
 
 /** A snapshot file that failed verification for checkpoint `op`, and why. */
@@ -121,11 +195,11 @@ export class TransferServer {
   private offerSource: OfferSource | null = null;
   private offerLoading = false;
   /**
-   * The durable snapshot payload of the checkpoint when no offer source holds it yet (read at
-   * boot, installed, or repaired): the first offer request builds the source from it without
-   * reading the file. Null once the source holds it (one payload per replica).
+   * The chunk sums of the durable checkpoint when no offer source is built on them yet (computed
+   * at boot, or received with an installed or repaired checkpoint): the first offer request builds
+   * the source from them (its anchor is known by then) without reading the file.
    */
-  private checkpointPayload: { readonly op: number; readonly payload: Uint8Array } | null = null;
+  private checkpointChunks: CheckpointChunks | null = null;
   /**
    * Our snapshot file for this checkpoint op failed to load: requests get a vouch for the id
    * instead of a re-read each time, and the replica's snapshot repair fetches the bytes back.
@@ -163,29 +237,57 @@ export class TransferServer {
     payload: Uint8Array,
     chunkChecksums: readonly bigint[],
   ): void {
-    this.checkpointPayload = null;
-    this.offerSource = this.buildSource(op, checksum, anchor, payload, chunkChecksums);
+    this.checkpointChunks = null;
+    const chunks = { op, checksum, len: payload.byteLength, chunkChecksums, payload };
+    this.offerSource = this.buildSource(chunks, anchor);
+  }
+
+  /**
+   * Another replica holds checkpoint `op` (id `checksum`) durably (its primary's heartbeat says
+   * so): a lone copy of ours can no longer be the only one, so the payload is let go and chunks
+   * are read from the file from now on.
+   */
+  peerHolds(op: number, checksum: bigint): void {
+    if (this.host.config.offerPayloadOnEveryReplica) return;
+    for (const held of [this.offerSource, this.checkpointChunks]) {
+      if (held === null || held.op !== op || held.checksum !== checksum) continue;
+      if (held.payload === null) continue;
+      held.payload = null;
+      this.host.counters.payloadsReleased += 1;
+    }
   }
 
   /**
    * The checkpoint's file was replaced (a transfer installed, or our damaged file repaired): the
-   * old source goes, and the payload the storage handed back (if any) is what we offer on.
+   * old source goes; `chunks` are the sums of the manifest the installed bytes were checked
+   * against, when they are at our chunk size (else the first request reads the file). No payload:
+   * the peers that served it hold the checkpoint.
    */
-  checkpointReplaced(op: number, payload: Uint8Array | undefined): void {
+  checkpointReplaced(chunks: CheckpointChunks): void {
+    const keeps = this.host.config.offerPayloadOnEveryReplica;
+    assert(keeps || chunks.payload === null, 'an installed checkpoint is held by its servers');
     this.offerSource = null;
-    this.checkpointPayload = payload === undefined ? null : { op, payload };
+    this.checkpointChunks = chunks.chunkSize === this.host.config.stateChunkSize ? chunks : null;
   }
 
   /** Our damaged snapshot file was rewritten from a peer's copy. */
-  snapshotRepaired(op: number, payload: Uint8Array | undefined): void {
+  snapshotRepaired(chunks: CheckpointChunks): void {
     this.offerSourceDamaged = null;
-    this.checkpointReplaced(op, payload);
+    this.checkpointReplaced(chunks);
   }
 
-  /** The payload recovery read at boot (verified against the checkpoint id). */
-  bootPayload(op: number, payload: Uint8Array): void {
+  /**
+   * The payload recovery read at boot (its trailer verified): its chunk sums are computed now, in
+   * one pass, and the payload is held until a peer is known to hold the checkpoint too.
+   */
+  bootPayload(op: number, checksum: bigint, payload: Uint8Array): void {
     assert(this.offerSource === null && this.offers.size === 0, 'boot: nothing offered yet');
-    this.checkpointPayload = { op, payload };
+    const chunkSize = this.host.config.stateChunkSize;
+    const sums = this.host.kernels.chunkManifest(payload, chunkSize);
+    assert(sums.checksum === checksum, 'the boot verified the payload against its trailer');
+    const len = payload.byteLength;
+    const chunkChecksums = [...sums.chunkChecksums];
+    this.checkpointChunks = { op, checksum, len, chunkSize, chunkChecksums, payload };
   }
 
   // ---------------------------------------------------------------- handlers
@@ -223,13 +325,11 @@ export class TransferServer {
       this.refuse(header, 'offer_snapshot_damaged', true, true);
       return host.startSnapshotRepair();
     }
-    const held = this.checkpointPayload;
+    const held = this.checkpointChunks;
     if (this.offerSource?.op !== host.checkpointOp && held?.op === host.checkpointOp) {
-      this.checkpointPayload = null;
-      this.sourceFromPayload(held.op, host.checkpointChecksum, held.payload);
-      if (this.offerSourceDamaged?.op === held.op) {
-        return this.refuse(header, 'offer_snapshot_damaged', true, true);
-      }
+      this.checkpointChunks = null;
+      assert(held.checksum === host.checkpointChecksum, 'the sums are the durable checkpoint\'s');
+      this.offerSource = this.buildSource(held, host.anchorOf(held.op));
     }
     assert(host.readyToOffer && host.checkpointOp > 0, 'a durable checkpoint to offer');
     assert(this.offerSourceDamaged?.op !== host.checkpointOp, 'our file verifies, as far as known');
@@ -257,16 +357,90 @@ export class TransferServer {
     assert(offer.nonce === header.nonce && header.offset < entry.len, 'a chunk of the offer');
     assert(header.offset < end && end <= entry.len, 'a non-empty range in the entry');
     assert(end - header.offset <= chunkSize, 'at most one chunk');
+    const held = offer.source.payload;
+    if (held === null && offer.reads >= CHUNK_READS_PER_OFFER_MAX) {
+      return this.host.drop('chunk_reads_busy', header);
+    }
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    // The body is a view of the payload, never copied. A whole manifest chunk (all a receiver
-    // asks for) has its XXH3-64 in the manifest, summed from these same bytes at the checkpoint,
-    // so its frame is sealed without hashing it again; any other range is hashed here.
-    const body = offer.source.payload.subarray(header.offset, end);
+    if (held !== null) return this.serveHeld(header, entry, held, end);
+    // Read the manifest chunks the range covers (one, for what a receiver asks), so each can be
+    // checked against the sum offered for it before a byte of it is sent.
+    const first = Math.floor(header.offset / chunkSize);
+    const last = Math.floor((end - 1) / chunkSize);
+    const range: ChunkRead = {
+      header,
+      entry,
+      chunkSize,
+      first,
+      last,
+      readStart: first * chunkSize,
+      readEnd: Math.min(entry.len, (last + 1) * chunkSize),
+      end,
+    };
+    const source = offer.source;
+    offer.reads += 1;
+    this.host.counters.chunkReads += 1;
+    const request = {
+      kind: 'snapshot_chunk_read',
+      op: source.op,
+      checksum: source.checksum,
+      offset: range.readStart,
+      len: range.readEnd - range.readStart,
+    } as const;
+    this.host.submit(request, (result) => {
+      offer.reads -= 1;
+      // Withdrawn or replaced meanwhile (its source failed, it expired, a new session): the
+      // requester no longer waits for this chunk.
+      if (this.offers.get(header.replica) !== offer) return;
+      if (!result.ok) return this.sourceUnreadable(source, result.error);
+      if (result.chunk === undefined) return this.sourceReleased(source);
+      this.serveRead(source, range, result.chunk);
+    });
+  }
+
+  /**
+   * A chunk of a payload held in memory: a view of it, never copied. A whole manifest chunk (all a
+   * receiver asks for) has its sum in the manifest, taken from these same bytes at the
+   * checkpoint, so its frame is sealed without hashing it again; any other range is hashed here.
+   */
+  private serveHeld(
+    header: RequestStateChunkHeader,
+    entry: ManifestEntry,
+    payload: Uint8Array,
+    end: number,
+  ): void {
+    const chunkSize = this.host.config.stateChunkSize;
+    const body = payload.subarray(header.offset, end);
     const wholeEnd = Math.min(entry.len, header.offset + chunkSize);
     const wholeChunk = header.offset % chunkSize === 0 && end === wholeEnd;
     const checksumBody = wholeChunk
       ? entry.chunkChecksums[header.offset / chunkSize]!
+      : this.host.kernels.xxh3_64(body);
+    const frameHeader = this.chunkHeader(header, body.byteLength, checksumBody);
+    this.host.sendChunk(header.replica, frameHeader, body);
+  }
+
+  /** A chunk read completed: check each manifest chunk it covers, then send the range asked. */
+  private serveRead(source: OfferSource, range: ChunkRead, bytes: Uint8Array): void {
+    const { header, entry, chunkSize, first, last, readStart, readEnd, end } = range;
+    assert(bytes.byteLength === readEnd - readStart, 'a chunk read returns what it was asked');
+    for (let index = first; index <= last; index++) {
+      const at = (index - first) * chunkSize;
+      const piece = bytes.subarray(at, Math.min(bytes.byteLength, at + chunkSize));
+      const actual = this.host.kernels.xxh3_64(piece);
+      const expected = entry.chunkChecksums[index]!;
+      if (actual !== expected) {
+        const sums = `${actual.toString(16)}, its checkpoint's sum is ${expected.toString(16)}`;
+        return this.sourceUnreadable(source, `chunk ${index} at rest hashes to ${sums}`);
+      }
+    }
+    // A whole manifest chunk (all a receiver asks for) is sealed with the sum just checked; any
+    // other range is hashed on its own.
+    const body = bytes.subarray(header.offset - readStart, end - readStart);
+    const wholeChunk = header.offset === readStart && end === readEnd && first === last;
+    const checksumBody = wholeChunk
+      ? entry.chunkChecksums[first]!
       : this.host.kernels.xxh3_64(body);
     const frameHeader = this.chunkHeader(header, body.byteLength, checksumBody);
     this.host.sendChunk(header.replica, frameHeader, body);
@@ -296,7 +470,15 @@ export class TransferServer {
 
   private createOffer(requester: number, nonce: bigint, source: OfferSource): void {
     const { commitMin: commitOp, commitMax } = this.host;
-    const offer: Offer = { nonce, source, commitOp, commitMax, idleTicks: 0, finalServed: false };
+    const offer: Offer = {
+      nonce,
+      source,
+      commitOp,
+      commitMax,
+      idleTicks: 0,
+      finalServed: false,
+      reads: 0,
+    };
     this.offers.set(requester, offer);
     assert(this.offers.size < this.host.config.replicaCount, 'one offer per peer');
     this.host.counters.offersServed += 1;
@@ -361,8 +543,9 @@ export class TransferServer {
   }
 
   /**
-   * The offer source of checkpoint `op` from a payload held in memory. The payload must hash to
-   * the checkpoint id; one that does not is refused like a damaged file.
+   * The offer source of checkpoint `op` from a payload just read from the file. The payload must
+   * hash to the checkpoint id; one that does not is refused like a damaged file. The payload is
+   * not kept: only its chunk sums.
    */
   private sourceFromPayload(op: number, checksum: bigint, payload: Uint8Array): void {
     // One pass gives the chunk sums and the whole artifact's XXH3-64, which must be the
@@ -371,41 +554,111 @@ export class TransferServer {
     const chunks = host.kernels.chunkManifest(payload, host.config.stateChunkSize);
     if (chunks.checksum !== checksum) {
       const message = 'state transfer offer refused: snapshot does not match its checkpoint id';
-      host.logger.log('error', message, {
-        checkpoint_op: op,
-        expected: checksum.toString(16),
-        actual: chunks.checksum.toString(16),
-      });
-      this.sourceFailed(op, `payload hashes to ${chunks.checksum.toString(16)}`, []);
-      return;
+      const actual = chunks.checksum.toString(16);
+      const expected = checksum.toString(16);
+      host.logger.log('error', message, { checkpoint_op: op, expected, actual });
+      return this.sourceFailed(op, `payload hashes to ${actual}`, []);
     }
     const anchor = host.anchorOf(op);
-    this.offerSource = this.buildSource(op, checksum, anchor, payload, [...chunks.chunkChecksums]);
+    const chunkChecksums = [...chunks.chunkChecksums];
+    const len = payload.byteLength;
+    // Read back after a repair from a peer (which holds the checkpoint): not held.
+    const chunksRead = { op, checksum, len, chunkChecksums, payload: null };
+    this.offerSource = this.buildSource(chunksRead, anchor);
   }
 
   private buildSource(
-    op: number,
-    checksum: bigint,
+    chunks: Omit<CheckpointChunks, 'chunkSize'>,
     anchor: bigint,
-    payload: Uint8Array,
-    chunkChecksums: readonly bigint[],
   ): OfferSource {
+    const { op, checksum, len, chunkChecksums, payload } = chunks;
     const host = this.host;
     const chunkSize = host.config.stateChunkSize;
-    const count = chunkCount(payload.byteLength, chunkSize);
+    const count = chunkCount(len, chunkSize);
     assert(chunkChecksums.length === count, 'one chunk sum per chunk');
-    const entry = {
-      kind: ArtifactKind.metadataSnapshot,
-      frontier: op,
-      len: payload.byteLength,
-      checksum,
-      chunkChecksums,
-    };
+    const kind = ArtifactKind.metadataSnapshot;
+    const entry = { kind, frontier: op, len, checksum, chunkChecksums };
     const manifest: Manifest = { chunkSize, entries: [entry] };
     host.counters.offerSourcesBuilt += 1;
-    host.emit('debug', 'offer_source_ready', { checkpoint_op: op, bytes: payload.byteLength });
+    host.emit('debug', 'offer_source_ready', { checkpoint_op: op, bytes: len });
     const manifestBytes = encodeManifest(host.kernels, manifest);
-    return { op, checksum, anchor, payload, manifest, manifestBytes, checkedAtRest: false };
+    const source = { op, checksum, anchor, payload, manifest, manifestBytes };
+    return { ...source, checkedAtRest: false, rewriting: false };
+  }
+
+  /** The offers of `source` go; returns their (requester, nonce) to answer. */
+  private withdraw(source: OfferSource): (readonly [number, bigint])[] {
+    const withdrawn: (readonly [number, bigint])[] = [];
+    for (const [requester, offer] of this.offers) {
+      if (offer.source !== source) continue;
+      this.offers.delete(requester);
+      withdrawn.push([requester, offer.nonce]);
+    }
+    if (this.offerSource === source) this.offerSource = null;
+    return withdrawn;
+  }
+
+  /**
+   * `source`'s bytes at rest are unreadable or not what it offered: its offers are withdrawn. If
+   * it is our durable checkpoint, we vouch for its id from now on and fetch the file back from a
+   * peer; an older generation's requesters simply restart on the newest checkpoint.
+   */
+  private sourceUnreadable(source: OfferSource, cause: string): void {
+    const heals = !this.host.config.offerPayloadOnEveryReplica;
+    if (heals && source.payload !== null && source.op === this.host.checkpointOp) {
+      return this.rewriteFromPayload(source, source.payload, cause);
+    }
+    const withdrawn = this.withdraw(source);
+    const fields = { checkpoint_op: source.op, cause };
+    this.host.emit('error', 'offer_refused_snapshot_unreadable', fields);
+    if (source.op !== this.host.checkpointOp) {
+      for (const [requester, nonce] of withdrawn) this.refuseTarget(requester, nonce, true);
+      return;
+    }
+    this.sourceFailed(source.op, cause, withdrawn);
+  }
+
+  /**
+   * Our file of the checkpoint we hold in memory rotted: rewrite it from the payload (which hashes
+   * to the id: its sums were taken from it). Offers go on from memory meanwhile; nothing is
+   * refused. A failed rewrite is a failed snapshot write: the source is refused as damaged, and
+   * the file fetched back from a peer.
+   */
+  private rewriteFromPayload(source: OfferSource, payload: Uint8Array, cause: string): void {
+    if (source.rewriting) return;
+    source.rewriting = true;
+    const host = this.host;
+    host.emit('warn', 'snapshot_rewrite_started', { checkpoint_op: source.op, cause });
+    const { op, checksum } = source;
+    const request = { kind: 'snapshot_rewrite', op, checksum, payload } as const;
+    host.submit(request, (result) => {
+      source.rewriting = false;
+      if (result.ok) {
+        host.counters.snapshotsRewritten += 1;
+        host.emit('info', 'snapshot_rewritten', { checkpoint_op: source.op });
+        return;
+      }
+      // A newer checkpoint rewrote the file since: nothing left to heal.
+      if (source.op !== host.checkpointOp) return;
+      const withdrawn = this.withdraw(source);
+      this.sourceFailed(source.op, `${cause}; rewriting it failed: ${result.error}`, withdrawn);
+    });
+  }
+
+  /**
+   * The storage no longer holds `source`'s checkpoint (two newer ones were written during the
+   * fetch): its requesters are refused, transiently, and restart on the newest checkpoint.
+   */
+  private sourceReleased(source: OfferSource): void {
+    if (source.op === this.host.checkpointOp) {
+      // Our durable checkpoint's own file is not held: it cannot be read as offered.
+      return this.sourceUnreadable(source, 'the snapshot file is not held for reading');
+    }
+    const withdrawn = this.withdraw(source);
+    this.host.counters.offersReleased += withdrawn.length;
+    const fields = { checkpoint_op: source.op, requesters: withdrawn.length };
+    this.host.emit('info', 'offer_released', fields);
+    for (const [requester, nonce] of withdrawn) this.refuseTarget(requester, nonce, true);
   }
 
   /** No payload in memory (a snapshot repaired from a peer): read the file, verify, build. */
@@ -444,8 +697,8 @@ export class TransferServer {
 
   /**
    * Once no fetch from a source is under way (`sourceIdle`), it checks, in the background, that
-   * the snapshot file at rest still holds it: the offer itself is served from memory and is
-   * right either way, but a file that rotted would refuse the next boot. Damage found withdraws
+   * the snapshot file at rest still holds it: each chunk served is checked as it is read, but a
+   * file that rotted where no fetch reads would refuse the next boot. Damage found withdraws
    * this source's offers with a vouch (their requesters take another server's copy) and fetches
    * the file back from a peer.
    */
@@ -457,23 +710,13 @@ export class TransferServer {
     this.host.submit(request, (result) => {
       // A newer checkpoint rewrote the file since (requests run in order): nothing to repair.
       if (result.ok || source.op !== this.host.checkpointOp) return;
-      const cause = result.error;
-      const fields = { checkpoint_op: source.op, cause };
-      this.host.emit('error', 'offer_refused_snapshot_unreadable', fields);
-      const withdrawn: (readonly [number, bigint])[] = [];
-      for (const [requester, offer] of this.offers) {
-        if (offer.source !== source) continue;
-        this.offers.delete(requester);
-        withdrawn.push([requester, offer.nonce]);
-      }
-      if (this.offerSource === source) this.offerSource = null;
-      this.sourceFailed(source.op, cause, withdrawn);
+      this.sourceUnreadable(source, result.error);
     });
   }
 
   // ---------------------------------------------------------------- tick
 
-  /** Offers expire when idle; the source stays (built once per checkpoint, one payload). */
+  /** Offers expire when idle; the source stays (built once per checkpoint). */
   tick(): void {
     const repairTicks = this.host.config.timeouts.repair;
     const idleMax = 10 * repairTicks;

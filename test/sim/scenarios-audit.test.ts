@@ -329,6 +329,10 @@ describe('audit defect E: a corrupt snapshot at rest on the primary does not kee
     expect(cluster.runUntil(() => cluster.replicas[primary]!.storage.inFlight === 0 && p.commitMin === p.commitMax, 1_000)).toBe(true);
     const checkpointOp = p.checkpointOp;
     cluster.replicas[primary]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+    // A primary rewrites a rotten file from the checkpoint payload it holds (scenarios-transfer:
+    // "the primary's snapshot rots at rest"); here that rewrite fails too, so the primary cannot
+    // serve its checkpoint at all: the case defect E is about.
+    cluster.replicas[primary]!.storage.failKinds.add('snapshot_rewrite');
     cluster.loseDisk(wiped);
     cluster.restart(wiped);
     return { cluster, primary, wiped, checkpointOp };
@@ -454,6 +458,8 @@ describe('found by the widened simulator', () => {
     // peer's answer (here a refusal) carries a commit number that covers the waiting op, learned
     // elsewhere. It is knowledge about the cluster, not an acknowledgement of this pipeline.
     cluster.replicas[primary]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+    // Its rewrite from the payload it holds fails as well: it must fetch the file from a peer.
+    cluster.replicas[primary]!.storage.failKinds.add('snapshot_rewrite');
     const request = (from: number) =>
       buildFrame(kernels, { command: Command.requestStateTransfer, cluster: p.config.cluster, view: p.view, release: 0, replica: from, nonce: 77n, group: METADATA_GROUP });
     const delivered = decodeFrame(kernels, request(backups[0]!));

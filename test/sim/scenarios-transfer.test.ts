@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE } from '../../src/constants.js';
+import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { idOf } from '../../src/metadata/operations.js';
@@ -183,6 +184,37 @@ describe('state transfer scenarios', () => {
     expect(kernels.trailerSplit(split.payload).status).toBe('no_trailer');
   });
 
+  it('the primary\'s snapshot rots at rest: it rewrites the file from the payload it holds, keeps serving, and the lagging backup catches up', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    const backup = lagBehindCheckpoints(cluster);
+    const primary = cluster.replica((backup + 1) % 3).primaryIndex();
+    let rotted = false;
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!rotted && to === primary && decoded.ok && decoded.header.command === Command.requestStateTransfer) {
+        rotted = true;
+        cluster.replicas[primary]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+      }
+      return 'deliver';
+    };
+    cluster.restart(backup);
+    expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    expect(cluster.runUntil(() => cluster.replica(primary).counters.snapshotsRewritten > 0, 5_000), cluster.describe()).toBe(true);
+    cluster.network.filter = null;
+    const server = cluster.replica(primary);
+    expect(rotted).toBe(true);
+    expect(server.counters.snapshotsDamaged).toBe(0);
+    expect(server.counters.offersRefused).toBe(0);
+    expect(server.counters.snapshotRepairs).toBe(0);
+    cluster.runUntil(() => cluster.replicas[primary]!.storage.inFlight === 0, 100);
+    // The file at rest verifies again, as the checkpoint it pairs with (unless a newer one replaced it).
+    const file = cluster.replicas[primary]!.store.disk.readAll(SNAPSHOT_FILE);
+    const split = kernels.trailerSplit(file);
+    expect(split.status).toBe('valid');
+    if (split.status === 'valid') expect(split.checksum).toBe(server.checkpointChecksum);
+    cluster.converge();
+  });
+
   it('a flipped byte in a chunk in flight is rejected on arrival and re-requested', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
@@ -303,15 +335,22 @@ describe('state transfer scenarios', () => {
 /** What a serving replica exposes to these tests (private fields, read only). */
 interface ServerView {
   readonly env: ReplicaEnv;
-  readonly transferServer: { readonly source: { readonly payload: Uint8Array; readonly manifest: Manifest } | null };
-  readonly counters: { readonly offerSourceChecks: number };
+  readonly transferServer: { readonly source: { readonly manifest: Manifest; readonly payload: Uint8Array | null } | null };
+  readonly counters: { readonly offerSourceChecks: number; readonly chunkReads: number; readonly payloadsReleased: number };
 }
 
 interface ServedChunk {
   readonly server: number;
   readonly header: Uint8Array;
   readonly body: Uint8Array;
-  readonly payload: Uint8Array;
+  /** The offset the frame names (decoded from the header). */
+  readonly offset: number;
+  /** The server's snapshot file at rest when it sent the chunk, payload only. */
+  readonly atRest: Uint8Array;
+  /** The payload the server held in memory when it sent the chunk (null: released). */
+  readonly held: Uint8Array | null;
+  /** The server's chunk reads from its file when it sent the chunk. */
+  readonly reads: number;
   readonly manifest: Manifest;
   /** The server's at-rest checks when it served this chunk. */
   readonly checks: number;
@@ -328,7 +367,12 @@ function recordServedChunks(cluster: ClusterSim, backup: number): ServedChunk[] 
     const replica = cluster.replica(server) as unknown as ServerView;
     replica.env.bus.sendToReplicaParts = (target, header, body) => {
       const source = replica.transferServer.source!;
-      served.push({ server, header, body, payload: source.payload, manifest: source.manifest, checks: replica.counters.offerSourceChecks });
+      const decoded = decodeFrame(kernels, Buffer.concat([header, body]));
+      const offset = decoded.ok && decoded.header.command === Command.stateChunk ? decoded.header.offset : -1;
+      const file = cluster.replicas[server]!.store.disk.readAll(SNAPSHOT_FILE);
+      const atRest = file.subarray(0, file.byteLength - TRAILER_SIZE);
+      const { offerSourceChecks: checks, chunkReads: reads } = replica.counters;
+      served.push({ server, header, body, offset, atRest, held: source.payload, reads, manifest: source.manifest, checks });
       const frame = new Uint8Array(header.byteLength + body.byteLength);
       frame.set(header);
       frame.set(body, header.byteLength);
@@ -339,25 +383,55 @@ function recordServedChunks(cluster: ClusterSim, backup: number): ServedChunk[] 
 }
 
 describe('state transfer: serving chunks at the network\'s speed', () => {
-  it('a served chunk is a view of the checkpoint payload, sealed with its manifest sum: never copied into a frame', () => {
+  it.each([
+    { server: 'the primary', held: true },
+    { server: 'the other backup', held: false },
+  ])('a served chunk is the checkpoint\'s bytes sealed with its manifest sum, served by $server (payload held: $held)', ({ held }) => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
     const served = recordServedChunks(cluster, backup);
+    const primaryAtStart = cluster.replica((backup + 1) % 3).primaryIndex();
+    // Chunks from the primary (which holds its payload), or from the other backup (which let its
+    // own go when the primary's heartbeat named the same checkpoint): the other is never asked.
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok || decoded.header.command !== Command.requestStateChunk) return 'deliver';
+      return (to === primaryAtStart) === held ? 'deliver' : 'drop';
+    };
     cluster.restart(backup);
     expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
+    cluster.network.filter = null;
     expect(served.length).toBeGreaterThan(10);
+    expect(served.every((chunk) => (chunk.held !== null) === held)).toBe(true);
     for (const chunk of served) {
       const decoded = decodeFrame(kernels, Buffer.concat([chunk.header, chunk.body]));
       expect(decoded.ok && decoded.header.command).toBe(Command.stateChunk);
       if (!decoded.ok || decoded.header.command !== Command.stateChunk) continue;
       const offset = decoded.header.offset;
-      // The very bytes of the payload the server holds, at the chunk's offset: a view, not a copy.
-      expect(chunk.body.buffer).toBe(chunk.payload.buffer);
-      expect(chunk.body.byteOffset).toBe(chunk.payload.byteOffset + offset);
+      // The bytes of the server's file at rest, at the chunk's offset.
+      expect(chunk.body).toEqual(chunk.atRest.subarray(offset, offset + chunk.body.byteLength));
+      if (chunk.held !== null) {
+        // Held: a view of the payload, never copied into a frame.
+        expect(chunk.body.buffer).toBe(chunk.held.buffer);
+        expect(chunk.body.byteOffset).toBe(chunk.held.byteOffset + offset);
+      } else {
+        // Released: read from the file for this request.
+        expect(chunk.reads).toBeGreaterThan(0);
+      }
       // Sealed with the manifest's sum of that chunk (what the receiver checks it against).
       expect(decoded.header.checksumBody).toBe(chunk.manifest.entries[0]!.chunkChecksums[offset / chunk.manifest.chunkSize]);
     }
     cluster.converge();
+    // At rest: the primary holds its checkpoint's payload; every backup let its own go once the
+    // primary's heartbeat named the same checkpoint, and the installed one never held one.
+    const primary = cluster.replica(0).primaryIndex();
+    for (const index of [0, 1, 2]) {
+      const replica = cluster.replica(index) as unknown as ServerView;
+      const source = replica.transferServer.source;
+      if (source === null) continue;
+      if (index === primary) expect(source.payload).not.toBeNull();
+      else expect(source.payload).toBeNull();
+    }
   });
 
   it('the serving replica checks its file at rest only once its fetch is over, never mid-fetch', () => {
@@ -373,7 +447,7 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
     for (const server of servers) {
       const chunks = served.filter((chunk) => chunk.server === server);
       const len = chunks[0]!.manifest.entries[0]!.len;
-      const final = chunks.findIndex((chunk) => chunk.body.byteOffset - chunk.payload.byteOffset + chunk.body.byteLength === len);
+      const final = chunks.findIndex((chunk) => chunk.offset + chunk.body.byteLength === len);
       expect(final, `replica ${server} served the final chunk`).toBeGreaterThan(0);
       // No check before the final chunk was asked for: the whole-file read never stalls a fetch.
       expect(chunks.slice(0, final + 1).map((chunk) => chunk.checks)).toEqual(chunks.slice(0, final + 1).map(() => 0));

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createTsKernels } from '../../src/kernels/kernels-ts.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
-import { LATER_FAULTS_OFF, TARGETED_FAULTS_OFF, eagerPrepares } from '../../src/testing/swarm.js';
+import { LATER_FAULTS_OFF, TARGETED_FAULTS_OFF, rulesOfThen } from '../../src/testing/swarm.js';
 import { simulateSeed, type SimResult } from '../../src/testing/vopr.js';
 
 const SEED_COUNT = Number(process.env['VRMETA_SIM_SEEDS'] ?? 200);
@@ -50,7 +50,8 @@ describe.each([
  * Seeds that once failed, replayed on every run with the kernels they failed with (WASM): each
  * names the defect it found. They replay the schedule they failed with: the targeted faults
  * added since draw from a stream of their own and are off here, and every request prepares at
- * once while the pipeline has room (`eagerPrepares`, the rule before prepares waited).
+ * once while the pipeline has room and every replica serving transfers from a payload it keeps
+ * (`rulesOfThen`, the rules before prepares waited and the payload stayed on the primary only).
  */
 describe('regression seeds', () => {
   const kernels = createWasmKernels(new WasmInstance('simd'));
@@ -62,7 +63,7 @@ describe('regression seeds', () => {
     [72_186, 'the chain anchor of a transferred checkpoint was lost on restart'],
     [1_282_654_390_171, 'a primary-elect adopted the merged log view without persisting its parked headers'],
   ])('seed %i: %s', (seed) => {
-    const result = simulateSeed(seed, kernels, { ...TARGETED_FAULTS_OFF, ...eagerPrepares(seed) });
+    const result = simulateSeed(seed, kernels, { ...TARGETED_FAULTS_OFF, ...rulesOfThen(seed) });
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
 
@@ -71,7 +72,7 @@ describe('regression seeds', () => {
     [2_644_958_924_859, 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'],
     [1_786_574_930_811, 'adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them'],
   ])('seed %i (targeted faults): %s', (seed) => {
-    const result = simulateSeed(seed, kernels, { ...LATER_FAULTS_OFF, ...eagerPrepares(seed) });
+    const result = simulateSeed(seed, kernels, { ...LATER_FAULTS_OFF, ...rulesOfThen(seed) });
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
 
@@ -85,7 +86,7 @@ describe('regression seeds', () => {
     [2_689_289_529_624, 'a server answered a repair of its own checkpoint op, held only as state, with nothing: the lagging follower retried forever instead of pulling the checkpoint'],
     [4_201_942_244_488, 'a primary-elect missing a committed op that no live replica had applied asked only for applied ops and never started its view'],
   ])('seed %i (all faults): %s', (seed) => {
-    const result = simulateSeed(seed, kernels, eagerPrepares(seed));
+    const result = simulateSeed(seed, kernels, rulesOfThen(seed));
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
 });

@@ -147,19 +147,19 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
     expect(points[0]!.snapshotMiB).toBeLessThan(points[1]!.snapshotMiB);
     for (const point of points) {
       expect(point.restartS).not.toBeNull();
-      for (const value of [point.restartS!, point.catchUpS, point.peakRssMiB, point.peerRssMiB]) expect(value).toBeGreaterThan(0);
+      for (const value of [point.restartS!, point.catchUpS, point.peakRssMiB, point.peerRssMiB, point.backupRssMiB]) expect(value).toBeGreaterThan(0);
     }
     const curveTable = formatTransferReport(curve);
-    expect(curveTable).toContain('| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of a peer |');
-    expect(curveTable.match(/^\| ts \| 0\.\d MiB \| [\d.]+ m?s \| [\d.]+ m?s \| \d+ MiB \| \d+ MiB \|$/gm)).toHaveLength(2);
-    // The SVG: two panels, restart + catch-up and peak RSS + peer RSS, a two-point line each.
+    expect(curveTable).toContain('| kernels | snapshot | restart | catch-up | peak RSS, rejoined replica | RSS of the primary | RSS of a backup |');
+    expect(curveTable.match(/^\| ts \| 0\.\d MiB \| [\d.]+ m?s \| [\d.]+ m?s \| \d+ MiB \| \d+ MiB \| \d+ MiB \|$/gm)).toHaveLength(2);
+    // The SVG: two panels, restart + catch-up and peak RSS + the primary's and a backup's RSS, a two-point line each (5).
     const svg = transferReportSvg(curve);
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     expect(svg.trimEnd()).toMatch(/<\/svg>$/);
     const lines = [...svg.matchAll(/<polyline [^>]*points="([^"]*)"/g)].map((match) => match[1]!.split(' '));
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(5);
     for (const line of lines) expect(line).toHaveLength(2);
-    for (const label of ['restart (full WAL)', 'catch-up (wiped)', 'peak RSS, rejoined', 'RSS of a peer']) expect(svg).toContain(`>${label}</text>`);
+    for (const label of ['restart (full WAL)', 'catch-up (wiped)', 'peak RSS, rejoined', 'RSS of the primary', 'RSS of a backup']) expect(svg).toContain(`>${label}</text>`);
 
     expect(leftovers()).toEqual({ children: 0, tempRoots: [] });
   }, 240_000);
@@ -203,7 +203,7 @@ describe('vrmeta bench cluster|transfer|login-flood --smoke', () => {
       expect(existsSync(svgPath)).toBe(true);
       const svg = readFileSync(svgPath, 'utf8');
       expect(svg).toMatch(/^<svg /);
-      expect([...svg.matchAll(/<polyline /g)]).toHaveLength(4);
+      expect([...svg.matchAll(/<polyline /g)]).toHaveLength(5);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

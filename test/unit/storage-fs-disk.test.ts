@@ -65,6 +65,25 @@ describe('FsDisk', () => {
     expect(disk.list()).toEqual(['a']);
   });
 
+  it('a reader keeps reading the file it opened after a rename over its name and a remove', () => {
+    const { disk } = open();
+    disk.write('snap', 0, text('first'));
+    const reader = disk.openRead('snap');
+    disk.write('snap.tmp', 0, text('second'));
+    disk.rename('snap.tmp', 'snap');
+    const target = new Uint8Array(5);
+    expect(reader.read(0, target)).toBe(5);
+    expect(new TextDecoder().decode(target)).toBe('first');
+    expect(new TextDecoder().decode(disk.readAll('snap'))).toBe('second');
+    disk.remove('snap');
+    expect(reader.read(1, target.subarray(0, 4))).toBe(4);
+    expect(new TextDecoder().decode(target.subarray(0, 4))).toBe('irst');
+    reader.close();
+    reader.close();
+    expect(() => reader.read(0, target)).toThrow(AssertionError);
+    expect(() => disk.openRead('snap')).toThrow(DiskError);
+  });
+
   it('removes files; removing a missing file is a no-op', () => {
     const { disk } = open();
     disk.write('f', 0, text('x'));

@@ -27,6 +27,21 @@ describe('SimDisk durability model', () => {
     expect(new TextDecoder().decode(disk.readAll('f'))).toBe('durable');
   });
 
+  it('a reader keeps reading the inode it opened after a rename over its name (as POSIX does)', () => {
+    const disk = new SimDisk(new Prng(1));
+    durableFile(disk, 'snap');
+    const reader = disk.openRead('snap');
+    disk.write('snap.tmp', 0, text('replaced'));
+    disk.rename('snap.tmp', 'snap');
+    const target = new Uint8Array(7);
+    expect(reader.read(0, target)).toBe(7);
+    expect(new TextDecoder().decode(target)).toBe('durable');
+    expect(new TextDecoder().decode(disk.readAll('snap'))).toBe('replaced');
+    reader.close();
+    expect(() => reader.read(0, target)).toThrow();
+    expect(() => disk.openRead('missing')).toThrow(DiskError);
+  });
+
   it('fsynced writes survive any crash', () => {
     const disk = new SimDisk(new Prng(2), { lostWriteProbability: 1, tornWriteProbability: 1 });
     durableFile(disk, 'f');

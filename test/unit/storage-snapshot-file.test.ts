@@ -11,7 +11,7 @@ import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { SNAPSHOT_FORMAT_VERSION } from '../../src/format/snapshot-model.js';
 import { RefusalReason, StorageRefusal } from '../../src/storage/refusal.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';
-import { SNAPSHOT_FILE, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
+import { SNAPSHOT_FILE, SNAPSHOT_GENERATIONS_HELD, SNAPSHOT_TEMP_FILE, SnapshotFile } from '../../src/storage/snapshot-file.js';
 import { referenceSnapshot, REFERENCE_SNAPSHOT_SMALL } from '../../src/testing/snapshot-fixtures.js';
 import { Prng } from '../../src/stdx/prng.js';
 import { kernelVariants, snapshotPayload } from './storage-fixtures.js';
@@ -129,7 +129,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     expect(error.message).toMatch(/remedy: /);
   });
 
-  it('serves payload chunks of the snapshot it knows, and none once a newer one replaced it', () => {
+  it('serves payload chunks of the snapshot it holds: the current one and the one it replaced, none older', () => {
     const { file } = fresh();
     const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }));
     const checksum = file.write(payload);
@@ -148,8 +148,40 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
       at += part.byteLength;
     }
     expect(joined).toEqual(payload); // the trailer is never served as payload
-    file.write(snapshotPayload(kernels, 99));
+    // A newer checkpoint renamed over snapshot.bin: the old one is still read, from its own inode.
+    const newer = snapshotPayload(kernels, 99);
+    const newerChecksum = file.write(newer);
+    expect(file.readPayloadChunk(checksum, 0, chunk)).toBe(1000);
+    expect(chunk).toEqual(payload.subarray(0, 1000));
+    expect(file.readPayloadChunk(newerChecksum, 0, chunk)).toBe(Math.min(1000, newer.byteLength));
+    expect(file.heldCount).toBe(SNAPSHOT_GENERATIONS_HELD);
+    // Two newer ones: the first is released (its handle closed), never read from another file.
+    file.write(snapshotPayload(kernels, 100));
     expect(file.readPayloadChunk(checksum, 0, chunk)).toBeNull();
+    expect(file.readPayloadChunk(newerChecksum, 0, chunk)).toBe(Math.min(1000, newer.byteLength));
+    expect(file.heldCount).toBe(SNAPSHOT_GENERATIONS_HELD);
+  });
+
+  it('a rewrite of the same checkpoint (a healed file) replaces its held generation: reads see the new file', () => {
+    const { disk, file } = fresh();
+    const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }));
+    const checksum = file.write(payload);
+    disk.corrupt(SNAPSHOT_FILE, 10, 0);
+    expect(file.write(payload, checksum)).toBe(checksum);
+    const chunk = new Uint8Array(64);
+    expect(file.readPayloadChunk(checksum, 0, chunk)).toBe(64);
+    expect(chunk).toEqual(payload.subarray(0, 64));
+    expect(file.heldCount).toBe(1);
+  });
+
+  it('a held generation shows what is at rest: corruption of its file reaches the chunk reads', () => {
+    const { disk, file } = fresh();
+    const payload = kernels.snapshotEncode(referenceSnapshot({ ...REFERENCE_SNAPSHOT_SMALL, seed: 5 }));
+    const checksum = file.write(payload);
+    disk.corrupt(SNAPSHOT_FILE, 10, 0);
+    const chunk = new Uint8Array(64);
+    expect(file.readPayloadChunk(checksum, 0, chunk)).toBe(64);
+    expect(chunk[10]).toBe(payload[10]! ^ 1);
   });
 });
 
