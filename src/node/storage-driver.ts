@@ -12,7 +12,8 @@
  * with another, and a crash between two steps leaves exactly the states recovery was built for.
  * The exceptions are the fsyncs, which run on libuv's thread pool while no other request starts:
  * - the fsync that ends a run of appends (`Wal.syncAsync`): none of the run completes before it;
- * - a checkpoint's snapshot write, its WAL drain and every superblock write (`writeDurablyAsync`): the temp file
+ * - a checkpoint's snapshot write (and a rotten snapshot's rewrite), its WAL drain and every
+ *   superblock write (`writeDurablyAsync`): the temp file
  *   is written, fsynced off the loop, renamed, and the directory fsynced off the loop, in that
  *   order, and the request completes after the directory fsync.
  * - a checkpoint (`checkpoint_write`): the captured model is encoded and its chunk manifest computed
@@ -241,6 +242,7 @@ export class StorageDriver implements Storage {
     const { snapshotFile, superblock, wal } = this.handles;
     const capable =
       (request.kind === 'checkpoint_write' && snapshotFile.canWriteAsync) ||
+      (request.kind === 'snapshot_rewrite' && snapshotFile.canWriteAsync) ||
       (request.kind === 'superblock_write' && superblock.canWriteAsync) ||
       (request.kind === 'wal_drain' && wal.canDrainAsync);
     if (!capable) return false;
@@ -284,6 +286,11 @@ export class StorageDriver implements Storage {
         }
         write(encoded);
       });
+    } else if (request.kind === 'snapshot_rewrite') {
+      // A rotten file rewritten from the payload the core holds: the same durable write.
+      snapshotFile.writeAsync(request.payload, request.checksum, live, (result) =>
+        finish(typeof result === 'bigint' ? null : result),
+      );
     } else if (request.kind === 'wal_drain') {
       wal.drainAsync(request.keepFromOp, live, finish);
     } else {

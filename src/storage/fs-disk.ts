@@ -111,7 +111,6 @@ export class FsDisk implements Disk {
   }
 
   read(name: string, offset: number, target: Uint8Array): number {
-    assert(Number.isSafeInteger(offset) && offset >= 0, 'read offset');
     return this.readAt(this.descriptor(name, 'read', false), name, offset, target);
   }
 

@@ -221,10 +221,10 @@ function transferInstallRequest(accepted: AcceptedTarget): StorageRequest {
 }
 
 /** The chunk sums an installed checkpoint's bytes were received against (what we offer on). */
-function acceptedChunks(accepted: AcceptedTarget, payload: Uint8Array | null): CheckpointChunks {
+function acceptedChunks(accepted: AcceptedTarget): CheckpointChunks {
   const { op, checksum, manifest, entry } = accepted;
   const { len, chunkChecksums } = entry;
-  return { op, checksum, len, chunkSize: manifest.chunkSize, chunkChecksums, payload };
+  return { op, checksum, len, chunkSize: manifest.chunkSize, chunkChecksums, payload: null };
 }
 
 /** A DoViewChange merge that decided the new view's log. */
@@ -383,8 +383,8 @@ export class Replica {
   readonly checkpointIds = new Map<number, bigint>();
   /**
    * From the checkpoint op until its superblock pairing is durable. `written` (the id) is null
-   * while the storage encodes and writes the snapshot: the id is known only then. The payload is
-   * not kept: offers read chunks back from the file.
+   * while the storage encodes and writes the snapshot: the id is known only then. The payload
+   * goes to the transfer server, which decides how long it is kept.
    */
   private checkpointInProgress: {
     op: number;
@@ -3467,8 +3467,7 @@ export class Replica {
     this.checkpointChecksum = accepted.checksum;
     this.checkpointIds.set(accepted.op, accepted.checksum);
     // What we offer on now: the installed file, with the chunk sums it was received against.
-    const kept = this.keptPayload(installed.payload);
-    this.transferServer.checkpointReplaced(acceptedChunks(accepted, kept));
+    this.transferServer.checkpointReplaced(acceptedChunks(accepted), installed.payload);
     this.superblockStateTransfer = true;
     this.persistView();
     this.stateTransfer.clear();
@@ -3564,14 +3563,6 @@ export class Replica {
 
   // ---------------------------------------------------------------- snapshot repair (serving side)
 
-  /**
-   * The payload an install or a repair keeps for offers: none (its servers hold the checkpoint),
-   * except under the serving rule regression seeds replay with (`offerPayloadOnEveryReplica`).
-   */
-  private keptPayload(installed: Uint8Array | undefined): Uint8Array | null {
-    return this.config.offerPayloadOnEveryReplica ? (installed ?? null) : null;
-  }
-
   /** Fetch our damaged snapshot file back from a peer (see `snapshotRepair`). */
   private startSnapshotRepair(): void {
     const damaged = this.transferServer.damaged;
@@ -3626,8 +3617,7 @@ export class Replica {
         this.env.logger.log('warn', 'snapshot repair: install refused', { error: result.error });
         return; // the next offer request retries
       }
-      const kept = this.keptPayload(result.installedPayload);
-      this.transferServer.snapshotRepaired(acceptedChunks(accepted, kept));
+      this.transferServer.snapshotRepaired(acceptedChunks(accepted), result.installedPayload);
       this.counters.snapshotRepairs += 1;
       this.env.logger.log('info', 'snapshot repaired from a peer', {
         checkpoint_op: accepted.op,

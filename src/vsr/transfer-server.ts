@@ -260,20 +260,22 @@ export class TransferServer {
   /**
    * The checkpoint's file was replaced (a transfer installed, or our damaged file repaired): the
    * old source goes; `chunks` are the sums of the manifest the installed bytes were checked
-   * against, when they are at our chunk size (else the first request reads the file). No payload:
-   * the peers that served it hold the checkpoint.
+   * against, when they are at our chunk size (else the first request reads the file). The payload
+   * the storage handed back is not kept (the peers that served it hold the checkpoint), except
+   * under the rule regression seeds replay with (`offerPayloadOnEveryReplica`).
    */
-  checkpointReplaced(chunks: CheckpointChunks): void {
+  checkpointReplaced(chunks: CheckpointChunks, installed: Uint8Array | undefined): void {
     const keeps = this.host.config.offerPayloadOnEveryReplica;
-    assert(keeps || chunks.payload === null, 'an installed checkpoint is held by its servers');
+    const payload = keeps ? (installed ?? null) : null;
     this.offerSource = null;
-    this.checkpointChunks = chunks.chunkSize === this.host.config.stateChunkSize ? chunks : null;
+    const ours = chunks.chunkSize === this.host.config.stateChunkSize;
+    this.checkpointChunks = ours ? { ...chunks, payload } : null;
   }
 
   /** Our damaged snapshot file was rewritten from a peer's copy. */
-  snapshotRepaired(chunks: CheckpointChunks): void {
+  snapshotRepaired(chunks: CheckpointChunks, installed: Uint8Array | undefined): void {
     this.offerSourceDamaged = null;
-    this.checkpointReplaced(chunks);
+    this.checkpointReplaced(chunks, installed);
   }
 
   /**
@@ -411,12 +413,19 @@ export class TransferServer {
     end: number,
   ): void {
     const chunkSize = this.host.config.stateChunkSize;
-    const body = payload.subarray(header.offset, end);
     const wholeEnd = Math.min(entry.len, header.offset + chunkSize);
-    const wholeChunk = header.offset % chunkSize === 0 && end === wholeEnd;
-    const checksumBody = wholeChunk
-      ? entry.chunkChecksums[header.offset / chunkSize]!
-      : this.host.kernels.xxh3_64(body);
+    const whole = header.offset % chunkSize === 0 && end === wholeEnd;
+    const body = payload.subarray(header.offset, end);
+    this.sendBody(header, body, whole ? entry.chunkChecksums[header.offset / chunkSize]! : null);
+  }
+
+  /** Seals `body` with `wholeSum` (a whole manifest chunk's sum) or its own hash, and sends it. */
+  private sendBody(
+    header: RequestStateChunkHeader,
+    body: Uint8Array,
+    wholeSum: bigint | null,
+  ): void {
+    const checksumBody = wholeSum ?? this.host.kernels.xxh3_64(body);
     const frameHeader = this.chunkHeader(header, body.byteLength, checksumBody);
     this.host.sendChunk(header.replica, frameHeader, body);
   }
@@ -438,12 +447,8 @@ export class TransferServer {
     // A whole manifest chunk (all a receiver asks for) is sealed with the sum just checked; any
     // other range is hashed on its own.
     const body = bytes.subarray(header.offset - readStart, end - readStart);
-    const wholeChunk = header.offset === readStart && end === readEnd && first === last;
-    const checksumBody = wholeChunk
-      ? entry.chunkChecksums[first]!
-      : this.host.kernels.xxh3_64(body);
-    const frameHeader = this.chunkHeader(header, body.byteLength, checksumBody);
-    this.host.sendChunk(header.replica, frameHeader, body);
+    const whole = header.offset === readStart && end === readEnd && first === last;
+    this.sendBody(header, body, whole ? entry.chunkChecksums[first]! : null);
   }
 
   private chunkHeader(

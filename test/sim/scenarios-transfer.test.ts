@@ -45,6 +45,24 @@ function lagBehindCheckpoints(cluster: ClusterSim): number {
   return backup;
 }
 
+/**
+ * Rots `server`'s snapshot at rest the moment a transfer request reaches it (later checkpoints
+ * would rewrite an earlier rot away). Returns whether it happened yet.
+ */
+function rotOnTransferRequest(cluster: ClusterSim, server: number): { rotted: boolean } {
+  const rot = { rotted: false };
+  cluster.network.filter = ({ to, frame }) => {
+    const decoded = decodeFrame(kernels, frame);
+    const request = decoded.ok && decoded.header.command === Command.requestStateTransfer;
+    if (!rot.rotted && to === server && request) {
+      rot.rotted = true;
+      cluster.replicas[server]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
+    }
+    return 'deliver';
+  };
+  return rot;
+}
+
 describe('state transfer scenarios', () => {
   it('a restart with an intact WAL below every peer checkpoint catches up by state transfer', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
@@ -161,16 +179,7 @@ describe('state transfer scenarios', () => {
     const backup = lagBehindCheckpoints(cluster);
     // One server's snapshot rots; the other is healthy (a voucher quorum is two replicas).
     const rotten = (backup + 1) % 3;
-    let rotted = false;
-    // Rot the snapshot at the moment the receiver asks for it (later checkpoints rewrite it).
-    cluster.network.filter = ({ to, frame }) => {
-      const decoded = decodeFrame(kernels, frame);
-      if (!rotted && to === rotten && decoded.ok && decoded.header.command === Command.requestStateTransfer) {
-        rotted = true;
-        cluster.replicas[rotten]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
-      }
-      return 'deliver';
-    };
+    rotOnTransferRequest(cluster, rotten);
     cluster.restart(backup);
     cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000);
     cluster.network.filter = null;
@@ -188,21 +197,13 @@ describe('state transfer scenarios', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
     const primary = cluster.replica((backup + 1) % 3).primaryIndex();
-    let rotted = false;
-    cluster.network.filter = ({ to, frame }) => {
-      const decoded = decodeFrame(kernels, frame);
-      if (!rotted && to === primary && decoded.ok && decoded.header.command === Command.requestStateTransfer) {
-        rotted = true;
-        cluster.replicas[primary]!.store.disk.corrupt(SNAPSHOT_FILE, 40);
-      }
-      return 'deliver';
-    };
+    const rot = rotOnTransferRequest(cluster, primary);
     cluster.restart(backup);
     expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
     expect(cluster.runUntil(() => cluster.replica(primary).counters.snapshotsRewritten > 0, 5_000), cluster.describe()).toBe(true);
     cluster.network.filter = null;
     const server = cluster.replica(primary);
-    expect(rotted).toBe(true);
+    expect(rot.rotted).toBe(true);
     expect(server.counters.snapshotsDamaged).toBe(0);
     expect(server.counters.offersRefused).toBe(0);
     expect(server.counters.snapshotRepairs).toBe(0);

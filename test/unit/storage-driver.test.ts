@@ -238,6 +238,34 @@ describe('storage driver: checkpoint IO with its fsyncs off the event loop', () 
     expect(kernels.trailerSplit(stored).status).toBe('valid');
   });
 
+  it('a rotten snapshot rewritten from the payload held in memory takes the same durable path, no fsync on the loop', async () => {
+    const { driver, held, heldDirectory, completed, calls, kernels, disk } = instrumented();
+    driver.submit(1, checkpointWrite(4));
+    await until(() => held.length === 1);
+    held[0]!.release();
+    await until(() => heldDirectory.length === 1);
+    heldDirectory[0]!.release();
+    await until(() => completed.length === 1);
+    const written = completed[0]!.result.ok ? completed[0]!.result.checkpoint! : null;
+    expect(written).not.toBeNull();
+    const file = disk.readAll(SNAPSHOT_FILE);
+    file[3] = file[3]! ^ 0x40;
+    disk.write(SNAPSHOT_FILE, 0, file);
+    expect(kernels.trailerSplit(disk.readAll(SNAPSHOT_FILE)).status).toBe('checksum_mismatch');
+    driver.submit(2, { kind: 'snapshot_rewrite', op: 4, checksum: written!.checksum, payload: written!.payload });
+    await until(() => held.length === 2);
+    expect(completed).toHaveLength(1);
+    held[1]!.release();
+    await until(() => heldDirectory.length === 2);
+    heldDirectory[1]!.release();
+    await until(() => completed.length === 2);
+    expect(completed[1]).toEqual({ id: 2, result: { ok: true } });
+    expect(calls.filter((call) => call.includes('Sync'))).toEqual([]);
+    expect(driver.counters.durableWritesAsync).toBe(2);
+    const split = kernels.trailerSplit(disk.readAll(SNAPSHOT_FILE));
+    expect(split.status === 'valid' && split.checksum).toBe(written!.checksum);
+  });
+
   it('a superblock write runs its fsyncs on the thread pool and becomes the newest record only when durable', async () => {
     const { driver, held, heldDirectory, completed, calls, root, disk, kernels } = instrumented();
     const state = vsrState({ view: 3, logView: 3, commitMax: 0 });
