@@ -170,8 +170,12 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.PingHeader>({
     command: Command.ping,
     name: 'ping',
-    fields: {},
-    zero: [[128, 256]],
+    fields: {
+      checkpointId: [128, 'u128'],
+      checkpointOp: [144, 'u64'],
+      group: [152, 'u64_big'],
+    },
+    zero: [[160, 256]],
     control: true,
     bodySizeMax: 0,
   }),

@@ -407,10 +407,20 @@ export interface ReplicaAdvertiseHeader extends HeaderCommon {
   readonly version: number;
 }
 
-/** Transport liveness probes; header-only, no fields of their own. */
+/**
+ * A backup's answer to its primary's heartbeat: the checkpoint it holds durably. The reference
+ * sends Ping only in transport tests, with no fields; vrmeta gives it the two a heartbeat carries
+ * the other way (as TigerBeetle's ping does), so the primary learns that a backup holds the same
+ * checkpoint (and may let its own payload go) and checks the backup's checkpoint id.
+ */
 export interface PingHeader extends HeaderCommon {
   readonly command: typeof Command.ping;
+  readonly checkpointId: bigint;
+  readonly checkpointOp: number;
+  readonly group: bigint;
 }
+
+/** Transport liveness probes; header-only, no fields of their own. */
 export interface PongHeader extends HeaderCommon {
   readonly command: typeof Command.pong;
 }

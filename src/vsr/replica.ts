@@ -56,6 +56,7 @@ import {
   type CommitHeader,
   type DoViewChangeHeader,
   type HeaderInputOf,
+  type PingHeader,
   type PrepareHeader,
   type PrepareOkHeader,
   type RangeEvictedHeader,
@@ -880,6 +881,9 @@ export class Replica {
         break;
       case Command.commit:
         this.onCommit(header);
+        break;
+      case Command.ping:
+        this.onPing(header);
         break;
       case Command.startViewChange:
         this.onStartViewChange(header);
@@ -1950,10 +1954,39 @@ export class Replica {
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
     // The primary holds this checkpoint durably too: ours is not the only copy any more.
     this.transferServer.peerHolds(header.checkpointOp, header.commitChecksum);
+    this.sendCheckpointPing(header.replica);
     if (this.journalCanonicalForView()) this.advanceCommitCanonical(header.commit);
     else this.advanceCommitMax(header.commit);
     this.commitJournal();
     this.repairIfBehind();
+  }
+
+  /**
+   * Answers our primary's heartbeat with the checkpoint we hold durably, so that the primary
+   * learns it is not the only holder (and lets its payload go) and checks our checkpoint id. Not
+   * under the serving rule regression seeds replay with: it released nothing and sent no pings.
+   */
+  private sendCheckpointPing(primary: number): void {
+    if (this.config.offerPayloadOnEveryReplica) return;
+    assert(!this.isPrimary() && primary === this.primaryIndex(), 'a ping answers our primary');
+    this.send(primary, Command.ping, {
+      checkpointId: this.checkpointChecksum,
+      checkpointOp: this.checkpointOp,
+    });
+  }
+
+  /** A backup of our view holds a checkpoint durably (its answer to our heartbeat). */
+  private onPing(header: PingHeader): void {
+    if (header.view > this.view) {
+      this.onNewerView(header.view);
+      return this.drop('newer_view', header);
+    }
+    if (header.view < this.view) return this.drop('older_view', header);
+    if (this.status !== 'normal') return this.drop('status_not_normal', header);
+    if (!this.isPrimary()) return this.drop('not_primary', header);
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    this.checkCheckpointId(header.checkpointOp, header.checkpointId, header.replica);
+    this.transferServer.peerHolds(header.checkpointOp, header.checkpointId);
   }
 
   private onTimeoutNormalHeartbeat(): void {

@@ -23,6 +23,7 @@ export const VIEW_FENCE = {
   [Command.startViewChange]: true,
   [Command.doViewChange]: true,
   [Command.startView]: true,
+  [Command.ping]: false,
   [Command.requestStartView]: false,
   [Command.requestPrepares]: false,
   [Command.repairPrepare]: false,

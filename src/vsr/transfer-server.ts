@@ -7,8 +7,9 @@
  * offers.
  *
  * The payload stays in memory only while this replica may be the one replica holding the
- * checkpoint: from the checkpoint (or a boot) until its primary's heartbeat names the same
- * checkpoint as durable there (`peerHolds`); a primary always holds its own. While held, chunks
+ * checkpoint: from the checkpoint (or a boot) until a peer names the same checkpoint as durable
+ * there (`peerHolds`): a backup hears it in its primary's heartbeat, a primary in a backup's ping
+ * (the backup's answer to that heartbeat). While held, chunks
  * are views of it, and a snapshot file found rotten is rewritten from it (`snapshot_rewrite`):
  * a lone copy that rots at rest is never lost. Once released, each chunk is read from the
  * snapshot file and checked against the sum offered for it before it is sent; the storage keeps
@@ -57,7 +58,7 @@ export interface TransferServerCounters {
    * were written during the fetch): the requester restarts on the newest.
    */
   offersReleased: number;
-  /** Payloads let go once the primary named the same checkpoint durable (`peerHolds`). */
+  /** Payloads let go once a peer named the same checkpoint durable (`peerHolds`). */
   payloadsReleased: number;
   /** Rotten snapshot files rewritten from the payload held in memory. */
   snapshotsRewritten: number;
@@ -243,9 +244,9 @@ export class TransferServer {
   }
 
   /**
-   * Another replica holds checkpoint `op` (id `checksum`) durably (its primary's heartbeat says
-   * so): a lone copy of ours can no longer be the only one, so the payload is let go and chunks
-   * are read from the file from now on.
+   * Another replica holds checkpoint `op` (id `checksum`) durably (a backup's primary says so in
+   * its heartbeat, a primary's backup in its ping): a lone copy of ours can no longer be the only
+   * one, so the payload is let go and chunks are read from the file from now on.
    */
   peerHolds(op: number, checksum: bigint): void {
     if (this.host.config.offerPayloadOnEveryReplica) return;

@@ -21,6 +21,7 @@ import { buildFrame, decodeFrame, sealFrame, verifyFrame, type FrameResult } fro
 import { FrameRejection } from '../../src/vsr/frame-reason.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import type { ReplicaEnv } from '../../src/vsr/io.js';
+import type { Replica } from '../../src/vsr/replica.js';
 import { STATE_CHUNKS_IN_FLIGHT_MAX, STATE_CHUNKS_UNWRITTEN_MAX, TransferStageMachine, encodeManifest, decodeManifest, type Manifest } from '../../src/vsr/state-transfer.js';
 import { Driver, ROOT, req } from '../unit/metadata-fixtures.js';
 import { formed, smallSim as sim } from '../support/sim-scenarios.js';
@@ -35,8 +36,12 @@ function installs(cluster: ClusterSim): number {
   return cluster.events.get('state_transfer_installed') ?? 0;
 }
 
-/** A backup, crashed until the cluster moved two checkpoints past it. */
-function lagBehindCheckpoints(cluster: ClusterSim): number {
+/**
+ * A backup, crashed until the cluster moved two checkpoints past it. Without `pings`, the primary
+ * never hears that the other backup holds its checkpoints (see dropPings) and keeps its payload.
+ */
+function lagBehindCheckpoints(cluster: ClusterSim, { pings = true } = {}): number {
+  if (!pings) dropPings(cluster);
   formed(cluster);
   const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
   cluster.crash(backup);
@@ -61,6 +66,20 @@ function rotOnTransferRequest(cluster: ClusterSim, server: number): { rotted: bo
     return 'deliver';
   };
   return rot;
+}
+
+/**
+ * Drops every ping (a backup's answer to its primary's heartbeat, naming the checkpoint it holds)
+ * on top of the network's filter: the primary never learns that another replica holds its
+ * checkpoint, so it keeps the payload, as when the one backup at its checkpoint lost its disk.
+ */
+function dropPings(cluster: ClusterSim): void {
+  const inner = cluster.network.filter;
+  cluster.network.filter = (packet) => {
+    const decoded = decodeFrame(kernels, packet.frame);
+    if (decoded.ok && decoded.header.command === Command.ping) return 'drop';
+    return inner === null ? 'deliver' : inner(packet);
+  };
 }
 
 describe('state transfer scenarios', () => {
@@ -193,11 +212,14 @@ describe('state transfer scenarios', () => {
     expect(kernels.trailerSplit(split.payload).status).toBe('no_trailer');
   });
 
-  it('the primary\'s snapshot rots at rest: it rewrites the file from the payload it holds, keeps serving, and the lagging backup catches up', () => {
+  it('the primary\'s snapshot rots at rest while no backup is known to hold it: it rewrites the file from the payload it holds, keeps serving, and the lagging backup catches up', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
-    const backup = lagBehindCheckpoints(cluster);
+    const backup = lagBehindCheckpoints(cluster, { pings: false });
+    // No checkpoint after the rot (it would write the file anew): the clients are done first.
+    expect(cluster.runUntil(() => cluster.clients.every((client) => client.idle), 20_000)).toBe(true);
     const primary = cluster.replica((backup + 1) % 3).primaryIndex();
     const rot = rotOnTransferRequest(cluster, primary);
+    dropPings(cluster);
     cluster.restart(backup);
     expect(cluster.runUntil(() => cluster.replica(backup).counters.stateTransfersInstalled > 0, 10_000), cluster.describe()).toBe(true);
     expect(cluster.runUntil(() => cluster.replica(primary).counters.snapshotsRewritten > 0, 5_000), cluster.describe()).toBe(true);
@@ -389,13 +411,17 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
     { server: 'the other backup', held: false },
   ])('a served chunk is the checkpoint\'s bytes sealed with its manifest sum, served by $server (payload held: $held)', ({ held }) => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
-    const backup = lagBehindCheckpoints(cluster);
+    // The primary holds its payload while no ping told it that the other backup holds the same
+    // checkpoint; that backup let its own go when the primary's heartbeat named it.
+    const backup = lagBehindCheckpoints(cluster, { pings: !held });
+    // The file at rest stays the served checkpoint's: no checkpoint during the fetch.
+    expect(cluster.runUntil(() => cluster.clients.every((client) => client.idle), 20_000)).toBe(true);
     const served = recordServedChunks(cluster, backup);
     const primaryAtStart = cluster.replica((backup + 1) % 3).primaryIndex();
-    // Chunks from the primary (which holds its payload), or from the other backup (which let its
-    // own go when the primary's heartbeat named the same checkpoint): the other is never asked.
+    // Chunks from the primary or from the other backup: the other is never asked.
     cluster.network.filter = ({ to, frame }) => {
       const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && decoded.header.command === Command.ping && held) return 'drop';
       if (!decoded.ok || decoded.header.command !== Command.requestStateChunk) return 'deliver';
       return (to === primaryAtStart) === held ? 'deliver' : 'drop';
     };
@@ -423,16 +449,59 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
       expect(decoded.header.checksumBody).toBe(chunk.manifest.entries[0]!.chunkChecksums[offset / chunk.manifest.chunkSize]);
     }
     cluster.converge();
-    // At rest: the primary holds its checkpoint's payload; every backup let its own go once the
-    // primary's heartbeat named the same checkpoint, and the installed one never held one.
-    const primary = cluster.replica(0).primaryIndex();
+    // At rest, pings flowing: no replica holds a payload. Every backup let its own go once the
+    // primary's heartbeat named the same checkpoint, the primary once a backup's ping did, and
+    // the installed one never held one.
     for (const index of [0, 1, 2]) {
-      const replica = cluster.replica(index) as unknown as ServerView;
-      const source = replica.transferServer.source;
-      if (source === null) continue;
-      if (index === primary) expect(source.payload).not.toBeNull();
-      else expect(source.payload).toBeNull();
+      const source = (cluster.replica(index) as unknown as ServerView).transferServer.source;
+      if (source !== null) expect(source.payload, `replica ${index}`).toBeNull();
     }
+  });
+
+  it('a primary lets its payload go only once a backup of its view pings the same checkpoint id', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
+    dropPings(cluster);
+    formed(cluster);
+    expect(cluster.runUntil(() => cluster.clients.every((client) => client.idle), 20_000)).toBe(true);
+    const primary = cluster.replica(0).primaryIndex();
+    const backup = (primary + 1) % 3;
+    const server = cluster.replica(primary) as unknown as ServerView & Replica;
+    expect(server.checkpointOp).toBeGreaterThan(0);
+    // No ping heard: the primary may be the one holder of its checkpoint.
+    expect(server.transferServer.source?.payload).not.toBeNull();
+    expect(server.counters.payloadsReleased).toBe(0);
+    const ping = (fields: { view?: number; checkpointId: bigint; checkpointOp: number }) => {
+      const frame = buildFrame(kernels, {
+        command: Command.ping,
+        cluster: server.config.cluster,
+        view: fields.view ?? server.view,
+        release: 0,
+        replica: backup,
+        checkpointId: fields.checkpointId,
+        checkpointOp: fields.checkpointOp,
+        group: METADATA_GROUP,
+      });
+      const decoded = decodeFrame(kernels, frame);
+      expect(decoded.ok).toBe(true);
+      if (decoded.ok) server.onMessage(decoded);
+    };
+    const op = server.checkpointOp;
+    const id = server.checkpointChecksum;
+    const divergences = server.counters.divergences;
+    // Another id at our checkpoint op: a divergent backup, reported; it holds nothing of ours.
+    ping({ checkpointId: id ^ 1n, checkpointOp: op });
+    expect(server.counters.divergences).toBe(divergences + 1);
+    // An older checkpoint, or a ping of an older view: neither names the payload we hold.
+    ping({ checkpointId: server.checkpointIds.get(op - server.config.checkpointInterval)!, checkpointOp: op - server.config.checkpointInterval });
+    ping({ view: server.view - 1, checkpointId: id, checkpointOp: op });
+    expect(server.counters.drops['older_view']).toBeGreaterThan(0);
+    expect(server.transferServer.source?.payload).not.toBeNull();
+    expect(server.counters.payloadsReleased).toBe(0);
+    // The backup's own answer to a heartbeat, once pings flow again.
+    cluster.network.filter = null;
+    expect(cluster.runUntil(() => server.counters.payloadsReleased > 0, 1_000), cluster.describe()).toBe(true);
+    expect(server.transferServer.source?.payload).toBeNull();
+    expect(server.counters.divergences).toBe(divergences + 1);
   });
 
   it('the serving replica checks its file at rest only once its fetch is over, never mid-fetch', () => {

@@ -38,7 +38,13 @@ function bytes32(fill: number): Uint8Array {
 type Bases = { readonly [C in HeaderCommand]: () => HeaderOf<C> };
 
 const BASES: Bases = {
-  [Command.ping]: () => ({ ...COMMON, command: Command.ping }),
+  [Command.ping]: () => ({
+    ...COMMON,
+    command: Command.ping,
+    checkpointId: 0n,
+    checkpointOp: 0,
+    group: GROUP,
+  }),
   [Command.pong]: () => ({ ...COMMON, command: Command.pong }),
   [Command.pingClient]: () => ({ ...COMMON, command: Command.pingClient }),
   [Command.pongClient]: () => ({ ...COMMON, command: Command.pongClient }),

@@ -232,7 +232,15 @@ const dvc = fc.integer({ min: 0, max: 4 }).chain((count) =>
 );
 
 const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
-  [Command.ping]: spec(true, fc.record({ command: fc.constant(Command.ping) })),
+  [Command.ping]: spec(
+    true,
+    fc.record({
+      command: fc.constant(Command.ping),
+      checkpointId: u128,
+      checkpointOp: u64,
+      group: u64Big,
+    }),
+  ),
   [Command.pong]: spec(true, fc.record({ command: fc.constant(Command.pong) })),
   [Command.pingClient]: spec(false, fc.record({ command: fc.constant(Command.pingClient) })),
   [Command.pongClient]: spec(false, fc.record({ command: fc.constant(Command.pongClient) })),
