@@ -121,6 +121,13 @@ export interface TransferServerHost {
 export const CHUNK_READS_PER_OFFER_MAX = 8;
 
 /**
+ * Whole manifest chunks one offer reads from the file ahead of its receiver's requests (a
+ * receiver's window): the chunk a request names is then usually read already, and the fetch does
+ * not wait a storage turn per chunk. Bounded memory: at most this many chunks per offer.
+ */
+export const CHUNK_READ_AHEAD = 4;
+
+/**
  * A checkpoint's chunk sums, computed where its payload passed: `chunkSums[i]` is the XXH3-64 of
  * chunk i at `chunkSize`, `checksum` of the whole payload (the checkpoint id).
  */
@@ -181,6 +188,14 @@ interface Offer {
   finalServed: boolean;
   /** Chunk reads submitted for this offer and not completed (<= CHUNK_READS_PER_OFFER_MAX). */
   reads: number;
+  /** Chunks read ahead of the receiver, by manifest chunk index (<= 2 * CHUNK_READ_AHEAD). */
+  readonly ahead: Map<number, ReadAhead>;
+}
+
+/** A manifest chunk read ahead: its bytes once read, and the request waiting for them, if any. */
+interface ReadAhead {
+  bytes: Uint8Array | null;
+  waiting: ChunkRead | null;
 }
 
 /** A snapshot file that failed verification for checkpoint `op`, and why. */
@@ -361,26 +376,62 @@ export class TransferServer {
     assert(header.offset < end && end <= entry.len, 'a non-empty range in the entry');
     assert(end - header.offset <= chunkSize, 'at most one chunk');
     const held = offer.source.payload;
-    if (held === null && offer.reads >= CHUNK_READS_PER_OFFER_MAX) {
+    if (held === null) return this.serveFromFile(offer, header, entry, end);
+    offer.idleTicks = 0;
+    if (end === entry.len) offer.finalServed = true;
+    this.serveHeld(header, entry, held, end);
+  }
+
+  /**
+   * A chunk of a released payload: the manifest chunks the range covers (one, for what a
+   * receiver asks) are read from the file, or were read ahead, so each can be checked against the
+   * sum offered for it before a byte of it is sent; the next ones are read ahead.
+   */
+  private serveFromFile(
+    offer: Offer,
+    header: RequestStateChunkHeader,
+    entry: ManifestEntry,
+    end: number,
+  ): void {
+    const chunkSize = offer.source.manifest.chunkSize;
+    const first = Math.floor(header.offset / chunkSize);
+    const last = Math.floor((end - 1) / chunkSize);
+    const readStart = first * chunkSize;
+    const readEnd = Math.min(entry.len, (last + 1) * chunkSize);
+    const range: ChunkRead = { header, entry, chunkSize, first, last, readStart, readEnd, end };
+    const ahead = first === last ? offer.ahead.get(first) : undefined;
+    if (ahead === undefined && offer.reads >= CHUNK_READS_PER_OFFER_MAX) {
       return this.host.drop('chunk_reads_busy', header);
     }
     offer.idleTicks = 0;
     if (end === entry.len) offer.finalServed = true;
-    if (held !== null) return this.serveHeld(header, entry, held, end);
-    // Read the manifest chunks the range covers (one, for what a receiver asks), so each can be
-    // checked against the sum offered for it before a byte of it is sent.
-    const first = Math.floor(header.offset / chunkSize);
-    const last = Math.floor((end - 1) / chunkSize);
-    const range: ChunkRead = {
-      header,
-      entry,
-      chunkSize,
-      first,
-      last,
-      readStart: first * chunkSize,
-      readEnd: Math.min(entry.len, (last + 1) * chunkSize),
-      end,
-    };
+    if (ahead !== undefined && ahead.bytes !== null) {
+      offer.ahead.delete(first);
+      this.serveRead(offer.source, range, ahead.bytes);
+    } else if (ahead !== undefined) {
+      ahead.waiting = range;
+    } else {
+      this.readChunks(offer, header.replica, readStart, readEnd, (bytes) => {
+        this.serveRead(offer.source, range, bytes);
+      });
+    }
+    this.readAhead(offer, header.replica, entry, last);
+  }
+
+  /**
+   * Reads `[start, end)` of the offer's checkpoint from the file and hands the bytes to `done`,
+   * unless the offer was withdrawn or replaced meanwhile (its source failed, it expired, a new
+   * session: the requester no longer waits for them) or the read failed (the source is then
+   * unreadable, or no longer held).
+   */
+  private readChunks(
+    offer: Offer,
+    requester: number,
+    start: number,
+    end: number,
+    done: (bytes: Uint8Array) => void,
+  ): void {
+    assert(offer.reads < CHUNK_READS_PER_OFFER_MAX, 'chunk reads per offer are bounded');
     const source = offer.source;
     offer.reads += 1;
     this.host.counters.chunkReads += 1;
@@ -388,18 +439,51 @@ export class TransferServer {
       kind: 'snapshot_chunk_read',
       op: source.op,
       checksum: source.checksum,
-      offset: range.readStart,
-      len: range.readEnd - range.readStart,
+      offset: start,
+      len: end - start,
     } as const;
     this.host.submit(request, (result) => {
       offer.reads -= 1;
-      // Withdrawn or replaced meanwhile (its source failed, it expired, a new session): the
-      // requester no longer waits for this chunk.
-      if (this.offers.get(header.replica) !== offer) return;
+      if (this.offers.get(requester) !== offer) return;
       if (!result.ok) return this.sourceUnreadable(source, result.error);
       if (result.chunk === undefined) return this.sourceReleased(source);
-      this.serveRead(source, range, result.chunk);
+      done(result.chunk);
     });
+  }
+
+  /**
+   * Reads the manifest chunks after `last` (the receiver's next requests) ahead, up to
+   * CHUNK_READ_AHEAD of them, within the offer's read budget; those behind it are dropped (the
+   * receiver moved past them: they were served another way, or it re-asks and they are read).
+   * A receiver that jumps back (re-asking a lost chunk) leaves at most 2 * CHUNK_READ_AHEAD.
+   */
+  private readAhead(offer: Offer, requester: number, entry: ManifestEntry, last: number): void {
+    // Serving the chunk found the file rotten: the offer is withdrawn, nothing more is read.
+    if (this.offers.get(requester) !== offer) return;
+    for (const [index, ahead] of offer.ahead) {
+      if (index <= last && ahead.waiting === null) offer.ahead.delete(index);
+    }
+    const chunkSize = offer.source.manifest.chunkSize;
+    const len = entry.len;
+    const through = Math.min(chunkCount(len, chunkSize) - 1, last + CHUNK_READ_AHEAD);
+    for (let index = last + 1; index <= through; index++) {
+      if (offer.ahead.has(index)) continue;
+      if (offer.reads >= CHUNK_READS_PER_OFFER_MAX) break;
+      if (offer.ahead.size >= 2 * CHUNK_READ_AHEAD) break;
+      const ahead: ReadAhead = { bytes: null, waiting: null };
+      offer.ahead.set(index, ahead);
+      const start = index * chunkSize;
+      this.readChunks(offer, requester, start, Math.min(len, start + chunkSize), (bytes) => {
+        if (offer.ahead.get(index) !== ahead) return;
+        if (ahead.waiting === null) {
+          ahead.bytes = bytes;
+          return;
+        }
+        offer.ahead.delete(index);
+        this.serveRead(offer.source, ahead.waiting, bytes);
+      });
+    }
+    assert(offer.ahead.size <= 2 * CHUNK_READ_AHEAD, 'reads ahead are bounded');
   }
 
   /**
@@ -484,6 +568,7 @@ export class TransferServer {
       idleTicks: 0,
       finalServed: false,
       reads: 0,
+      ahead: new Map(),
     };
     this.offers.set(requester, offer);
     assert(this.offers.size < this.host.config.replicaCount, 'one offer per peer');

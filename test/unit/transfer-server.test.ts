@@ -18,6 +18,7 @@ import type { StorageRequest, StorageResult } from '../../src/vsr/io.js';
 import type { SendFields } from '../../src/vsr/send.js';
 import { decodeManifest } from '../../src/vsr/state-transfer.js';
 import {
+  CHUNK_READ_AHEAD,
   CHUNK_READS_PER_OFFER_MAX,
   TransferServer,
   zeroTransferServerCounters,
@@ -311,10 +312,11 @@ describe('transfer server', () => {
     h.server.onRequestStateTransfer(requestTransfer(1, 7n));
     h.server.onRequestStateTransfer(requestTransfer(2, 9n));
     h.server.onRequestStateChunk(requestChunk(1, 7n, 0));
+    // The file rots under the offer (the bytes the manifest summed are no longer at rest), in the
+    // chunk read ahead for the next request: read-ahead bytes are checked when served, too.
+    h.files.get(id)![70]! ^= 0x10;
     h.run();
     expect(h.chunks).toHaveLength(1);
-    // The file rots under the offer (the bytes the manifest summed are no longer at rest).
-    h.files.get(id)![70]! ^= 0x10;
     h.server.onRequestStateChunk(requestChunk(1, 7n, 64));
     h.run();
     expect(h.chunks).toHaveLength(1);
@@ -363,13 +365,46 @@ describe('transfer server', () => {
     released(h, 32, 150);
     h.server.onRequestStateTransfer(requestTransfer(1, 7n));
     for (let index = 0; index < CHUNK_READS_PER_OFFER_MAX + 3; index++) h.server.onRequestStateChunk(requestChunk(1, 7n, 0));
-    expect(h.submitted.filter((request) => request.kind === 'snapshot_chunk_read')).toHaveLength(CHUNK_READS_PER_OFFER_MAX);
-    expect(h.drops).toEqual({ chunk_reads_busy: 3 });
+    // The first request also read chunks 1 and 2 ahead; each duplicate queued one more read.
+    const ahead = 2;
+    const reads = () => h.submitted.filter((request) => request.kind === 'snapshot_chunk_read');
+    expect(reads()).toHaveLength(CHUNK_READS_PER_OFFER_MAX);
+    expect(h.drops).toEqual({ chunk_reads_busy: 3 + ahead });
     h.run();
-    expect(h.chunks).toHaveLength(CHUNK_READS_PER_OFFER_MAX);
+    expect(h.chunks).toHaveLength(CHUNK_READS_PER_OFFER_MAX - ahead);
     h.server.onRequestStateChunk(requestChunk(1, 7n, 0));
     h.run();
-    expect(h.chunks).toHaveLength(CHUNK_READS_PER_OFFER_MAX + 1);
+    expect(h.chunks).toHaveLength(CHUNK_READS_PER_OFFER_MAX - ahead + 1);
+  });
+
+  it(`a released payload's next CHUNK_READ_AHEAD chunks are read ahead of the receiver: its requests are served without waiting for a read, each chunk read once`, () => {
+    const h = harness();
+    const id = released(h, 32, 64 * 12 + 10);
+    const payload = h.files.get(id)!.slice();
+    h.server.onRequestStateTransfer(requestTransfer(1, 7n));
+    const reads = () => h.submitted.filter((request) => request.kind === 'snapshot_chunk_read');
+    h.server.onRequestStateChunk(requestChunk(1, 7n, 0));
+    expect(reads().map((request) => request.kind === 'snapshot_chunk_read' && request.offset)).toEqual([0, 64, 128, 192, 256]);
+    h.run();
+    expect(h.chunks).toHaveLength(1);
+    for (let index = 1; index <= 12; index++) {
+      h.server.onRequestStateChunk(requestChunk(1, 7n, index * 64));
+      // Read ahead and completed: sent at once, before the storage runs again.
+      expect(h.chunks, `chunk ${index}`).toHaveLength(index + 1);
+      h.run();
+    }
+    expect(h.chunks.map((chunk) => chunk.body)).toEqual(Array.from({ length: 13 }, (_, index) => payload.subarray(index * 64, index * 64 + 64)));
+    expect(reads()).toHaveLength(13);
+    expect(h.host.counters.chunkReads).toBe(13);
+    // A request whose read ahead is still in the storage queue waits for it: no second read.
+    const h2 = harness();
+    const id2 = released(h2, 32, 64 * 12 + 10);
+    h2.server.onRequestStateTransfer(requestTransfer(1, 7n));
+    h2.server.onRequestStateChunk(requestChunk(1, 7n, 0));
+    h2.server.onRequestStateChunk(requestChunk(1, 7n, 64));
+    expect(h2.submitted.filter((request) => request.kind === 'snapshot_chunk_read')).toHaveLength(1 + CHUNK_READ_AHEAD + 1);
+    h2.run();
+    expect(h2.chunks.map((chunk) => chunk.body)).toEqual([h2.files.get(id2)!.subarray(0, 64), h2.files.get(id2)!.subarray(64, 128)]);
   });
 
   it('a restarted server offers on the chunk sums its boot computed, and holds the payload it read', () => {
