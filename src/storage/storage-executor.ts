@@ -23,6 +23,11 @@ export interface DurableHandles {
   readonly wal: Wal;
   readonly superblock: Superblock;
   readonly snapshotFile: SnapshotFile;
+  /**
+   * Where a served chunk is read into (the node's pool of chunk buffers, given back once the
+   * socket took the chunk); a fresh buffer per read without it.
+   */
+  readonly chunkBuffer?: ((len: number) => Uint8Array) | undefined;
 }
 
 export function executeStorageRequest(handles: DurableHandles, request: StorageRequest): StorageResult {
@@ -65,7 +70,7 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         handles.snapshotFile.write(request.payload, request.checksum);
         break;
       case 'snapshot_chunk_read': {
-        const chunk = new Uint8Array(request.len);
+        const chunk = handles.chunkBuffer?.(request.len) ?? new Uint8Array(request.len);
         const count = handles.snapshotFile.readPayloadChunk(request.checksum, request.offset, chunk);
         if (count === null) return { ok: true };
         if (count !== request.len) {

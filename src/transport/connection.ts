@@ -222,9 +222,11 @@ export class Connection {
 
   /**
    * Writes queued frames in one corked batch until the queue is empty or the socket reports
-   * backpressure. Returns the number of frames handed to the socket.
+   * backpressure. Returns the number of frames handed to the socket. `bodyWritten` is called with
+   * the body of each frame in parts once the socket has written it (nothing reads it after that):
+   * never for a frame the socket failed to write.
    */
-  flush(queue: SendQueue): number {
+  flush(queue: SendQueue, bodyWritten?: (body: Uint8Array) => void): number {
     if (this.#state !== 'open' || this.#waitingDrain || queue.length === 0) return 0;
     let written = 0;
     this.#socket.cork();
@@ -234,7 +236,8 @@ export class Connection {
       if (!(frame instanceof Uint8Array)) this.#socket.write(frame.header);
       // `false` means the socket buffer is past its high-water mark (the frame is still
       // buffered): stop here and let the rest wait in the bounded queue until 'drain'.
-      if (!this.#socket.write(frame instanceof Uint8Array ? frame : frame.body)) {
+      const done = bodyWritten !== undefined && !(frame instanceof Uint8Array) ? bodyWrittenOf(frame.body, bodyWritten) : undefined;
+      if (!this.#socket.write(frame instanceof Uint8Array ? frame : frame.body, done)) {
         this.#waitingDrain = true;
         break;
       }
@@ -402,4 +405,11 @@ export class Connection {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
   }
+}
+
+/** The socket's write callback for `body`: hands it on only when the write succeeded. */
+function bodyWrittenOf(body: Uint8Array, bodyWritten: (body: Uint8Array) => void): (error?: Error | null) => void {
+  return (error) => {
+    if (error === undefined || error === null) bodyWritten(body);
+  };
 }

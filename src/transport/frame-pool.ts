@@ -1,5 +1,7 @@
 /**
- * Reused buffers for the frames of a state transfer's chunks on the receiving replica.
+ * Reused buffers for the frames of a state transfer's chunks on the receiving replica, and (a
+ * second pool) for the chunks a serving replica reads from its snapshot file: the storage reads a
+ * chunk into one, the bus gives it back once the socket wrote it (`sentBodyPool`).
  *
  * A receiver that allocated a fresh 256 KiB frame per chunk paid for fresh memory on every chunk
  * (zeroing, and a page fault per 4 KiB the first time each page is touched) and left the garbage

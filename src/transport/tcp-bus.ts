@@ -110,6 +110,11 @@ export interface ReplicaBusOptions {
    * (the node layer: once a chunk is written). Without one, every frame is allocated.
    */
   readonly framePool?: FramePool | undefined;
+  /**
+   * The bodies of frames sent in parts (served state chunks) are given back to this pool once the
+   * socket wrote them; buffers it did not hand out (views of a held payload) are ignored.
+   */
+  readonly sentBodyPool?: FramePool | undefined;
 }
 
 export interface PeerStats {
@@ -226,6 +231,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   /** Announcement sockets in flight (at most one per lower peer, each closed within the handshake timeout). */
   readonly #announcing = new Set<Socket>();
   readonly #events: ConnectionEvents;
+  /** Hands a written body back to `sentBodyPool` (undefined: nothing to hand back). */
+  readonly #bodyWritten: ((body: Uint8Array) => void) | undefined;
 
   #server: Server | null = null;
   /** Settles when `listen()` has bound or failed; close() waits for it so no listener leaks. */
@@ -256,6 +263,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     this.replicaCount = replicaCount;
     this.cluster = options.cluster;
     this.#options = options;
+    const sentBodyPool = options.sentBodyPool;
+    this.#bodyWritten = sentBodyPool === undefined ? undefined : (body) => sentBodyPool.release(body);
     this.#logger = options.logger ?? NO_LOGGER;
     this.#backoff = { ...BACKOFF_DEFAULTS, ...options.reconnect };
     assertBackoffOptions(this.#backoff);
@@ -789,7 +798,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   #flush(peer: Peer): void {
     const connection = peer.connection;
     if (connection === null) return;
-    const written = connection.flush(peer.queue);
+    const written = connection.flush(peer.queue, this.#bodyWritten);
     peer.sent += written;
     if (written > 0 && peer.queue.length === 0) peer.dropping = false;
   }

@@ -3237,7 +3237,8 @@ export class Replica {
       return;
     }
     // Chunks come from the primary first when it offers: it holds the checkpoint's payload in
-    // memory (the transfer server's rule), so it serves views of it where a backup reads its file.
+    // memory until a backup pings the same checkpoint (the transfer server's rule), and serves
+    // views of it where a replica that let its payload go reads its file.
     const primary = this.config.offerPayloadOnEveryReplica ? -1 : this.primaryIndex();
     const servers = [...best.servers].sort((a, b) => Number(b === primary) - Number(a === primary));
     const target = session.targets.get(servers[0]!)!;

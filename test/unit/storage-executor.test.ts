@@ -42,6 +42,24 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     expect(bootState.provableCommit).toBe(4);
   });
 
+  it('reads a served chunk into the buffer the node supplies (its pool), or a fresh one without it', () => {
+    const { recovered } = boot();
+    for (const entry of chain(1, 4)) executeStorageRequest(recovered, { kind: 'wal_append', op: entry.op, frame: entry.frame });
+    const written = executeStorageRequest(recovered, checkpointWrite(4));
+    const checkpoint = written.ok ? written.checkpoint! : null;
+    const request = { kind: 'snapshot_chunk_read', op: 4, checksum: checkpoint!.checksum, offset: 4, len: 8 } as const;
+    const supplied = new Uint8Array(64).fill(0xee);
+    const lengths: number[] = [];
+    const pooled = executeStorageRequest({ ...recovered, chunkBuffer: (len) => (lengths.push(len), supplied.subarray(0, len)) }, request);
+    const fresh = executeStorageRequest(recovered, request);
+    const expected = checkpoint!.payload.subarray(4, 12);
+    expect(lengths).toEqual([8]);
+    expect(pooled.ok && pooled.chunk!.buffer).toBe(supplied.buffer);
+    expect(pooled.ok && pooled.chunk).toEqual(expected);
+    expect(fresh.ok && fresh.chunk!.buffer).not.toBe(supplied.buffer);
+    expect(fresh.ok && fresh.chunk).toEqual(expected);
+  });
+
   it('removes single WAL entries and keeps the verified ones above them across a crash', () => {
     const { disk, recovered } = boot();
     const prepares = chain(1, 6);

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Command } from '../../src/constants.js';
+import { FramePool } from '../../src/transport/frame-pool.js';
 import { ReplicaBus } from '../../src/transport/tcp-bus.js';
 import { buildFrame, buildFrameHeader } from '../../src/vsr/frame.js';
 import {
@@ -108,6 +109,36 @@ describe('ReplicaBus', () => {
       Command.stateChunk, Command.commit, Command.stateChunk, Command.commit, Command.stateChunk, Command.commit,
     ]);
     expect(node0.bus.stats().peers[0]).toMatchObject({ sent: 6, dropped: 0, queued: 0 });
+  });
+
+  it('the body of a frame sent in parts goes back to the sent-body pool once the socket wrote it, never before; other bodies are left alone', async () => {
+    const pool = new FramePool(256 * 1024, 4);
+    const { nodes } = await harness.start(2, { node: (replica) => (replica === 0 ? { sentBodyPool: pool } : {}) });
+    const [node0, node1] = nodes as [Node, Node];
+    await waitFor(() => allConnected(nodes), 'connected');
+    const input = (offset: number) => ({
+      command: Command.stateChunk, cluster: CLUSTER, view: 1, release: 0, replica: 0, nonce: 42n, offset, group: 0n, artifact: 0,
+    } as const);
+    const send = (body: Uint8Array, offset: number) => {
+      node0.bus.sendToReplicaParts(1, buildFrameHeader(kernels, input(offset), body.byteLength, kernels.xxh3_64(body, 0n)), body);
+    };
+    // Two chunks read into pooled buffers and one view of a payload the pool never handed out.
+    const pooled = [pool.take(200_000), pool.take(100_000)];
+    pooled.forEach((body, index) => body.fill(index + 1));
+    const held = new Uint8Array(50_000).fill(9);
+    send(pooled[0]!, 0);
+    send(pooled[1]!, 200_000);
+    send(held, 300_000);
+    // Queued, not written yet (the flush runs at the end of this turn): nothing is given back.
+    expect(pool.freeCount).toBe(0);
+    await waitFor(() => node1.received.length === 3, 'three chunks');
+    await waitFor(() => pool.freeCount === 2, 'both pooled bodies given back');
+    expect(pool.counters.kept).toBe(2);
+    const bodies = node1.received.map((entry) => entry.frame.body);
+    expect(bodies.map((body) => [body.byteLength, body[0]])).toEqual([[200_000, 1], [100_000, 2], [50_000, 9]]);
+    // The pool hands the written buffers out again.
+    pool.take(1000);
+    expect(pool.counters.reused).toBe(1);
   });
 
   it('batches a burst larger than the socket buffer and honours backpressure without losing frames', async () => {
