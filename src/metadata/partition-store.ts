@@ -22,6 +22,13 @@ import { columnCount, columnCreatedAtUs, columnFirstUnsafe } from '../format/par
 export { columnCount, columnCreatedAtUs, columnFirstUnsafe };
 
 const TWO_POW_32 = 0x1_0000_0000;
+/**
+ * A new store's column: empty, never written (the first add grows into a buffer of its own), so
+ * every store can share it; `adopt` replaces it without allocating one first.
+ */
+const EMPTY_BUFFER = new ArrayBuffer(0);
+const EMPTY_BYTES = new Uint8Array(EMPTY_BUFFER);
+const EMPTY_WORDS = new Uint32Array(EMPTY_BUFFER);
 /** High word of Number.MAX_SAFE_INTEGER (2^53 - 1). */
 const SAFE_HIGH_WORD_MAX = 0x1f_ffff;
 /**
@@ -57,8 +64,8 @@ export class PartitionStore {
       'partition countMax is a non-negative integer',
     );
     this.countMax = countMax;
-    this.bytes = new Uint8Array(0);
-    this.words = new Uint32Array(0);
+    this.bytes = EMPTY_BYTES;
+    this.words = EMPTY_WORDS;
   }
 
   /**

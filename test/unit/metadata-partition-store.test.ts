@@ -125,6 +125,35 @@ describe('PartitionStore', () => {
     store.invariants();
   });
 
+  it('stores adopting neighbouring pieces of one block (a decode\'s shared columns) never write into each other', () => {
+    const block = new ArrayBuffer(64);
+    const left = new Uint8Array(block, 0, 16);
+    const right = new Uint8Array(block, 16, 16);
+    left.set(columnOf([T, T + 1]));
+    right.set(columnOf([T + 10, T + 11]));
+    const before = new Uint8Array(block).slice();
+    const stores = [PartitionStore.adopt(left, 10), PartitionStore.adopt(right, 10)];
+    expect(stores.map((store) => store.column().buffer)).toEqual([block, block]);
+    stores[0]!.truncate(1);
+    stores[0]!.append(3, 99);
+    stores[1]!.truncate(0);
+    stores[1]!.append(1, 5);
+    // The block is as decoded; each store writes into a copy of its own.
+    expect(new Uint8Array(block)).toEqual(before);
+    expect(contents(stores[0]!)).toEqual([[0, T], [1, 99], [2, 99], [3, 99]]);
+    expect(contents(stores[1]!)).toEqual([[0, 5]]);
+    for (const store of stores) store.invariants();
+  });
+
+  it('a new store shares the empty column until its first add, which gets a buffer of its own', () => {
+    const stores = [new PartitionStore(10), new PartitionStore(10)];
+    expect(stores[0]!.column().buffer).toBe(stores[1]!.column().buffer);
+    stores[0]!.append(2, T);
+    expect(stores[0]!.column().buffer).not.toBe(stores[1]!.column().buffer);
+    expect([contents(stores[0]!), contents(stores[1]!)]).toEqual([[[0, T], [1, T]], []]);
+    for (const store of stores) store.invariants();
+  });
+
   it('adopts a column at an odd offset by copying it once', () => {
     const backing = new Uint8Array(8 * 3 + 1);
     backing.set(columnOf([1, 2, 3]), 1);

@@ -5,7 +5,7 @@
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/format/snapshot-codec.js';
+import { ColumnBlocks, decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../../src/format/snapshot-codec.js';
 import type { MetadataSnapshot } from '../../src/format/snapshot-model.js';
 import { REFERENCE_SNAPSHOT_SMALL, referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { positional } from '../kernels/snapshot-encoders.js';
@@ -143,7 +143,7 @@ describe('decodeSnapshot', () => {
     expect(refusal(duplicate)).toEqual({ reason: 'not_canonical_order', path: 'clientTable[1].slot' });
   });
 
-  it('decodes the partition column (values below and above 2^32, up to 2^53 - 1) as one aligned copy of its own', () => {
+  it('decodes the partition column (values below and above 2^32, up to 2^53 - 1) as one aligned copy', () => {
     const clocks = [0, 1, 4_294_967_295, 4_294_967_296, 1_796_071_487_896_000, Number.MAX_SAFE_INTEGER];
     const base = twoTopics();
     const topic = { ...base.streams[0]!.topics[0]!, partitionsCreatedAtUs: columnOf(clocks), consumerGroups: [] };
@@ -152,12 +152,38 @@ describe('decodeSnapshot', () => {
     const decoded = decodeSnapshot(bytes);
     expect(decoded).toEqual(snapshot);
     const column = decoded.streams[0]!.topics[0]!.partitionsCreatedAtUs;
-    // Its own buffer, exactly its size, at offset 0: a store can view it as u32 words and adopt it.
-    expect(column.byteOffset).toBe(0);
-    expect(column.buffer.byteLength).toBe(clocks.length * 8);
+    // A small column is a piece of a shared block, 8-byte aligned, not a view of the input: a
+    // store can view it as u32 words and adopt it.
+    expect(column.byteLength).toBe(clocks.length * 8);
+    expect(column.byteOffset % 8).toBe(0);
+    expect(column.buffer).not.toBe(bytes.buffer);
+    expect(column.buffer.byteLength).toBe(ColumnBlocks.BLOCK_BYTES);
     expect(clocks.map((_, index) => columnCreatedAtUs(column, index))).toEqual(clocks);
     bytes.fill(0);
     expect(clocks.map((_, index) => columnCreatedAtUs(column, index))).toEqual(clocks);
+  });
+
+  it('small columns share blocks in aligned pieces that never overlap; a large one gets a buffer of its own', () => {
+    const base = twoTopics();
+    const counts = [3, 0, 1, 128, ColumnBlocks.SHARED_MAX / 8 + 1, 5];
+    const topics = counts.map((count, index) => ({
+      ...base.streams[0]!.topics[0]!,
+      id: index + 1,
+      name: `topic-${index}`,
+      partitionsCreatedAtUs: columnOf(Array.from({ length: count }, (_, at) => 1_796_071_487_896_000 + index * 1000 + at)),
+      consumerGroups: [],
+    }));
+    const snapshot: MetadataSnapshot = { ...base, streams: [{ ...base.streams[0]!, topics }, ...base.streams.slice(1)] };
+    const decoded = decodeSnapshot(snapshotEncodeTs(snapshot));
+    expect(decoded).toEqual(snapshot);
+    const columns = decoded.streams[0]!.topics.map((topic) => topic.partitionsCreatedAtUs);
+    const large = columns[4]!;
+    expect([large.byteOffset, large.buffer.byteLength]).toEqual([0, large.byteLength]);
+    const shared = columns.filter((column) => column !== large);
+    expect(new Set(shared.map((column) => column.buffer)).size).toBe(1);
+    const ranges = shared.map((column) => [column.byteOffset, column.byteOffset + column.byteLength] as const).sort((a, b) => a[0] - b[0]);
+    for (const [start] of ranges) expect(start % 8).toBe(0);
+    for (let index = 1; index < ranges.length; index++) expect(ranges[index]![0]).toBeGreaterThanOrEqual(ranges[index - 1]![1]);
   });
 
   it('decodes empty and large partition columns (bin8, bin16, bin32 headers)', () => {
