@@ -130,6 +130,9 @@ export class Connection {
   /** The socket's last error (a code such as ECONNRESET or a TLS alert), for the failure log. */
   #lastError: string | null = null;
   #timer: NodeJS.Timeout | null;
+  /** Socket reads delivered, and those of them read into a buffer of ours (`received`). */
+  reads = 0;
+  readsIntoOwnBuffer = 0;
 
   constructor(options: {
     readonly socket: Socket;
@@ -254,7 +257,20 @@ export class Connection {
     this.#socket.destroy();
   }
 
-  #onData(chunk: Buffer): void {
+  /**
+   * Bytes a dialed socket read into a buffer of ours (`onread`, which replaces its 'data' events),
+   * valid only during this call: the next read overwrites them. Safe because nothing here keeps a
+   * view of a read: the handshake stages bytes into its own buffer and the decoder copies every
+   * frame out of the chunk before `#onData` returns (a connection that closes meanwhile reads no
+   * more).
+   */
+  received(bytes: Uint8Array): void {
+    this.readsIntoOwnBuffer += 1;
+    this.#onData(bytes);
+  }
+
+  #onData(chunk: Uint8Array): void {
+    this.reads += 1;
     // A plain Uint8Array view: the decoder copies frames out of it (a Buffer's `slice` would not).
     let bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     while (this.#state === 'handshake' && bytes.byteLength > 0) {

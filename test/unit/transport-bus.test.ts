@@ -141,6 +141,31 @@ describe('ReplicaBus', () => {
     expect(pool.counters.reused).toBe(1);
   });
 
+  it('a dialed connection reads into one buffer of its own, reused read after read, and still delivers every frame intact', async () => {
+    const { nodes } = await harness.start(2);
+    const [node0, node1] = nodes as [Node, Node];
+    await waitFor(() => allConnected(nodes), 'connected');
+    // 64 frames of 100 KiB each way: many reads, most of them filling the 64 KiB buffer.
+    const frames = range(1, 64).map((op) => prepareFrame(0, op, 100 * 1024));
+    for (const frame of frames) {
+      node0.bus.sendToReplica(1, frame);
+      node1.bus.sendToReplica(0, frame);
+    }
+    await waitFor(() => node0.received.length === 64 && node1.received.length === 64, 'every frame both ways', 15_000);
+    for (const node of nodes) {
+      expect(node.received.map((entry) => Buffer.from(entry.frame.frame).equals(frames[entry.frame.header.command === Command.prepare ? entry.frame.header.op - 1 : 0]!))).toEqual(frames.map(() => true));
+    }
+    const [of0, of1] = [node0.bus.stats().peers[0]!, node1.bus.stats().peers[0]!];
+    // The higher index dials: replica 1 reads its connection into its own buffer; replica 0
+    // accepted it, and an accepted socket reads into Node's buffers.
+    const [dialer, acceptor] = of1.outbound ? [of1, of0] : [of0, of1];
+    expect(dialer.outbound && !acceptor.outbound).toBe(true);
+    expect(dialer.reads).toBeGreaterThan(10);
+    expect(dialer.readsIntoOwnBuffer).toBe(dialer.reads);
+    expect(acceptor.reads).toBeGreaterThan(10);
+    expect(acceptor.readsIntoOwnBuffer).toBe(0);
+  });
+
   it('batches a burst larger than the socket buffer and honours backpressure without losing frames', async () => {
     const { nodes } = await harness.start(2, { node: () => ({ queueCapacity: 4096 }) });
     const [node0, node1] = nodes as [Node, Node];
