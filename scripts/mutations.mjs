@@ -190,6 +190,54 @@ const MUTATIONS = [
     ],
   },
   {
+    id: '3d',
+    defect: 3,
+    reverts: 'a primary lets its payload go only on a ping of its own checkpoint id (not of the op alone)',
+    edits: [
+      {
+        file: SERVER,
+        search: '      if (held === null || held.op !== op || held.checksum !== checksum) continue;\n',
+        replace: '      if (held === null || held.op !== op) continue;\n',
+      },
+    ],
+    pins: [
+      {
+        file: TRANSFER,
+        name: "state transfer: serving chunks at the network's speed a primary lets its payload go only once a backup of its view pings the same checkpoint id",
+      },
+    ],
+  },
+  {
+    id: '3e',
+    defect: 3,
+    reverts: 'a backup answers its primary\'s heartbeat with a ping naming its durable checkpoint',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    this.sendCheckpointPing(header.replica);\n',
+        replace: '',
+      },
+    ],
+    pins: [
+      {
+        file: TRANSFER,
+        name: "state transfer: serving chunks at the network's speed a primary lets its payload go only once a backup of its view pings the same checkpoint id",
+      },
+    ],
+  },
+  {
+    id: '3f',
+    defect: 3,
+    reverts: 'a released payload\'s next chunks are read ahead of the receiver',
+    edits: [{ file: SERVER, search: 'export const CHUNK_READ_AHEAD = 4;\n', replace: 'export const CHUNK_READ_AHEAD = 0;\n' }],
+    pins: [
+      {
+        file: 'test/unit/transfer-server.test.ts',
+        name: "transfer server a released payload's next CHUNK_READ_AHEAD chunks are read ahead of the receiver: its requests are served without waiting for a read, each chunk read once",
+      },
+    ],
+  },
+  {
     id: '4a',
     defect: 4,
     reverts: 'a chunk request at or past the end is refused',
