@@ -49,6 +49,7 @@ export interface CoreView {
     readonly clientTableEvictions: number;
     readonly batchesPrepared: number;
     readonly requestsBatched: number;
+    readonly payloadsReleased: number;
   };
 }
 
@@ -65,6 +66,8 @@ export interface NodeMetricSources {
   httpSessions?(): { readonly busy: number; readonly idle: number };
   /** Evictions sent to binary clients, by EvictionReason code. */
   tcpEvictions(): Readonly<Partial<Record<number, number>>>;
+  /** Full collections the idle collector ran (src/node/idle-collector.ts); absent: none run. */
+  idleCollections?(): number;
 }
 
 const EVICTION_REASON_NAMES = new Map<number, string>(
@@ -156,6 +159,8 @@ export class NodeMetrics {
       mirroredCounter('vsr_requests_dropped_total', 'client requests the replica dropped (not a caught-up primary, or its request queue full)', [], () => [[{}, core().counters.requestsDropped]]),
       mirroredCounter('vsr_prepare_batches_total', 'prepares this replica built as primary that carry several client requests', [], () => [[{}, core().counters.batchesPrepared]]),
       mirroredCounter('vsr_prepare_batched_requests_total', 'client requests those batch prepares carried', [], () => [[{}, core().counters.requestsBatched]]),
+      mirroredCounter('vsr_checkpoint_payloads_released_total', 'checkpoint payloads this replica let go once a peer named the same checkpoint durable (chunks are read from its file after)', [], () => [[{}, core().counters.payloadsReleased]]),
+      mirroredCounter('vsr_idle_collections_total', 'full garbage collections run once idle after payload-sized garbage (a payload let go, a snapshot read whole)', [], () => [[{}, sources.idleCollections?.() ?? 0]]),
       mirroredCounter('vsr_client_table_evictions_total', 'client sessions evicted from the replicated client table to make room for a new one', [], () => [[{}, core().counters.clientTableEvictions]]),
       mirroredCounter('vsr_session_evictions_total', 'client sessions ended by this node: HTTP sessions dropped (capacity, evicted) and evictions sent to binary clients, by reason', ['transport', 'reason'], () => {
         const out: [Record<string, string>, number][] = [];

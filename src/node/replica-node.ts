@@ -194,6 +194,7 @@ export class ReplicaNode implements NodeApi {
       httpSessionEvictions: () => this.sessions.evictions,
       httpSessions: () => this.sessions.counts(),
       tcpEvictions: () => this.binary.counters.evictionsSent,
+      idleCollections: () => this.idleCollector?.collections ?? 0,
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
     // A chunk's frame goes back to the pool once the chunk is in the transfer file.

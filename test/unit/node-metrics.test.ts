@@ -16,7 +16,7 @@ interface FakeCore {
   status: 'normal' | 'view_change' | 'recovering';
   primary: boolean;
   transferring: boolean;
-  counters: { stateTransfersInstalled: number; requestsDropped: number; clientTableEvictions: number; batchesPrepared: number; requestsBatched: number };
+  counters: { stateTransfersInstalled: number; requestsDropped: number; clientTableEvictions: number; batchesPrepared: number; requestsBatched: number; payloadsReleased: number };
 }
 
 function fakeCore(): FakeCore & CoreView {
@@ -27,7 +27,7 @@ function fakeCore(): FakeCore & CoreView {
     status: 'normal' as FakeCore['status'],
     primary: true,
     transferring: false,
-    counters: { stateTransfersInstalled: 0, requestsDropped: 0, clientTableEvictions: 0, batchesPrepared: 0, requestsBatched: 0 },
+    counters: { stateTransfersInstalled: 0, requestsDropped: 0, clientTableEvictions: 0, batchesPrepared: 0, requestsBatched: 0, payloadsReleased: 0 },
     isPrimary: () => core.primary,
     stateTransfer: {
       get transferring() {
@@ -188,8 +188,10 @@ describe('NodeMetrics', () => {
       framesDropped: () => ({ queue_full: 4, self: 1 }),
       httpSessionEvictions: () => ({ capacity: 2, evicted: 1 }),
       tcpEvictions: () => ({ [EvictionReason.noSession]: 3, [EvictionReason.sessionTooLow]: 1 }),
+      idleCollections: () => 2,
     });
     core.counters.requestsDropped = 7;
+    core.counters.payloadsReleased = 4;
     core.counters.clientTableEvictions = 5;
     core.counters.batchesPrepared = 3;
     core.counters.requestsBatched = 11;
@@ -199,6 +201,8 @@ describe('NodeMetrics', () => {
     expect(await value(registry, 'vsr_client_table_evictions_total')).toBe(5);
     expect(await value(registry, 'vsr_prepare_batches_total')).toBe(3);
     expect(await value(registry, 'vsr_prepare_batched_requests_total')).toBe(11);
+    expect(await value(registry, 'vsr_checkpoint_payloads_released_total')).toBe(4);
+    expect(await value(registry, 'vsr_idle_collections_total')).toBe(2);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'http', reason: 'capacity' })).toBe(2);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'no_session' })).toBe(3);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'session_too_low' })).toBe(1);
