@@ -79,7 +79,7 @@ const AUDIT_PIN = {
   aFence: audit('audit defect A, the other half: what an install keeps is applied only as far as proven committed', "a stale prepare kept above the installed checkpoint is never applied on a newer view's commit number"),
   b: audit('audit defect B: an install supersedes a checkpoint whose superblock pairing is failing', 'the commit walk resumes after an install that lands while the own checkpoint retries its superblock write'),
   c: audit('audit defect C: adopting a view mid-transfer resets the heartbeat watermark', 'a replica that adopts a new view while fetching follows its primary without deposing it'),
-  d: audit('audit defect D: a wiped replica that caught up counts again when the primary dies', 'the primary dies while a wiped replica transfers: the survivors elect a primary without it'),
+  d: audit('audit defect D: a wiped replica that caught up counts again when the primary dies', 'the primary dies while a wiped replica transfers: the survivors elect a primary without it (payload on every replica, as found)'),
   eVouch: audit('audit defect E: a corrupt snapshot at rest on the primary does not keep a wiped replica down', "the primary vouches for the checkpoint id it cannot serve, so the other backup's copy is installed"),
   eRepair: audit('audit defect E: a corrupt snapshot at rest on the primary does not keep a wiped replica down', 'the replica whose snapshot at rest is damaged fetches it back from a peer and serves again'),
   divergence: audit('audit, also: fail-stop on own divergence, no ignored storage failure', 'a committed prepare that does not chain onto the applied history stops the replica with DivergenceFailure'),
