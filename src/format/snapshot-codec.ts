@@ -426,11 +426,16 @@ function decodePartitionColumn(reader: Reader): Uint8Array {
 }
 
 /** Topic field 9: explicit options, keys ascending; the entries must satisfy the catalog rules. */
-function decodeTopicOptions(reader: Reader, partitionsCount: number): TopicOptionSnapshot[] {
+function decodeTopicOptions(
+  reader: Reader,
+  partitionsCount: number,
+): readonly TopicOptionSnapshot[] {
   const count = reader.arrayHeader('options');
   if (count > TOPIC_OPTIONS_MAX) {
     reader.fail('out_of_range', 'options', `${count} entries exceeds ${TOPIC_OPTIONS_MAX}`);
   }
+  // Most topics set none: one shared frozen array for them all.
+  if (count === 0) return NO_TOPIC_OPTIONS;
   const options: TopicOptionSnapshot[] = [];
   const depth = reader.enter('options');
   let previousKey: string | null = null;
@@ -454,8 +459,11 @@ function decodeTopicOptions(reader: Reader, partitionsCount: number): TopicOptio
       'an entry is not a catalog option in its canonical form',
     );
   }
-  return options;
+  // Frozen as the state keeps them (entries and array), so a restore adopts them without a copy.
+  return Object.freeze(options);
 }
+
+const NO_TOPIC_OPTIONS: readonly TopicOptionSnapshot[] = Object.freeze([]);
 
 function decodeMembers(reader: Reader): ConsumerGroupMemberSnapshot[] {
   const count = reader.arrayHeader('members');

@@ -30,9 +30,12 @@ export class IdSlab<T> {
   static from<T>(idLimit: number, pairs: Iterable<readonly [number, T]>): IdSlab<T> {
     const slab = new IdSlab<T>(idLimit);
     for (const [id, value] of pairs) {
-      assert(Number.isInteger(id) && id >= 0 && id < idLimit, `slab id ${id} within the id limit`);
+      // The messages are built only on failure (a restore rebuilds 100,000s of slabs at boot).
+      if (!(Number.isInteger(id) && id >= 0 && id < idLimit)) {
+        assert(false, `slab id ${id} within the id limit`);
+      }
       while (slab.entries.length <= id) slab.entries.push(undefined);
-      assert(slab.entries[id] === undefined, `slab id ${id} is unique`);
+      if (slab.entries[id] !== undefined) assert(false, `slab id ${id} is unique`);
       slab.entries[id] = value;
       slab.size += 1;
     }

@@ -109,21 +109,34 @@ export function snapshotOf(state: MetadataState): StateMachineSnapshot {
 /** Thrown inside the builder only; `stateFromSnapshot` turns it into a reason. */
 class SnapshotInvariant extends Error {}
 
-function check(condition: boolean, reason: string): asserts condition {
-  if (!condition) throw new SnapshotInvariant(reason);
+/**
+ * A violated invariant. Checks that name the item (`topic 7 ...`) build their reason only when they
+ * fail (`if (!ok) fail(...)`): a restore runs them per topic and per user, at boot when the code
+ * is cold, and a template literal is an allocation per call whether or not it is thrown.
+ */
+function fail(reason: string): never {
+  throw new SnapshotInvariant(reason);
 }
 
-/** Ids strictly ascending and below the collection's limit. */
-function checkIds(items: readonly { readonly id: number }[], idLimit: number, what: string): void {
+function check(condition: boolean, reason: string): asserts condition {
+  if (!condition) fail(reason);
+}
+
+/** Null when the ids are strictly ascending and below the collection's limit, else what is not. */
+function idsFault(items: readonly { readonly id: number }[], idLimit: number): string | null {
   let previous = -1;
   for (const item of items) {
-    check(
-      Number.isInteger(item.id) && item.id > previous,
-      `${what} ids are not strictly ascending`,
-    );
-    check(item.id < idLimit, `${what} id ${item.id} is not below the limit ${idLimit}`);
+    if (!(Number.isInteger(item.id) && item.id > previous)) return 'ids are not strictly ascending';
+    if (!(item.id < idLimit)) return `id ${item.id} is not below the limit ${idLimit}`;
     previous = item.id;
   }
+  return null;
+}
+
+/** Ids strictly ascending and below the collection's limit (`what` names them). */
+function checkIds(items: readonly { readonly id: number }[], idLimit: number, what: string): void {
+  const fault = idsFault(items, idLimit);
+  if (fault !== null) fail(`${what} ${fault}`);
 }
 
 /** A fresh state from `snapshot`, or the first invariant it violates. Never throws. */
@@ -158,18 +171,16 @@ function usersFromSnapshot(
   check(snapshotUsers[0]?.id === ROOT_USER_ID, 'holds no root user (id 0)');
   const users: [number, UserState][] = [];
   for (const user of snapshotUsers) {
-    check(!state.userIndex.has(user.username), `username ${user.username} is not unique`);
-    check(
-      user.tokens.length <= limits.patsPerUserMax,
-      `user ${user.id} has more tokens than the limit`,
-    );
+    if (state.userIndex.has(user.username)) fail(`username ${user.username} is not unique`);
+    if (!(user.tokens.length <= limits.patsPerUserMax)) {
+      fail(`user ${user.id} has more tokens than the limit`);
+    }
     const tokens = new Map<string, TokenState>();
     for (const token of user.tokens) {
-      check(!tokens.has(token.name), `user ${user.id} token names are not unique`);
-      check(
-        token.tokenHash.byteLength === PAT_TOKEN_HASH_SIZE,
-        `user ${user.id} token hash is not SHA-256 sized`,
-      );
+      if (tokens.has(token.name)) fail(`user ${user.id} token names are not unique`);
+      if (token.tokenHash.byteLength !== PAT_TOKEN_HASH_SIZE) {
+        fail(`user ${user.id} token hash is not SHA-256 sized`);
+      }
       const hex = hexOf(token.tokenHash);
       check(!state.tokenIndex.has(hex), 'token hashes are not unique');
       const tokenHash = token.tokenHash.slice();
@@ -202,12 +213,13 @@ function streamsFromSnapshot(
   checkIds(snapshotStreams, limits.streamsMax, 'stream');
   const streams: [number, StreamState][] = [];
   for (const stream of snapshotStreams) {
-    check(!state.streamIndex.has(stream.name), `stream name ${stream.name} is not unique`);
-    checkIds(stream.topics, limits.topicsPerStreamMax, `stream ${stream.id} topic`);
+    if (state.streamIndex.has(stream.name)) fail(`stream name ${stream.name} is not unique`);
+    const topicsFault = idsFault(stream.topics, limits.topicsPerStreamMax);
+    if (topicsFault !== null) fail(`stream ${stream.id} topic ${topicsFault}`);
     const topicIndex = new Map<string, number>();
     const topics: [number, TopicState][] = [];
     for (const topic of stream.topics) {
-      check(!topicIndex.has(topic.name), `stream ${stream.id} topic names are not unique`);
+      if (topicIndex.has(topic.name)) fail(`stream ${stream.id} topic names are not unique`);
       topicIndex.set(topic.name, topic.id);
       topics.push([topic.id, topicFromSnapshot(topic, limits)]);
     }
@@ -256,28 +268,29 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
   // The decoder proved the column canonical (whole u64 values, each <= 2^53 - 1); a model built in
   // memory (tests, a peer's bug) is checked here so the store's assertions never see a bad one.
   const column = topic.partitionsCreatedAtUs;
-  check(
-    column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0,
-    `topic ${topic.id} partition column is not whole u64 values`,
-  );
+  if (!(column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0)) {
+    fail(`topic ${topic.id} partition column is not whole u64 values`);
+  }
   const partitionsCount = columnCount(column);
-  check(
-    partitionsCount <= limits.partitionsPerTopicMax,
-    `topic ${topic.id} has more partitions than the limit`,
-  );
-  check(columnFirstUnsafe(column) < 0, `topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
-  checkIds(topic.consumerGroups, limits.consumerGroupsPerTopicMax, `topic ${topic.id} group`);
+  if (!(partitionsCount <= limits.partitionsPerTopicMax)) {
+    fail(`topic ${topic.id} has more partitions than the limit`);
+  }
+  if (columnFirstUnsafe(column) >= 0) {
+    fail(`topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
+  }
+  const groupsFault = idsFault(topic.consumerGroups, limits.consumerGroupsPerTopicMax);
+  if (groupsFault !== null) fail(`topic ${topic.id} group ${groupsFault}`);
   const groups: [number, GroupState][] = [];
   const groupIndex = new Map<string, number>();
   for (const group of topic.consumerGroups) {
-    check(!groupIndex.has(group.name), `topic ${topic.id} group names are not unique`);
+    if (groupIndex.has(group.name)) fail(`topic ${topic.id} group names are not unique`);
     groupIndex.set(group.name, group.id);
-    checkIds(group.members, limits.consumerGroupMembersMax, `group ${group.id} member`);
+    const membersFault = idsFault(group.members, limits.consumerGroupMembersMax);
+    if (membersFault !== null) fail(`group ${group.id} member ${membersFault}`);
     const members: [number, MemberState][] = group.members.map((member) => {
-      check(
-        member.partitions.every((id) => id < partitionsCount),
-        `group ${group.id} assigns a partition the topic lacks`,
-      );
+      if (!member.partitions.every((id) => id < partitionsCount)) {
+        fail(`group ${group.id} assigns a partition the topic lacks`);
+      }
       const partitions = Object.freeze(member.partitions.slice());
       return [member.id, { id: member.id, clientId: member.clientId, partitions }];
     });
