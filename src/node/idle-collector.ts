@@ -10,8 +10,8 @@
  * idle; one full collection (5 ms) brings it to 53 MiB within 0.5 s. In `bench transfer` at 64
  * MiB, a backup sampled after 12 s idle still counted 151 MiB of external memory where a heap
  * snapshot (which collects first) found 78 MiB live. Under load the collector runs anyway, so
- * this collects only once the commit number has not moved for one whole check interval, and only
- * once per change of what it watches.
+ * this collects only once the commit number has not moved for one whole check interval and no
+ * fetch or repair is served or made (`busy`), and only once per change of what it watches.
  *
  * Node exposes no collection without `--expose-gc`; V8 accepts the flag at run time, and a
  * context created afterwards has `gc` (`fullCollection`). Without it, nothing is collected.
@@ -24,6 +24,11 @@ export interface IdleCollectorView {
   /** Grows whenever payload-sized garbage may have been left (the caller's choice of counters). */
   readonly released: number;
   readonly commit: number;
+  /**
+   * Work that moves no commit: a peer fetching a checkpoint from this replica (and repairing the
+   * ops above it), or this replica fetching one. A collection then would pause it.
+   */
+  readonly busy: boolean;
 }
 
 export class IdleCollector {
@@ -43,7 +48,7 @@ export class IdleCollector {
 
   /** Called once per check interval; returns whether it collected. */
   check(view: IdleCollectorView): boolean {
-    const idle = view.commit === this.commitLast;
+    const idle = view.commit === this.commitLast && !view.busy;
     this.commitLast = view.commit;
     if (!idle || view.released === this.releasedCollected) return false;
     this.releasedCollected = view.released;

@@ -513,7 +513,10 @@ export class ReplicaNode implements NodeApi {
       counters.offersServed +
       counters.offerSourceChecks +
       counters.offerSourceReads;
-    return { released, commit: this.core.commitMin };
+    // An offer stays held until 3 repair timeouts after its final chunk: a receiver repairs the
+    // ops above the checkpoint meanwhile, from us among others.
+    const busy = this.core.offersHeld > 0 || this.core.stateTransfer.transferring;
+    return { released, commit: this.core.commitMin, busy };
   }
 
   /**

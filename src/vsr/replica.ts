@@ -821,6 +821,11 @@ export class Replica {
    * PrepareOks and DoViewChanges from backups); null until heard from. For operators' lag view
    * only: the protocol never acts on it.
    */
+  /** State-transfer offers this replica holds now (a peer is fetching, or just fetched). */
+  get offersHeld(): number {
+    return this.transferServer.offerCount;
+  }
+
   get peerCommits(): readonly (number | null)[] {
     return this.peerCommitsReported;
   }

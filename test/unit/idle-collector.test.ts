@@ -8,20 +8,22 @@ import { IdleCollector, fullCollection } from '../../src/node/idle-collector.js'
 describe('IdleCollector', () => {
   it('collects once the commit number stood still for an interval after a payload was let go, and not again until another is', () => {
     let collected = 0;
-    const collector = new IdleCollector(() => (collected += 1), { released: 0, commit: 10 });
+    const collector = new IdleCollector(() => (collected += 1), { released: 0, commit: 10, busy: false });
     // Idle, nothing let go: nothing to collect.
-    expect(collector.check({ released: 0, commit: 10 })).toBe(false);
+    expect(collector.check({ released: 0, commit: 10, busy: false })).toBe(false);
     // A payload let go while commits advance (under load the collector runs by itself).
-    expect(collector.check({ released: 1, commit: 20 })).toBe(false);
-    expect(collector.check({ released: 2, commit: 30 })).toBe(false);
+    expect(collector.check({ released: 1, commit: 20, busy: false })).toBe(false);
+    expect(collector.check({ released: 2, commit: 30, busy: false })).toBe(false);
     expect(collected).toBe(0);
     // The first interval without a commit: one collection.
-    expect(collector.check({ released: 2, commit: 30 })).toBe(true);
+    expect(collector.check({ released: 2, commit: 30, busy: false })).toBe(true);
     expect(collected).toBe(1);
     // Still idle, the same garbage: collected already.
-    expect(collector.check({ released: 2, commit: 30 })).toBe(false);
-    // Another let go at rest (a backup's ping arrived): collected at the next idle check.
-    expect(collector.check({ released: 3, commit: 30 })).toBe(true);
+    expect(collector.check({ released: 2, commit: 30, busy: false })).toBe(false);
+    // Another let go while a peer fetches or repairs from us: not while it does, once it is done.
+    expect(collector.check({ released: 3, commit: 30, busy: true })).toBe(false);
+    expect(collector.check({ released: 3, commit: 30, busy: true })).toBe(false);
+    expect(collector.check({ released: 3, commit: 30, busy: false })).toBe(true);
     expect([collected, collector.collections]).toEqual([2, 2]);
   });
 
