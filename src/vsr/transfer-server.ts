@@ -464,8 +464,7 @@ export class TransferServer {
       if (index <= last && ahead.waiting === null) offer.ahead.delete(index);
     }
     const chunkSize = offer.source.manifest.chunkSize;
-    const len = entry.len;
-    const through = Math.min(chunkCount(len, chunkSize) - 1, last + CHUNK_READ_AHEAD);
+    const through = Math.min(chunkCount(entry.len, chunkSize) - 1, last + CHUNK_READ_AHEAD);
     for (let index = last + 1; index <= through; index++) {
       if (offer.ahead.has(index)) continue;
       if (offer.reads >= CHUNK_READS_PER_OFFER_MAX) break;
@@ -473,7 +472,7 @@ export class TransferServer {
       const ahead: ReadAhead = { bytes: null, waiting: null };
       offer.ahead.set(index, ahead);
       const start = index * chunkSize;
-      this.readChunks(offer, requester, start, Math.min(len, start + chunkSize), (bytes) => {
+      this.readChunks(offer, requester, start, Math.min(entry.len, start + chunkSize), (bytes) => {
         if (offer.ahead.get(index) !== ahead) return;
         if (ahead.waiting === null) {
           ahead.bytes = bytes;
