@@ -238,6 +238,24 @@ const MUTATIONS = [
     ],
   },
   {
+    id: '3g',
+    defect: 3,
+    reverts: 'a backup pings a checkpoint once per heartbeat interval, not on every heartbeat',
+    edits: [
+      {
+        file: REPLICA,
+        search: '      this.ticks - last.tick < this.config.timeouts.commitMessage\n',
+        replace: '      false\n',
+      },
+    ],
+    pins: [
+      {
+        file: TRANSFER,
+        name: "state transfer: serving chunks at the network's speed a backup pings a checkpoint once per heartbeat interval under a lone writer, and a new checkpoint at its next heartbeat",
+      },
+    ],
+  },
+  {
     id: '4a',
     defect: 4,
     reverts: 'a chunk request at or past the end is refused',

@@ -505,6 +505,50 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
     expect(server.counters.divergences).toBe(divergences + 1);
   });
 
+  it('a backup pings a checkpoint once per heartbeat interval under a lone writer, and a new checkpoint at its next heartbeat', () => {
+    // One writer: the primary's pipeline drains after every commit, so it announces each commit as
+    // a heartbeat at once (counters.commitsAnnounced). A ping answering every one of them doubled
+    // the messages of a write on the wire.
+    const cluster = sim({ clientCount: 1, requestsPerClient: 120 });
+    const pings: { from: number; tick: number; checkpointOp: number }[] = [];
+    const heartbeats = [0, 0, 0];
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && decoded.header.command === Command.ping) pings.push({ from, tick: cluster.tickNow, checkpointOp: decoded.header.checkpointOp });
+      if (decoded.ok && decoded.header.command === Command.commit && to < 3) heartbeats[to]! += 1;
+      return 'deliver';
+    };
+    formed(cluster);
+    const ticksAtStart = cluster.tickNow;
+    expect(cluster.runUntil(() => cluster.clients.every((client) => client.idle), 20_000), cluster.describe()).toBe(true);
+    const primary = cluster.replica(0).primaryIndex();
+    const interval = cluster.replica(primary).config.timeouts.commitMessage;
+    // The checkpoint the last writes reached is named at the next heartbeat, within an interval.
+    const backups = [0, 1, 2].filter((index) => index !== primary);
+    const named = () => backups.every((backup) => pings.some((ping) => ping.from === backup && ping.checkpointOp === cluster.replica(backup).checkpointOp));
+    expect(cluster.runUntil(named, 3 * interval), cluster.describe()).toBe(true);
+    const ticks = cluster.tickNow - ticksAtStart;
+    expect(cluster.replica(primary).counters.commitsAnnounced).toBeGreaterThan(60);
+    for (const backup of backups) {
+      const replica = cluster.replica(backup);
+      const sent = pings.filter((ping) => ping.from === backup);
+      const checkpoints = new Set(sent.map((ping) => ping.checkpointOp));
+      // Fewer pings than heartbeats heard: one per interval, plus one per checkpoint reached (the
+      // simulator's interval is 10 ticks, a write a few: in a real cluster the gap is far wider).
+      expect(heartbeats[backup]).toBeGreaterThan(1.5 * sent.length);
+      expect(sent.length).toBeLessThanOrEqual(Math.ceil(ticks / interval) + checkpoints.size + 2);
+      expect(replica.counters.pingsDeferred).toBeGreaterThan(0);
+      // Every checkpoint the backup reached was named to the primary, its last one included.
+      expect(replica.checkpointOp).toBeGreaterThan(2 * replica.config.checkpointInterval);
+      expect(checkpoints.has(replica.checkpointOp), `backup ${backup} pinged ${[...checkpoints].join(', ')}`).toBe(true);
+      for (let op = replica.config.checkpointInterval; op <= replica.checkpointOp; op += replica.config.checkpointInterval) {
+        expect(checkpoints.has(op), `backup ${backup} pinged checkpoint ${op}`).toBe(true);
+      }
+    }
+    // And the primary heard enough: it let its payload go.
+    expect(cluster.replica(primary).counters.payloadsReleased).toBeGreaterThan(0);
+  });
+
   it('the serving replica checks its file at rest only once its fetch is over, never mid-fetch', () => {
     const cluster = sim({ clientCount: 3, requestsPerClient: 40 });
     const backup = lagBehindCheckpoints(cluster);
