@@ -48,6 +48,7 @@ import { DeferredTypeBoxCompiler, lazySerializerFactory } from './lazy-compile.j
 import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
+import { LazyRequestLogger } from './request-logger.js';
 import { verifyPassword } from './secrets.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
@@ -117,8 +118,9 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     // (Cast: fastify types `buildValidator` as an ajv compiler; it is called with the same route
     // definition as `setValidatorCompiler`'s.)
     ...({ schemaController: { compilersFactory: { buildValidator: () => typeboxCompiler.compiler, buildSerializer: lazySerializerFactory() } } } as object),
-    // Each request's log lines carry the view it was served in (STYLE.md: replica, view bindings).
-    childLoggerFactory: (logger, bindings, childOptions) => logger.child({ ...bindings, view: node.view() }, childOptions),
+    // Each request's log lines carry the view it was served in (STYLE.md: replica, view bindings);
+    // the pino child is made only when the request logs at an enabled level (request-logger.ts).
+    childLoggerFactory: (logger, bindings, childOptions) => new LazyRequestLogger(logger, bindings, node.view(), childOptions),
     // Router-level rejections (bad percent-encoding, over-long path segment) happen before any
     // route, hook or error handler: answer them in Iggy's shape here.
     frameworkErrors: (error, _request, reply) => {
@@ -164,13 +166,20 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
     authenticated.addHook('onRequest', async (request) => {
       ctx.setIdentity(request, await ctx.auth.authenticate(request.headers.authorization));
     });
-    authenticated.addHook('preValidation', async (request, reply) => consistencyGate(node, ctx.forwarder, request, reply));
+    // Callback hooks where nothing waits: an async hook costs a promise and a turn per request.
+    authenticated.addHook('preValidation', (request, reply, done) => {
+      if (consistencyGate(node, ctx.forwarder, request, reply) === undefined) done();
+    });
     await authenticated.register(systemRoutes, { ctx });
     if (!metricsPublic) await authenticated.register(metricsRoutes, { ctx });
     await authenticated.register(async (controlPlane) => {
-      controlPlane.addHook('preValidation', async (request, reply) => {
-        if (isWrite(request) && !node.isPrimary()) return ctx.forwarder.forward(request, ctx.rawBody(request), reply);
-        return undefined;
+      controlPlane.addHook('preValidation', (request, reply, done) => {
+        if (!isWrite(request) || node.isPrimary()) return done();
+        // The forwarder answers (the relayed reply) or throws for the error handler.
+        ctx.forwarder.forward(request, ctx.rawBody(request), reply).then(
+          () => undefined,
+          (error: unknown) => done(error as FastifyError),
+        );
       });
       await controlPlane.register(userRoutes, { ctx });
       await controlPlane.register(streamRoutes, { ctx });
@@ -299,35 +308,41 @@ function installHooks(app: App, ctx: HttpContext, cors: Cors | null): void {
   });
   // While shutting down, new requests get a retryable 503 and the connection is closed, so the
   // client retries on another replica instead of waiting on one that is going away.
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return undefined;
+  // (Callback hooks: an async one costs a promise and a microtask turn on every request.)
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
     const http = httpError(503, 'shutting_down', 'this replica is shutting down; retry on another replica');
-    return reply
+    void reply
       .code(http.statusCode)
       .headers({ ...http.headers, connection: 'close' })
       .send(http.body as never);
   });
 
   // Preflights are answered before any scope authenticates: a browser sends no bearer on them.
-  if (cors !== null) app.addHook('onRequest', async (request, reply) => cors.preflight(request, reply));
+  if (cors !== null) {
+    app.addHook('onRequest', (request, reply, done) => {
+      if (cors.preflight(request, reply) === undefined) done();
+    });
+  }
 
   // Every success and redirect but /ping names the view it was served in; errors do not (Iggy
   // stamps the header only on 2xx/3xx answers). A response relayed from the primary already
   // carries the primary's view, which must not be overwritten with ours.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (cors !== null && isPreflight(request)) return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (cors !== null && isPreflight(request)) return done(null, payload);
     cors?.decorate(request, reply);
     if (!carriesView(reply.statusCode)) {
       // A relayed error keeps no view header either: the rule holds whoever answered.
       reply.removeHeader(VIEW_HEADER);
-      return payload;
+      return done(null, payload);
     }
     if (!isPing(request) && !reply.hasHeader(VIEW_HEADER)) reply.header(VIEW_HEADER, String(ctx.node.view()));
-    return payload;
+    done(null, payload);
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url;
     ctx.metrics.observeRequest(request.method, route === undefined || route === '*' ? UNMATCHED_ROUTE : route, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 }

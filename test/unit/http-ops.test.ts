@@ -6,6 +6,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { LazyRequestLogger } from '../../src/http/request-logger.js';
 import { createTestNode } from '../../src/http/test-node.js';
 import { expectErrorShape, harness, JWT_SECRET, type Harness } from './http-fixtures.js';
 
@@ -207,5 +208,50 @@ describe('logging', () => {
     expect(requestLines.some((line) => line.reqId !== undefined && line.replica === 1 && line.view === 5)).toBe(true);
     const all = lines.join('\n');
     for (const secret of ['very-secret-password', rootToken, created.json.token as string]) expect(all).not.toContain(secret);
+  });
+
+  it('makes no pino child for a request that logs nothing at an enabled level', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }).child({ replica: 1 });
+    const children: unknown[] = [];
+    const child = logger.child.bind(logger);
+    logger.child = ((bindings, options) => {
+      children.push(bindings);
+      return child(bindings, options);
+    }) as typeof logger.child;
+    const logged = await harness({ app: { logger } });
+    logged.node.currentView = 7;
+    const rootToken = await logged.rootToken();
+    const made = children.length;
+    for (let index = 0; index < 5; index += 1) {
+      expect((await logged.request('POST', '/streams', { token: rootToken, body: { name: `quiet-${index}` } })).status).toBe(200);
+    }
+    // fastify's per-request lines are info, below warn: no child for any of the five.
+    expect(children.length).toBe(made);
+    await logged.close();
+    expect(lines).toEqual([]);
+  });
+
+  it('a request logger writes what a pino child would, made at its first line at an enabled level', () => {
+    const lines: string[] = [];
+    const parent = pino({ level: 'warn', timestamp: false }, { write: (line: string) => void lines.push(line) }).child({ replica: 1 });
+    const lazy = new LazyRequestLogger(parent, { reqId: 'req-1' }, 4, {});
+    lazy.info({ ignored: true }, 'below the level');
+    lazy.debug('below the level');
+    expect(lazy.materialized).toBe(false);
+    expect(lazy.level).toBe('warn');
+    lazy.warn({ op: 3 }, 'at the level');
+    lazy.error('above it');
+    expect(lazy.materialized).toBe(true);
+    const eager = parent.child({ reqId: 'req-1', view: 4 }, {});
+    eager.warn({ op: 3 }, 'at the level');
+    eager.error('above it');
+    expect(lines).toHaveLength(4);
+    expect(lines.slice(0, 2)).toEqual(lines.slice(2));
+    expect(JSON.parse(lines[0]!)).toMatchObject({ replica: 1, reqId: 'req-1', view: 4, op: 3, msg: 'at the level' });
+    // A route's own level (fastify `logLevel`) is the child's to judge: info passes at 'info'.
+    const routeLevel = new LazyRequestLogger(parent, { reqId: 'req-2' }, 4, { level: 'info' });
+    routeLevel.info('route-level info');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ reqId: 'req-2', view: 4, msg: 'route-level info' });
   });
 });
