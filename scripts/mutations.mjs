@@ -694,6 +694,24 @@ const MUTATIONS = [
     edits: [{ file: REPLICA, search: "      if (!result.ok) this.emit('warn', 'state_transfer_discard_failed'", replace: "      if (false) this.emit('warn', 'state_transfer_discard_failed'" }],
     pins: [AUDIT_PIN.discard],
   },
+  {
+    id: 'F3',
+    defect: 'also',
+    reverts: 'committed repair applies only the run its RepairDone names (seed 428996525595)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (!session.committed) this.drainCanonicalRepair(session);\n',
+        replace: '    if (session.committed) this.drainCommittedRepair(session);\n    else this.drainCanonicalRepair(session);\n',
+      },
+    ],
+    pins: [
+      {
+        file: 'test/sim/scenarios-core.test.ts',
+        name: 'restart and repair committed repair applies only the run its RepairDone names: a late prepare of another session that chains onto the same parent is dropped',
+      },
+    ],
+  },
 ];
 
 // A fix with several halves, reverted whole: the simulator is asked to find the defect itself.

@@ -404,8 +404,8 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.RepairDoneHeader>({
     command: Command.repairDone,
     name: 'repair_done',
-    fields: repairDoneFields,
-    zero: [[160, 256]],
+    fields: { ...repairDoneFields, servedChecksum: [160, 'u128'] },
+    zero: [[176, 256]],
     control: true,
     bodySizeMax: 0,
   }),

@@ -276,6 +276,13 @@ export interface RepairDoneFields extends HeaderCommon {
 }
 export interface RepairDoneHeader extends RepairDoneFields {
   readonly command: typeof Command.repairDone;
+  /**
+   * The checksum of the prepare at `op` (0 when nothing was served). A committed-only answer is
+   * a contiguous run ending there, so the requester verifies the run it buffered by hash chain
+   * down from this sum: a prepare of an earlier session, delayed on the wire, that chains onto
+   * the same parent is never taken for this one's. (vrmeta extension, bytes 160..176.)
+   */
+  readonly servedChecksum: bigint;
 }
 export interface RangeEvictedHeader extends RepairDoneFields {
   readonly command: typeof Command.rangeEvicted;

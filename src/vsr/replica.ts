@@ -86,6 +86,7 @@ import {
   buildDenyReply,
   buildEviction,
   buildReply,
+  CommittedReply,
   decodeRegisterBody,
   encodeRegisterPayload,
   resultBody,
@@ -510,7 +511,7 @@ export class Replica {
     rejoin?: boolean;
     /** Observers set before boot replay (the simulator's checkers see replayed ops too). */
     observer?: {
-      onCommitted?: CommittedObserver;
+      onCommitted?: CommittedObserver | undefined;
       onCheckpoint?: (op: number, checksum: bigint) => void;
     };
   }) {
@@ -1700,14 +1701,14 @@ export class Replica {
         const evicted = this.clientTable.commitRegister(header.client, header.userId, cached);
         if (evicted !== null) this.counters.clientTableEvictions += 1;
         if (evicted !== null) this.stateMachine.onClientRemoved(evicted, header.timestamp);
-        this.applied(header, [{ header, body, reply }]);
+        this.applied(header, [{ header, body, reply: cached }]);
         break;
       }
       case Operation.logout: {
         const reply = buildReply(this.env.kernels, header, resultBody(0, new Uint8Array(0)));
         this.clientTable.remove(header.client);
         this.stateMachine.onClientRemoved(header.client, header.timestamp);
-        this.applied(header, [{ header, body, reply }]);
+        this.applied(header, [{ header, body, reply: { request: header.request, commit: header.op, bytes: reply } }]);
         break;
       }
       case Operation.batch: {
@@ -1740,8 +1741,11 @@ export class Replica {
     if (header.op % this.config.checkpointInterval === 0) this.checkpoint(header);
   }
 
-  /** One plain request through the state machine; its reply is cached in the client table. */
-  private applyRequest(header: PrepareHeader, body: Uint8Array): Uint8Array {
+  /**
+   * One plain request through the state machine; its reply is cached in the client table, built
+   * into wire bytes only when something reads them (CommittedReply).
+   */
+  private applyRequest(header: PrepareHeader, body: Uint8Array): CachedReply {
     const result = this.stateMachine.apply({
       op: header.op,
       operation: header.operation,
@@ -1750,23 +1754,15 @@ export class Replica {
       clientId: header.client,
       body,
     });
-    const reply = buildReply(
-      this.env.kernels,
-      header,
-      resultBody(result.errorCode, result.payload),
-    );
-    this.clientTable.commitReply(header.client, header.requestChecksum, {
-      request: header.request,
-      commit: header.op,
-      bytes: reply,
-    });
+    const reply = new CommittedReply(this.env.kernels, header, result.errorCode, result.payload);
+    this.clientTable.commitReply(header.client, header.requestChecksum, reply);
     return reply;
   }
 
   /** Advances commit_min past an applied prepare, then reports and answers each of its requests. */
   private applied(
     prepare: PrepareHeader,
-    results: readonly { header: PrepareHeader; body: Uint8Array; reply: Uint8Array }[],
+    results: readonly { header: PrepareHeader; body: Uint8Array; reply: CachedReply }[],
   ): void {
     assert(results.length >= 1, 'a prepare carries a request');
     this.commitMin = prepare.op;
@@ -1780,8 +1776,9 @@ export class Replica {
       );
       const position =
         results.length === 1 ? PLAIN_POSITION : { index, count: results.length };
-      this.onCommitted?.(result.header, result.body, result.reply, position);
-      if (primary) this.env.bus.sendToClient(result.header.client, result.reply);
+      // A backup's reply stays unbuilt unless an observer (the simulator's checkers) reads it.
+      this.onCommitted?.(result.header, result.body, result.reply.bytes, position);
+      if (primary) this.env.bus.sendToClient(result.header.client, result.reply.bytes);
     });
   }
 
@@ -2939,8 +2936,6 @@ export class Replica {
     // its DoViewChange reported present, and a primary-elect that cannot fetch that body never
     // starts its view (audit defect A). Requesters verify every body they receive.
     if (this.status === 'recovering') return this.drop('status_recovering', header);
-    const reply = (command: typeof Command.repairDone | typeof Command.rangeEvicted, op: number) =>
-      this.send(header.replica, command, { nonce: header.nonce, op });
     let from = header.fromOp;
     // What we can serve starts at the journal floor, or just above it when the floor (our
     // checkpoint op) is held only as state: an installed checkpoint keeps no body for its own op.
@@ -2951,21 +2946,29 @@ export class Replica {
       floorServed || this.journal.floor === 0 ? this.journal.floor : this.journal.floor + 1;
     if (from < retainedFrom) {
       // Below what we retain: only a checkpoint (state transfer) can cover it.
-      reply(Command.rangeEvicted, retainedFrom);
+      this.send(header.replica, Command.rangeEvicted, { nonce: header.nonce, op: retainedFrom });
       from = retainedFrom;
     }
-    // Committed-only requests get applied prepares alone: those are canonical.
-    const limit = header.committedOnly === 1 ? this.commitMin : this.op;
+    // Committed-only requests get applied prepares alone: those are canonical. They are served
+    // as one contiguous run, whose top the RepairDone names by checksum (the requester verifies
+    // the run down from it); canonical requests get every durable prepare in the range.
+    const committedOnly = header.committedOnly === 1;
+    const limit = committedOnly ? this.commitMin : this.op;
     const ceiling = Math.min(header.toOp, limit, from + REPAIR_CHUNK_MAX - 1);
     assert(from >= retainedFrom && ceiling - from < REPAIR_CHUNK_MAX, 'a bounded range');
     let served = from - 1;
+    let servedChecksum = 0n;
     for (let op = from; op <= ceiling; op++) {
       const entry = this.journal.prepare(op);
-      if (entry === undefined || !entry.durable) continue;
+      if (entry === undefined || !entry.durable) {
+        if (committedOnly) break;
+        continue;
+      }
       this.sendFrame(header.replica, withPrepareCommand(entry.frame!, Command.repairPrepare));
       served = op;
+      servedChecksum = entry.checksum;
     }
-    reply(Command.repairDone, Math.max(served, 0));
+    this.send(header.replica, Command.repairDone, { nonce: header.nonce, op: Math.max(served, 0), servedChecksum });
   }
 
   private onRepairPrepare(header: RepairPrepareHeader, frame: Uint8Array): void {
@@ -2982,8 +2985,33 @@ export class Replica {
     assert(decoded.header.checksum === header.checksum, 'switching the command keeps the identity');
     session.buffer.set(header.op, { header: decoded.header, frame: prepareFrame });
     assert(session.buffer.size <= session.toOp - session.fromOp + 1, 'the buffer holds the range');
-    if (session.committed) this.drainCommittedRepair(session);
-    else this.drainCanonicalRepair(session);
+    // A committed run waits for its RepairDone, which names its top by checksum: a repaired
+    // prepare carries no session of its own, and one delayed from an earlier (canonical) session
+    // can chain onto our applied history as well as the committed op at its place does (seed
+    // 428996525595: a backup applied a view's truncated op 27 that way).
+    if (!session.committed) this.drainCanonicalRepair(session);
+  }
+
+  /**
+   * The committed run a RepairDone closes: the prepares that hash-chain down from the checksum it
+   * names, from its top op to the bottom of the range. Any other buffered prepare (a late one of
+   * an earlier session, or a run broken by one) is dropped; without the whole run down to the
+   * next op we need, nothing applies and the stall retry asks again.
+   */
+  private verifyCommittedRun(session: RepairSession, top: number, topChecksum: bigint): void {
+    let expected = topChecksum;
+    const verified = new Map<number, { header: PrepareHeader; frame: Uint8Array }>();
+    for (let op = top; op >= session.fromOp && topChecksum !== 0n; op--) {
+      const received = session.buffer.get(op);
+      if (received === undefined || received.header.checksum !== expected) break;
+      verified.set(op, received);
+      expected = received.header.parent;
+    }
+    for (const [op, received] of session.buffer) {
+      if (verified.get(op) !== received) this.drop('repair_not_in_served_run', received.header);
+    }
+    session.buffer.clear();
+    for (const [op, received] of verified) session.buffer.set(op, received);
   }
 
   /** Committed repair: accept the next op if it chains onto the applied history, then apply it. */
@@ -3055,6 +3083,10 @@ export class Replica {
     const session = this.repair;
     if (session === null) return this.drop('no_repair_session', header);
     if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
+    if (session.committed) {
+      this.verifyCommittedRun(session, header.op, header.servedChecksum);
+      this.drainCommittedRepair(session);
+    }
     this.repair = null;
     this.timeoutRepair.stop();
     this.repairStalls = session.progressed ? 0 : this.repairStalls + 1;

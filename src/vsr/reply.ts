@@ -9,6 +9,7 @@
  */
 import { Command } from '../constants.js';
 import { assert } from '../stdx/assert.js';
+import type { CachedReply } from './client-table.js';
 import { buildFrame, type ChecksumKernels } from './frame.js';
 import { EvictionReason, Operation, type PrepareHeader } from './header.js';
 
@@ -166,4 +167,47 @@ export function decodeRegisterPayload(
   if (payload.byteLength !== 12) return null;
   const view = new DataView(payload.buffer, payload.byteOffset, 12);
   return { userId: view.getUint32(0, true), session: Number(view.getBigUint64(4, true)) };
+}
+
+/**
+ * A committed request's reply as the client table caches it, built into its wire bytes at the
+ * first read of `bytes`: the same bytes `buildReply` gives, whenever they are built.
+ *
+ * Only a primary sends a reply when it commits. A backup, and every replica replaying its WAL at
+ * boot, applies ops whose replies are read only if the client retries (a duplicate answered from
+ * the table) or a checkpoint records the latest one per client; building each at once cost a
+ * restart with a full WAL two copies of every reply body (a topic's details with hundreds of
+ * partitions: ~30 ms and its garbage at 64 MiB, `bench transfer`, profiled). The inputs are kept
+ * instead: the committed prepare's header (immutable) and the apply result's payload (a fresh
+ * buffer of the state machine's, never written again).
+ */
+export class CommittedReply implements CachedReply {
+  readonly request: number;
+  readonly commit: number;
+  #source: { readonly kernels: ChecksumKernels; readonly prepare: PrepareHeader; readonly errorCode: number; readonly payload: Uint8Array } | null;
+  #bytes: Uint8Array | null = null;
+
+  constructor(kernels: ChecksumKernels, prepare: PrepareHeader, errorCode: number, payload: Uint8Array) {
+    // What resultBody asserts, checked at commit rather than at a later read.
+    assert(Number.isInteger(errorCode) && errorCode >= 0 && errorCode <= 0xffff_ffff, 'error code is a u32');
+    assert(errorCode === 0 || payload.byteLength === 0, 'a rejection carries no payload');
+    this.request = prepare.request;
+    this.commit = prepare.op;
+    this.#source = { kernels, prepare, errorCode, payload };
+  }
+
+  /** Whether the wire bytes were built yet (tests; the table never needs to know). */
+  get built(): boolean {
+    return this.#bytes !== null;
+  }
+
+  get bytes(): Uint8Array {
+    if (this.#bytes === null) {
+      const source = this.#source;
+      assert(source !== null, 'an unbuilt reply keeps its inputs');
+      this.#bytes = buildReply(source.kernels, source.prepare, resultBody(source.errorCode, source.payload));
+      this.#source = null;
+    }
+    return this.#bytes;
+  }
 }

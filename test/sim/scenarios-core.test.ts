@@ -13,8 +13,10 @@ import { CLIENT_NODE_BASE, NETWORK_NO_FAULTS } from '../../src/testing/network-s
 import { scenarioOptions } from '../../src/testing/swarm.js';
 import { TestStateMachine } from '../../src/testing/test-state-machine.js';
 import { ClusterSim } from '../../src/testing/vopr.js';
-import { decodeFrame } from '../../src/vsr/frame.js';
+import { decodeFrame, sealFrame } from '../../src/vsr/frame.js';
 import type { PrepareHeader } from '../../src/vsr/header.js';
+import { commandLayout } from '../../src/vsr/header-layout.js';
+import { CommittedReply } from '../../src/vsr/reply.js';
 import { mergeDoViewChanges, type DoViewChangeRecord } from '../../src/vsr/view-change.js';
 import { formed } from '../support/sim-scenarios.js';
 
@@ -333,6 +335,77 @@ describe('restart and repair', () => {
     cluster.converge();
     expect(cluster.replica(backup).counters.repairsRequested).toBeGreaterThan(0);
     expect(cluster.events.get('state_transfer_installed') ?? 0).toBe(0);
+  });
+
+  it('committed repair applies only the run its RepairDone names: a late prepare of another session that chains onto the same parent is dropped', () => {
+    // Seed 428996525595: a backup asked for a header-only op 27 (canonical repair) in view 11; the
+    // view changed, op 27 was truncated and another op 27 committed; the late answer to the old
+    // request reached the backup's committed repair for the new op 27, chained onto op 26 as well,
+    // and was applied. Here the late answer is stood in for by a prepare at the op the session
+    // asks for, on the same parent, that never committed (another timestamp).
+    const cluster = sim({ clientCount: 2, requestsPerClient: 30, journalSlots: 64, prepareQueueDepth: 4 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+    const primary = cluster.replica(0).primaryIndex();
+    const backup = (primary + 1) % 3;
+    let forged = 0;
+    let session = false;
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok || to !== backup) return 'deliver';
+      // The backup hears commits but no prepares: it catches up by committed repair.
+      if (decoded.header.command === Command.prepare) return session ? 'deliver' : 'drop';
+      if (decoded.header.command !== Command.repairPrepare || forged > 0) return 'deliver';
+      session = true;
+      forged += 1;
+      const late = frame.slice();
+      const view = new DataView(late.buffer);
+      const timestamp = commandLayout(Command.repairPrepare)!.fields.find((field) => field.name === 'timestamp')!.offset;
+      view.setBigUint64(timestamp, view.getBigUint64(timestamp, true) + 1n, true);
+      sealFrame(kernels, late);
+      const check = decodeFrame(kernels, late);
+      expect(check.ok && check.header.command === Command.repairPrepare && check.header.parent === decoded.header.parent).toBe(true);
+      expect(check.ok && check.header.checksum).not.toBe(decoded.header.checksum);
+      return late;
+    };
+    const dropsBefore = cluster.replica(backup).counters.drops['repair_not_in_served_run'] ?? 0;
+    expect(cluster.runUntil(() => forged > 0 && cluster.replica(backup).commitMin >= commitMax(cluster) - 1, 10_000), cluster.describe()).toBe(true);
+    // The checker saw every op the backup applied: the canonical ones alone (it throws otherwise).
+    expect(cluster.replica(backup).counters.drops['repair_not_in_served_run'] ?? 0).toBe(dropsBefore + 1);
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('a restart replays its WAL without building the replies nobody reads; those its checkpoints record are the canonical bytes', () => {
+    const cluster = sim({ clientCount: 3, requestsPerClient: 40, journalSlots: 64, prepareQueueDepth: 4 });
+    formed(cluster);
+    const interval = cluster.replica(0).config.checkpointInterval;
+    cluster.runUntil(() => commitMax(cluster) >= interval + 20, 10_000);
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    cluster.crash(backup);
+    // As the node layer runs a replica: no observer reads each reply as it commits.
+    cluster.unobserved.add(backup);
+    cluster.restart(backup);
+    const restarted = cluster.replica(backup);
+    const replayedFrom = restarted.checkpointOp;
+    expect(restarted.commitMin).toBeGreaterThan(replayedFrom);
+    // Straight after boot: the replies of the ops replayed above the checkpoint are in the
+    // table, unbuilt (a reply restored from the checkpoint is bytes already).
+    const cached = [...restarted.clientTable.entries()].flatMap((entry) => entry.ring);
+    const replayed = cached.filter((reply) => reply.commit > replayedFrom);
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(replayed.every((reply) => reply instanceof CommittedReply && !reply.built)).toBe(true);
+    // It keeps up as a backup (still building nothing it is not asked for) and checkpoints: a
+    // checkpoint encodes each client's latest reply, built then, and its id is every peer's.
+    cluster.converge();
+    expect(restarted.checkpointOp).toBeGreaterThan(replayedFrom);
+    const peer = cluster.replica((backup + 1) % 3);
+    expect(restarted.checkpointIds.get(restarted.checkpointOp)).toBe(peer.checkpointIds.get(restarted.checkpointOp));
+    const latest = [...restarted.clientTable.entries()].map((entry) => entry.ring[entry.ring.length - 1]!);
+    const expected = new Map([...peer.clientTable.entries()].map((entry) => [entry.clientId, entry.ring[entry.ring.length - 1]!.bytes]));
+    for (const [index, entry] of [...restarted.clientTable.entries()].entries()) {
+      expect(latest[index]!.bytes, `client ${entry.clientId}`).toEqual(expected.get(entry.clientId));
+    }
   });
 
   it('a backup that adopted a view with unrepaired gaps restarts claiming that view\'s head', () => {

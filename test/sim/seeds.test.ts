@@ -89,4 +89,14 @@ describe('regression seeds', () => {
     const result = simulateSeed(seed, kernels, rulesOfThen(seed));
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
+
+  // Found under the rules of their day (prepares that wait, the payload on the primary alone,
+  // pings once per heartbeat interval), replayed with the rules the simulator runs now: when
+  // those change, the schedule moves, and the scenario that pins the defect stays.
+  it.each([
+    [428_996_525_595, 'a late answer to a canonical repair, chained onto the same parent, was applied by a committed repair of the op that replaced it'],
+  ])('seed %i (all faults, current rules): %s', (seed) => {
+    const result = simulateSeed(seed, kernels);
+    expect(result.ok, result.ok ? '' : report(result)).toBe(true);
+  });
 });

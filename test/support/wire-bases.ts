@@ -184,7 +184,7 @@ const BASES: Bases = {
     group: GROUP,
     committedOnly: 1,
   }),
-  [Command.repairDone]: () => ({ ...COMMON, command: Command.repairDone, nonce: NONCE, op: 20, group: GROUP }),
+  [Command.repairDone]: () => ({ ...COMMON, command: Command.repairDone, nonce: NONCE, op: 20, group: GROUP, servedChecksum: 0x5eed_5eedn }),
   [Command.rangeEvicted]: () => ({ ...COMMON, command: Command.rangeEvicted, nonce: NONCE, op: 20, group: GROUP }),
   [Command.requestStateTransfer]: () => ({
     ...COMMON,

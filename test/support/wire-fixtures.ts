@@ -369,7 +369,7 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
   ),
   [Command.repairDone]: spec(
     true,
-    fc.record({ command: fc.constant(Command.repairDone), nonce: u128NonZero, op: u64, group: u64Big }),
+    fc.record({ command: fc.constant(Command.repairDone), nonce: u128NonZero, op: u64, group: u64Big, servedChecksum: u128 }),
   ),
   [Command.rangeEvicted]: spec(
     true,
