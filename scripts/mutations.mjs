@@ -712,6 +712,24 @@ const MUTATIONS = [
       },
     ],
   },
+  {
+    id: 'F4',
+    defect: 'also',
+    reverts: 'a replica in a view change asks the heartbeating primary of that view for its StartView (seed 307435973307)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '      this.sendRequestStartView(header.replica);\n      return this.drop(\'status_not_normal\', header);\n',
+        replace: '      return this.drop(\'status_not_normal\', header);\n',
+      },
+    ],
+    pins: [
+      {
+        file: 'test/sim/scenarios-core.test.ts',
+        name: "view change 4 replicas: a replica that lost the StartView of the view it changes to asks that view's primary for it on its heartbeat",
+      },
+    ],
+  },
 ];
 
 // A fix with several halves, reverted whole: the simulator is asked to find the defect itself.

@@ -279,7 +279,8 @@ export class Cluster {
       observer: {
         onCommitted: this.unobserved.has(index)
           ? undefined
-          : (header, body, reply, position) => this.checker.onCommitted(index, header, body, reply, position),
+          : (header, body, reply, position) =>
+              this.checker.onCommitted(index, header, body, reply, position),
         onCheckpoint: (op, id) => this.checker.onCheckpoint(index, op, id),
       },
       env: {

@@ -77,7 +77,7 @@ export const DropReason = {
   repairPrepareInvalid: 'repair_prepare_invalid',
   /** A served prepare that does not chain onto our applied history. */
   repairNotChained: 'repair_not_chained',
-  /** A buffered prepare outside the committed run its RepairDone names (a late one of an earlier session). */
+  /** A buffered prepare outside the committed run its RepairDone names (a late, stale one). */
   repairNotInServedRun: 'repair_not_in_served_run',
   /** A range-evicted answer that our commit point has since passed. */
   rangeEvictedStale: 'range_evicted_stale',

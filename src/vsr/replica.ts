@@ -268,7 +268,7 @@ export interface ReplicaCounters extends TransferServerCounters {
   readonly viewChangesByReason: Partial<Record<ViewChangeReason, number>>;
   /** Commit messages a primary sent at once because its pipeline drained (see `acknowledge`). */
   commitsAnnounced: number;
-  /** Checkpoint pings a backup held back: the primary heard the same checkpoint within a heartbeat interval. */
+  /** Checkpoint pings a backup held back (the same checkpoint named within a heartbeat). */
   pingsDeferred: number;
   /** Prepare timeouts that fired on a primary (each retransmits the unacknowledged pipeline). */
   prepareTimeouts: number;
@@ -469,7 +469,12 @@ export class Replica {
   private heartbeatLast = 0;
   private heartbeatCounter = 0;
   /** The last checkpoint ping sent (`sendCheckpointPing`): what it named, in which view, when. */
-  private pingLast: { readonly view: number; readonly checkpointOp: number; readonly checkpointId: bigint; readonly tick: number } | null = null;
+  private pingLast: {
+    readonly view: number;
+    readonly checkpointOp: number;
+    readonly checkpointId: bigint;
+    readonly tick: number;
+  } | null = null;
   private repair: RepairSession | null = null;
 
   private readonly timeoutPrepare: Timeout;
@@ -1708,7 +1713,8 @@ export class Replica {
         const reply = buildReply(this.env.kernels, header, resultBody(0, new Uint8Array(0)));
         this.clientTable.remove(header.client);
         this.stateMachine.onClientRemoved(header.client, header.timestamp);
-        this.applied(header, [{ header, body, reply: { request: header.request, commit: header.op, bytes: reply } }]);
+        const cached: CachedReply = { request: header.request, commit: header.op, bytes: reply };
+        this.applied(header, [{ header, body, reply: cached }]);
         break;
       }
       case Operation.batch: {
@@ -1946,6 +1952,16 @@ export class Replica {
       if (this.primaryActive()) this.sendStartView(header.replica, 0n);
       return this.drop('older_view', header);
     }
+    const fromOurPrimary = header.replica === this.primaryIndex() && !this.isPrimary();
+    if (this.status === 'view_change' && fromOurPrimary) {
+      // The view we are changing to started without us (its StartView lost): its primary's
+      // heartbeat says so. Ask that primary for the StartView instead of timing out into the next
+      // view; an empty data directory that missed its new cluster's first StartView otherwise never
+      // learns whether the cluster had history, and two such replicas of four leave no quorum able
+      // to nack (seed 307435973307: 190 view changes).
+      this.sendRequestStartView(header.replica);
+      return this.drop('status_not_normal', header);
+    }
     if (this.status !== 'normal') return this.drop('status_not_normal', header);
     if (this.isPrimary()) return this.drop('primary_of_view', header);
     if (header.replica !== this.primaryIndex()) return this.drop('sender_not_primary', header);
@@ -1992,7 +2008,12 @@ export class Replica {
       this.counters.pingsDeferred += 1;
       return;
     }
-    this.pingLast = { view: this.view, checkpointOp: this.checkpointOp, checkpointId: this.checkpointChecksum, tick: this.ticks };
+    this.pingLast = {
+      view: this.view,
+      checkpointOp: this.checkpointOp,
+      checkpointId: this.checkpointChecksum,
+      tick: this.ticks,
+    };
     this.send(primary, Command.ping, {
       checkpointId: this.checkpointChecksum,
       checkpointOp: this.checkpointOp,
@@ -2968,7 +2989,8 @@ export class Replica {
       served = op;
       servedChecksum = entry.checksum;
     }
-    this.send(header.replica, Command.repairDone, { nonce: header.nonce, op: Math.max(served, 0), servedChecksum });
+    const op = Math.max(served, 0);
+    this.send(header.replica, Command.repairDone, { nonce: header.nonce, op, servedChecksum });
   }
 
   private onRepairPrepare(header: RepairPrepareHeader, frame: Uint8Array): void {

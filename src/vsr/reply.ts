@@ -184,12 +184,25 @@ export function decodeRegisterPayload(
 export class CommittedReply implements CachedReply {
   readonly request: number;
   readonly commit: number;
-  #source: { readonly kernels: ChecksumKernels; readonly prepare: PrepareHeader; readonly errorCode: number; readonly payload: Uint8Array } | null;
+  #source: {
+    readonly kernels: ChecksumKernels;
+    readonly prepare: PrepareHeader;
+    readonly errorCode: number;
+    readonly payload: Uint8Array;
+  } | null;
   #bytes: Uint8Array | null = null;
 
-  constructor(kernels: ChecksumKernels, prepare: PrepareHeader, errorCode: number, payload: Uint8Array) {
+  constructor(
+    kernels: ChecksumKernels,
+    prepare: PrepareHeader,
+    errorCode: number,
+    payload: Uint8Array,
+  ) {
     // What resultBody asserts, checked at commit rather than at a later read.
-    assert(Number.isInteger(errorCode) && errorCode >= 0 && errorCode <= 0xffff_ffff, 'error code is a u32');
+    assert(
+      Number.isInteger(errorCode) && errorCode >= 0 && errorCode <= 0xffff_ffff,
+      'error code is a u32',
+    );
     assert(errorCode === 0 || payload.byteLength === 0, 'a rejection carries no payload');
     this.request = prepare.request;
     this.commit = prepare.op;
@@ -205,7 +218,8 @@ export class CommittedReply implements CachedReply {
     if (this.#bytes === null) {
       const source = this.#source;
       assert(source !== null, 'an unbuilt reply keeps its inputs');
-      this.#bytes = buildReply(source.kernels, source.prepare, resultBody(source.errorCode, source.payload));
+      const body = resultBody(source.errorCode, source.payload);
+      this.#bytes = buildReply(source.kernels, source.prepare, body);
       this.#source = null;
     }
     return this.#bytes;

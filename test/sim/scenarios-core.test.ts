@@ -102,6 +102,32 @@ describe('operator view of peers', () => {
 });
 
 describe('view change', () => {
+  it.each([3, 4])('%i replicas: a replica that lost the StartView of the view it changes to asks that view\'s primary for it on its heartbeat', (replicaCount) => {
+    // Seed 307435973307: two empty replicas of four missed their new cluster's first StartView,
+    // timed out into view after view, and never learned the cluster had no history to lose: no
+    // quorum could nack and every view change after the first stalled.
+    const cluster = sim({ replicaCount, clientCount: 1, requestsPerClient: 10 });
+    const lost = new Set<number>();
+    cluster.network.filter = ({ to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok || decoded.header.command !== Command.startView) return 'deliver';
+      if (lost.has(to) || lost.size === replicaCount - 2) return 'deliver';
+      lost.add(to);
+      return 'drop';
+    };
+    formed(cluster);
+    expect(lost.size).toBe(replicaCount - 2);
+    // Every replica joined the first view, none timed out into another.
+    const views = cluster.replicas.map((entry) => entry.replica!.view);
+    expect(new Set(views).size).toBe(1);
+    expect(cluster.replicas.map((entry) => entry.replica!.counters.viewChanges)).toEqual(views.map(() => 1));
+    for (const index of lost) {
+      expect(cluster.replica(index).counters.drops['status_not_normal'], `replica ${index}`).toBeGreaterThan(0);
+    }
+    cluster.network.filter = null;
+    cluster.converge();
+  });
+
   it('a primary shutting down gracefully hands over before the backups\' heartbeat timeout', () => {
     const cluster = sim({ clientCount: 2, requestsPerClient: 20 });
     formed(cluster);
