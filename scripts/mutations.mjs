@@ -389,8 +389,8 @@ const MUTATIONS = [
     edits: [
       {
         file: REPLICA,
-        search: "    if (this.status === 'recovering') return this.drop('status_recovering', header);\n    const reply = (",
-        replace: "    if (this.status === 'recovering' || this.stateTransfer.transferring) return this.drop('status_recovering', header);\n    const reply = (",
+        search: "    if (this.status === 'recovering') return this.drop('status_recovering', header);\n    let from = header.fromOp;",
+        replace: "    if (this.status === 'recovering' || this.stateTransfer.transferring) return this.drop('status_recovering', header);\n    let from = header.fromOp;",
       },
     ],
     pins: [AUDIT_PIN.aServe],
@@ -727,6 +727,24 @@ const MUTATIONS = [
       {
         file: 'test/sim/scenarios-core.test.ts',
         name: "view change 4 replicas: a replica that lost the StartView of the view it changes to asks that view's primary for it on its heartbeat",
+      },
+    ],
+  },
+  {
+    id: 'F5',
+    defect: 'also',
+    reverts: 'an empty replica counts a peer whose DoViewChange reports log view 0 as a witness of a new cluster (seed 3507385961706)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (this.pristine && header.logView === 0 && header.replica !== this.config.replica) {\n',
+        replace: '    if (false && this.pristine && header.logView === 0 && header.replica !== this.config.replica) {\n',
+      },
+    ],
+    pins: [
+      {
+        file: 'test/sim/scenarios-core.test.ts',
+        name: "view change two empty replicas of four that never heard each other probe learn from each other's DoViewChange that the cluster was new",
       },
     ],
   },

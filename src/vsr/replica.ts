@@ -2312,6 +2312,12 @@ export class Replica {
   }
 
   private onDoViewChange(header: DoViewChangeHeader, body: Uint8Array): void {
+    // A peer whose log view is 0 never acknowledged a prepare, as a peer probing from view 0
+    // (seed 3507385961706: the view-0 probe of one peer was lost, and that peer's DoViewChanges
+    // were the only word from it an empty replica heard before the cluster had history).
+    if (this.pristine && header.logView === 0 && header.replica !== this.config.replica) {
+      this.witnessVirginPeer(header.replica);
+    }
     if (this.status === 'recovering') return this.drop('status_recovering', header);
     if (header.view > this.view) this.startViewChange(header.view, 'peer_do_view_change');
     if (header.view !== this.view) return this.drop('older_view', header);

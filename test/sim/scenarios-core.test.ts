@@ -102,6 +102,34 @@ describe('operator view of peers', () => {
 });
 
 describe('view change', () => {
+  it('two empty replicas of four that never heard each other probe learn from each other\'s DoViewChange that the cluster was new', () => {
+    // Seed 3507385961706: r0 never heard r2's view-0 probe (nor r2 r0's), both missed the first
+    // view, and once r1 and r3 committed in it, every later view change waited for a third
+    // replica able to nack: 190 view changes.
+    const cluster = sim({ replicaCount: 4, clientCount: 1, requestsPerClient: 20 });
+    const empty = new Set([0, 2]);
+    let isolate = true;
+    cluster.network.filter = ({ from, to, frame }) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!isolate || !decoded.ok || !empty.has(to)) return 'deliver';
+      const command = decoded.header.command;
+      if (command === Command.requestStartView && empty.has(from)) return 'drop';
+      // They take no part in the first view: its StartView, prepares and heartbeats never arrive.
+      if (command === Command.startView || command === Command.prepare || command === Command.commit) return 'drop';
+      return 'deliver';
+    };
+    expect(cluster.runUntil(() => Math.max(cluster.replica(1).commitMin, cluster.replica(3).commitMin) >= 3, 10_000), cluster.describe()).toBe(true);
+    expect([0, 2].map((index) => cluster.replica(index).logView)).toEqual([0, 0]);
+    // They time out into later views and drag the other two along: a view change that needs a
+    // quorum able to nack, with two of the four empty.
+    const dragged = () => cluster.replicas.every((entry) => entry.replica!.status === 'view_change' && entry.replica!.view >= 2);
+    expect(cluster.runUntil(dragged, 5_000), cluster.describe()).toBe(true);
+    isolate = false;
+    cluster.converge();
+    for (const index of empty) expect(cluster.replica(index).nackUnknown, `replica ${index}`).toBe(false);
+    expect(cluster.recentLog.some((line) => line.includes('every peer reports a new cluster'))).toBe(true);
+  });
+
   it.each([3, 4])('%i replicas: a replica that lost the StartView of the view it changes to asks that view\'s primary for it on its heartbeat', (replicaCount) => {
     // Seed 307435973307: two empty replicas of four missed their new cluster's first StartView,
     // timed out into view after view, and never learned the cluster had no history to lose: no
