@@ -489,6 +489,7 @@ const MUTATIONS = [
     edits: [{ file: REPLICA, search: '    if (!parkCanonical) return keptLowest;\n', replace: '' }],
     pins: [
       seed(3161429547486, 'all faults', "a lagging replica parked a newer log view's headers and claimed them for the log view it kept"),
+      scheduled("A11: a lagging replica parks none of the new log's headers", 'its journal stays canonical for the log view it keeps: no header of the newer log view is parked'),
     ],
   },
   {
@@ -498,6 +499,7 @@ const MUTATIONS = [
     edits: [{ file: REPLICA, search: '    this.maybeCaughtUp();\n    this.maybeAdoptLogView();\n', replace: '    this.maybeCaughtUp();\n' }],
     pins: [
       seed(619636282819, 'all faults', "a lagging follower that applied its view's head never claimed the log view; its primary then lost its disk and the survivors wedged"),
+      seed(2451952207327, 'all faults, current rules', "a lagging follower that applied its view's head never claimed the log view (A13, found again after the schedules moved: its fix reverted, a replica stays behind its commit)"),
     ],
   },
   {

@@ -231,6 +231,19 @@ describe('A9: a replica holding committed bodies a StartView cannot vouch for fo
   });
 });
 
+describe('A11: a lagging replica parks none of the new log\'s headers', () => {
+  it('its journal stays canonical for the log view it keeps: no header of the newer log view is parked', () => {
+    const unvouched = unvouchedStartView(25);
+    const { e, b } = unvouched;
+    expect(e.logView).toBeLessThan(b.logView);
+    // The StartView's suffix names ops of B's log view (at and above 24); a lagging replica that
+    // parked them would claim them for the log view it kept in its next DoViewChange.
+    const newer = e.journal.ops().filter((op) => e.journal.get(op)!.header.view > e.logView);
+    expect(newer).toEqual([]);
+    keptBodyThenConverged(unvouched);
+  });
+});
+
 describe('A8: a replica adopting a new log discards only the entries it cannot vouch for', () => {
   it('verified committed bodies above an unverifiable parked header stay', () => {
     const cluster = sim({ clientCount: 1, requestsPerClient: 60 });
