@@ -58,6 +58,47 @@ export class IdleCollector {
   }
 }
 
+/**
+ * While this replica fetches a checkpoint, one young-generation collection each time `everyBytes`
+ * more arrived. Every socket read of an accepted connection lands in a fresh 64 KiB buffer of
+ * Node's (`onread` exists only for sockets a process dials) that only a collection frees, and V8
+ * counted them as external memory long before it collected: +31 MiB of RSS growth over a 64 MiB
+ * fetch (`bench transfer`), against +4 to +14 MiB with a collection every 4 to 8 MiB (each one
+ * 0.5 to 1.2 ms here).
+ */
+export class FetchCollector {
+  /** Young-generation collections run. */
+  collections = 0;
+  private readonly collect: () => void;
+  private readonly everyBytes: number;
+  /** The fetch's bytes received at the last collection (0: none yet in this session). */
+  private collectedAt = 0;
+
+  constructor(collect: () => void, everyBytes: number) {
+    this.collect = collect;
+    this.everyBytes = everyBytes;
+  }
+
+  /** Called once per tick with the fetch's progress; returns whether it collected. */
+  check(progress: { readonly stage: string; readonly bytesDone: number }): boolean {
+    if (progress.stage !== 'fetching') {
+      this.collectedAt = 0;
+      return false;
+    }
+    if (progress.bytesDone < this.collectedAt) this.collectedAt = 0; // a new session
+    if (progress.bytesDone - this.collectedAt < this.everyBytes) return false;
+    this.collectedAt = progress.bytesDone;
+    this.collections += 1;
+    this.collect();
+    return true;
+  }
+}
+
+/** V8's young-generation collection through the exposed `gc` (see `fullCollection`). */
+export function minorCollection(gc: () => void): () => void {
+  return () => (gc as (options: { type: 'minor' }) => void)({ type: 'minor' });
+}
+
 /** V8's full collection, exposed at run time; null if this runtime refuses. */
 export function fullCollection(): (() => void) | null {
   const exposed = (globalThis as { gc?: unknown }).gc;

@@ -68,6 +68,7 @@ export interface NodeMetricSources {
   tcpEvictions(): Readonly<Partial<Record<number, number>>>;
   /** Full collections the idle collector ran (src/node/idle-collector.ts); absent: none run. */
   idleCollections?(): number;
+  fetchCollections?(): number;
 }
 
 const EVICTION_REASON_NAMES = new Map<number, string>(
@@ -161,6 +162,7 @@ export class NodeMetrics {
       mirroredCounter('vsr_prepare_batched_requests_total', 'client requests those batch prepares carried', [], () => [[{}, core().counters.requestsBatched]]),
       mirroredCounter('vsr_checkpoint_payloads_released_total', 'checkpoint payloads this replica let go once a peer named the same checkpoint durable (chunks are read from its file after)', [], () => [[{}, core().counters.payloadsReleased]]),
       mirroredCounter('vsr_idle_collections_total', 'full garbage collections run once idle after payload-sized garbage (a payload let go, a snapshot read whole)', [], () => [[{}, sources.idleCollections?.() ?? 0]]),
+      mirroredCounter('vsr_fetch_collections_total', 'young-generation collections run while fetching a checkpoint (one per 8 MiB received: the socket reads\' buffers)', [], () => [[{}, sources.fetchCollections?.() ?? 0]]),
       mirroredCounter('vsr_client_table_evictions_total', 'client sessions evicted from the replicated client table to make room for a new one', [], () => [[{}, core().counters.clientTableEvictions]]),
       mirroredCounter('vsr_session_evictions_total', 'client sessions ended by this node: HTTP sessions dropped (capacity, evicted) and evictions sent to binary clients, by reason', ['transport', 'reason'], () => {
         const out: [Record<string, string>, number][] = [];

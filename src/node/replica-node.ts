@@ -48,7 +48,7 @@ import type { NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
 import { rootPasswordHash, verifyPassword } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
-import { IdleCollector, fullCollection, type IdleCollectorView } from './idle-collector.js';
+import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
 
 /** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
@@ -57,6 +57,8 @@ export const TICK_MS = 10;
 const SESSION_EXPIRY_TICKS = 100;
 /** Ticks between the idle collector's checks (src/node/idle-collector.ts): 1 s. */
 const IDLE_COLLECT_TICKS = 100;
+/** Bytes fetched between young-generation collections during a state transfer (FetchCollector). */
+export const FETCH_COLLECT_BYTES = 8 * 1024 * 1024;
 /** Exit status of a replica that stopped because its own history diverged (wipe and --rejoin). */
 export const EXIT_DIVERGENCE = 3;
 /** How long a stopping primary waits for its hand-over StartViewChange to go out. */
@@ -146,6 +148,8 @@ export class ReplicaNode implements NodeApi {
   private ticker: NodeJS.Timeout | null = null;
   /** Collects the garbage a let-go checkpoint payload leaves, once idle (null: no gc here). */
   private idleCollector: IdleCollector | null = null;
+  /** Frees a fetch's socket-read buffers as it goes (null where `--expose-gc` is refused). */
+  private fetchCollector: FetchCollector | null = null;
   private closed = false;
   private readonly startedAtMs = Date.now();
 
@@ -195,6 +199,7 @@ export class ReplicaNode implements NodeApi {
       httpSessions: () => this.sessions.counts(),
       tcpEvictions: () => this.binary.counters.evictionsSent,
       idleCollections: () => this.idleCollector?.collections ?? 0,
+      fetchCollections: () => this.fetchCollector?.collections ?? 0,
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
     // A chunk's frame goes back to the pool once the chunk is in the transfer file.
@@ -474,6 +479,7 @@ export class ReplicaNode implements NodeApi {
     await this.bus.listen();
     const gc = fullCollection();
     if (gc !== null) {
+      this.fetchCollector = new FetchCollector(minorCollection(gc), FETCH_COLLECT_BYTES);
       this.idleCollector = new IdleCollector(() => {
         const startedMs = performance.now();
         gc();
@@ -490,6 +496,7 @@ export class ReplicaNode implements NodeApi {
           // Idle HTTP sessions are looked for once a second (a pass over every credential's pool).
           if (ticks % SESSION_EXPIRY_TICKS === 0) this.sessions.expireIdle();
           if (ticks % IDLE_COLLECT_TICKS === 0) this.idleCollector?.check(this.collectorView());
+          this.fetchCollector?.check(this.core.stateTransferProgress());
         }),
       TICK_MS,
     );

@@ -3,7 +3,7 @@
  * was let go or replaced, none under load, none twice for the same garbage.
  */
 import { describe, expect, it } from 'vitest';
-import { IdleCollector, fullCollection } from '../../src/node/idle-collector.js';
+import { FetchCollector, IdleCollector, fullCollection, minorCollection } from '../../src/node/idle-collector.js';
 
 describe('IdleCollector', () => {
   it('collects once the commit number stood still for an interval after a payload was let go, and not again until another is', () => {
@@ -31,5 +31,39 @@ describe('IdleCollector', () => {
     const gc = fullCollection();
     expect(typeof gc).toBe('function');
     gc!();
+  });
+});
+
+describe('FetchCollector', () => {
+  it('collects once per everyBytes fetched, only while fetching, and starts over with a new session', () => {
+    let collected = 0;
+    const collector = new FetchCollector(() => (collected += 1), 100);
+    // No fetch: nothing, whatever a finished session's progress says.
+    expect(collector.check({ stage: 'idle', bytesDone: 0 })).toBe(false);
+    expect(collector.check({ stage: 'awaiting_target', bytesDone: 0 })).toBe(false);
+    expect(collector.check({ stage: 'installing', bytesDone: 1_000 })).toBe(false);
+    // Fetching: one collection per 100 bytes received, however the ticks fall.
+    expect(collector.check({ stage: 'fetching', bytesDone: 99 })).toBe(false);
+    expect(collector.check({ stage: 'fetching', bytesDone: 100 })).toBe(true);
+    expect(collector.check({ stage: 'fetching', bytesDone: 150 })).toBe(false);
+    expect(collector.check({ stage: 'fetching', bytesDone: 260 })).toBe(true);
+    expect(collector.check({ stage: 'fetching', bytesDone: 359 })).toBe(false);
+    // A new session (its progress starts over): counted from its own start.
+    expect(collector.check({ stage: 'fetching', bytesDone: 50 })).toBe(false);
+    expect(collector.check({ stage: 'fetching', bytesDone: 100 })).toBe(true);
+    // The fetch ended and another began: likewise.
+    expect(collector.check({ stage: 'installing', bytesDone: 400 })).toBe(false);
+    expect(collector.check({ stage: 'fetching', bytesDone: 99 })).toBe(false);
+    expect(collector.check({ stage: 'fetching', bytesDone: 120 })).toBe(true);
+    expect([collected, collector.collections]).toEqual([4, 4]);
+  });
+
+  it('asks V8 for a young-generation collection, which this Node runs', () => {
+    const calls: unknown[] = [];
+    minorCollection((...args: unknown[]) => void calls.push(args[0]))();
+    expect(calls).toEqual([{ type: 'minor' }]);
+    const gc = fullCollection();
+    expect(gc).not.toBeNull();
+    expect(() => minorCollection(gc!)()).not.toThrow();
   });
 });

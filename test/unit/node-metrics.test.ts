@@ -189,6 +189,7 @@ describe('NodeMetrics', () => {
       httpSessionEvictions: () => ({ capacity: 2, evicted: 1 }),
       tcpEvictions: () => ({ [EvictionReason.noSession]: 3, [EvictionReason.sessionTooLow]: 1 }),
       idleCollections: () => 2,
+      fetchCollections: () => 5,
     });
     core.counters.requestsDropped = 7;
     core.counters.payloadsReleased = 4;
@@ -203,6 +204,7 @@ describe('NodeMetrics', () => {
     expect(await value(registry, 'vsr_prepare_batched_requests_total')).toBe(11);
     expect(await value(registry, 'vsr_checkpoint_payloads_released_total')).toBe(4);
     expect(await value(registry, 'vsr_idle_collections_total')).toBe(2);
+    expect(await value(registry, 'vsr_fetch_collections_total')).toBe(5);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'http', reason: 'capacity' })).toBe(2);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'no_session' })).toBe(3);
     expect(await value(registry, 'vsr_session_evictions_total', { transport: 'tcp', reason: 'session_too_low' })).toBe(1);
