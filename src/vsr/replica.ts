@@ -3028,18 +3028,18 @@ export class Replica {
    */
   private verifyCommittedRun(session: RepairSession, top: number, topChecksum: bigint): void {
     let expected = topChecksum;
-    const verified = new Map<number, { header: PrepareHeader; frame: Uint8Array }>();
+    const verified = new Set<number>();
     for (let op = top; op >= session.fromOp && topChecksum !== 0n; op--) {
       const received = session.buffer.get(op);
       if (received === undefined || received.header.checksum !== expected) break;
-      verified.set(op, received);
+      verified.add(op);
       expected = received.header.parent;
     }
     for (const [op, received] of session.buffer) {
-      if (verified.get(op) !== received) this.drop('repair_not_in_served_run', received.header);
+      if (verified.has(op)) continue;
+      session.buffer.delete(op);
+      this.drop('repair_not_in_served_run', received.header);
     }
-    session.buffer.clear();
-    for (const [op, received] of verified) session.buffer.set(op, received);
   }
 
   /** Committed repair: accept the next op if it chains onto the applied history, then apply it. */
