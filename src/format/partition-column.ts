@@ -15,6 +15,25 @@ const WORD_VIEW_COUNT_MIN = 64;
 /** A Uint32Array reads the platform's byte order; the fast path needs little-endian. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
+/**
+ * The columns this process's snapshot decoder copied out of a snapshot and proved canonical
+ * (whole u64 values, each <= 2^53 - 1). A restore adopts them without walking them again: boot
+ * and install check each column once. Nothing writes a decoded column (the state adopts it
+ * copy-on-write), so the proof stays true; a column built in memory is not in the set and is
+ * checked where it is restored.
+ */
+const decodedCanonical = new WeakSet<Uint8Array>();
+
+/** Records that the decoder proved `column` canonical (snapshot-codec.ts only). */
+export function markColumnDecoded(column: Uint8Array): void {
+  decodedCanonical.add(column);
+}
+
+/** Whether `column` is a decoder's copy it proved canonical (then a restore need not re-check). */
+export function columnDecoded(column: Uint8Array): boolean {
+  return decodedCanonical.has(column);
+}
+
 /** Partitions in a column whose byte length is a multiple of PARTITION_CREATED_AT_SIZE. */
 export function columnCount(column: Uint8Array): number {
   return Math.floor(column.byteLength / PARTITION_CREATED_AT_SIZE);

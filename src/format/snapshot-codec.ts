@@ -37,7 +37,7 @@ import {
   type UserSnapshot,
   type UserStatus,
 } from './snapshot-model.js';
-import { columnFirstUnsafe } from './partition-column.js';
+import { columnFirstUnsafe, markColumnDecoded } from './partition-column.js';
 import { TOPIC_OPTIONS_MAX, topicOptionEntriesFault } from './topic-options.js';
 
 /** Why a snapshot was refused. Stable strings: they appear in logs and `vrmeta inspect`. */
@@ -422,6 +422,7 @@ function decodePartitionColumn(reader: Reader): Uint8Array {
       `${value} exceeds 2^53 - 1`,
     );
   }
+  markColumnDecoded(column);
   return column;
 }
 

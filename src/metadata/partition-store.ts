@@ -17,9 +17,14 @@
  */
 import { assert } from '../stdx/assert.js';
 import { PARTITION_CREATED_AT_SIZE } from '../format/snapshot-model.js';
-import { columnCount, columnCreatedAtUs, columnFirstUnsafe } from '../format/partition-column.js';
+import {
+  columnCount,
+  columnCreatedAtUs,
+  columnDecoded,
+  columnFirstUnsafe,
+} from '../format/partition-column.js';
 
-export { columnCount, columnCreatedAtUs, columnFirstUnsafe };
+export { columnCount, columnCreatedAtUs, columnDecoded, columnFirstUnsafe };
 
 const TWO_POW_32 = 0x1_0000_0000;
 /**

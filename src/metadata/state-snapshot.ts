@@ -33,7 +33,12 @@ import {
 } from './state.js';
 import { PAT_TOKEN_HASH_SIZE, type MetadataLimits } from './validation.js';
 import { PARTITION_CREATED_AT_SIZE } from '../format/snapshot-model.js';
-import { PartitionStore, columnCount, columnFirstUnsafe } from './partition-store.js';
+import {
+  PartitionStore,
+  columnCount,
+  columnDecoded,
+  columnFirstUnsafe,
+} from './partition-store.js';
 
 /** UTF-16 code unit order, as Array#sort: the snapshot's canonical token order. */
 function byName(left: TokenState, right: TokenState): number {
@@ -265,8 +270,9 @@ function revokedTokensFromSnapshot(
 }
 
 function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicState {
-  // The decoder proved the column canonical (whole u64 values, each <= 2^53 - 1); a model built in
-  // memory (tests, a peer's bug) is checked here so the store's assertions never see a bad one.
+  // A decoded column was proved canonical by the decoder (whole u64 values, each <= 2^53 - 1) and
+  // is not walked again; a model built in memory (tests, a peer's bug) is checked here so the
+  // store's assertions never see a bad one.
   const column = topic.partitionsCreatedAtUs;
   if (!(column instanceof Uint8Array && column.byteLength % PARTITION_CREATED_AT_SIZE === 0)) {
     fail(`topic ${topic.id} partition column is not whole u64 values`);
@@ -275,7 +281,7 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
   if (!(partitionsCount <= limits.partitionsPerTopicMax)) {
     fail(`topic ${topic.id} has more partitions than the limit`);
   }
-  if (columnFirstUnsafe(column) >= 0) {
+  if (!columnDecoded(column) && columnFirstUnsafe(column) >= 0) {
     fail(`topic ${topic.id} partition createdAtUs exceeds 2^53 - 1`);
   }
   const groupsFault = idsFault(topic.consumerGroups, limits.consumerGroupsPerTopicMax);

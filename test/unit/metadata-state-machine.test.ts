@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadKernels, type Kernels } from '../../src/kernels/index.js';
 import { snapshotEncodeTs } from '../../src/kernels/snapshot-encode-ts.js';
 import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
+import { columnDecoded } from '../../src/format/partition-column.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { encodeRequest } from '../../src/metadata/operation-codec.js';
 import { createdIdOf } from '../../src/metadata/create-replies.js';
@@ -377,6 +378,23 @@ describe('metadata state machine: snapshot and restore', () => {
     copy.restore({ users: decoded.users, streams: decoded.streams, revokedTokens: decoded.revokedTokens });
     expect(copy.snapshot()).toEqual(snapshot);
     expect(snapshotEncodeTs(fullSnapshot(copy.snapshot(), original.op))).toEqual(bytes);
+  });
+
+  it('a restore checks each partition column once: a decoded column is trusted, one built in memory is checked', () => {
+    const original = populated();
+    const decoded = decodeSnapshot(snapshotEncodeTs(fullSnapshot(original.sm.snapshot(), original.op)));
+    const column = decoded.streams[0]!.topics[0]!.partitionsCreatedAtUs;
+    expect(columnDecoded(column)).toBe(true);
+    // Nothing writes a decoded column; this one is written only to observe that the restore does
+    // not walk it a second time (the decoder's check is the one pass).
+    column[7] = 0xff;
+    const copy = newMachine();
+    const model = { users: decoded.users, streams: decoded.streams, revokedTokens: decoded.revokedTokens };
+    expect(copy.checkSnapshot(model)).toBeNull();
+    // The same bytes in a column the decoder never saw are refused by the restore's own check.
+    const built = structuredClone(model);
+    expect(columnDecoded(built.streams[0]!.topics[0]!.partitionsCreatedAtUs)).toBe(false);
+    expect(copy.checkSnapshot(built)).toMatch(/partition createdAtUs exceeds 2\^53 - 1/);
   });
 
   it('both kernel modes encode the state machine snapshot to the same bytes', () => {
