@@ -34,10 +34,20 @@ function fastifyDefaultSerializerFactory(): SerializerFactory {
   return selector();
 }
 
-/** For `Fastify({ schemaController: { compilersFactory: { buildSerializer } } })`. */
+/**
+ * For `Fastify({ schemaController: { compilersFactory: { buildSerializer } } })`. Fastify's factory
+ * itself (fast-json-stringify and its schema tooling, ~30 ms of module loading at boot) is loaded
+ * at the first compile too, that is at the first response with a schema: /readyz and /metrics
+ * have none, so a restarted replica reports ready without it.
+ */
 export function lazySerializerFactory(): SerializerFactory {
-  const factory = fastifyDefaultSerializerFactory();
-  return (externalSchemas, serializerOptions) => compileOnFirstUse(factory(externalSchemas, serializerOptions));
+  return (externalSchemas, serializerOptions) => {
+    let compiler: SerializerCompiler | null = null;
+    return compileOnFirstUse((args: { schema?: unknown }) => {
+      compiler ??= fastifyDefaultSerializerFactory()(externalSchemas, serializerOptions);
+      return compiler(args);
+    });
+  };
 }
 
 type TypeBoxProvider = typeof import('@fastify/type-provider-typebox');
