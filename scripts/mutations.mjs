@@ -530,6 +530,7 @@ const MUTATIONS = [
       },
     ],
     pins: [
+      scheduled('A15: a primary-elect repairs a committed op vouched only by its successor from any peer that journaled it', "the op's one live holder never applied it: the primary-elect fetches it by canonical repair and starts its view"),
       seed(4201942244488, 'all faults', 'a primary-elect missing a committed op that no live replica had applied asked only for applied ops and never started its view'),
     ],
   },

@@ -400,3 +400,116 @@ describe('A14: a repair of the checkpoint op a server holds only as state is ans
     expect(cluster.checker.canonicalChecksum(checkpoint)).toBeDefined();
   });
 });
+
+describe('A15: a primary-elect repairs a committed op vouched only by its successor from any peer that journaled it', () => {
+  it('the op\'s one live holder never applied it: the primary-elect fetches it by canonical repair and starts its view', () => {
+    // Four replicas, as in seed 4201942244488. X leads, applies every op and goes down; E and F
+    // follow X's newer log view without op 21; H journaled op 21 but never applied it.
+    const cluster = sim({ replicaCount: 4, clientCount: 1, requestsPerClient: 60 });
+    formed(cluster);
+    const xIndex = cluster.replica(0).primaryIndex();
+    const eIndex = (xIndex + 1) % 4;
+    const fIndex = (xIndex + 2) % 4;
+    const hIndex = (xIndex + 3) % 4;
+    const x = cluster.replica(xIndex);
+    const e = cluster.replica(eIndex);
+    const f = cluster.replica(fIndex);
+    let h = cluster.replica(hIndex);
+    expect(x.config.checkpointInterval).toBe(12);
+    expect(x.config.quorumReplication).toBe(2);
+    // The op above E's commit point; X's next checkpoint (24) lies above it.
+    const missing = 21;
+    const view = x.view;
+    // X leads again four views on: its StartView's suffix then starts at its checkpoint, 24.
+    const logView = view + 4;
+    let phase: 'feed' | 'relead' | 'elect' = 'feed';
+    let holdClients = false;
+    // E's repair requests in the views after X's, and the ops H served it.
+    type Request = { view: number; fromOp: number; toOp: number; committedOnly: number };
+    const requests: Request[] = [];
+    const served: number[] = [];
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) return holdClients ? 'drop' : 'deliver';
+      const header = peek(frame);
+      if (header === null) return 'deliver';
+      const fields = (decodeFrame(kernels, frame) as { header: Request }).header;
+      const body = header.command === Command.prepare || header.command === Command.repairPrepare;
+      if (phase !== 'elect') {
+        // H never gets op 20 (so it applies nothing past 19), E and F never get op 21, and nobody
+        // repairs: X, once its journal starts at 24, would send E and F to a state transfer.
+        if (to === hIndex && body && header.op === missing - 1) return 'drop';
+        if ((to === eIndex || to === fIndex) && body && header.op === missing) return 'drop';
+        if (header.command === Command.requestPrepares && from !== xIndex) return 'drop';
+      }
+      if (phase === 'relead') {
+        // E and F stop hearing X lead; only the view X leads next merges.
+        const leads = header.command === Command.prepare || header.command === Command.commit;
+        if (from === xIndex && leads && fields.view === view) return 'drop';
+        if (header.command === Command.doViewChange && fields.view !== logView) return 'drop';
+      }
+      if (phase === 'elect') {
+        // H never leads: as primary-elect it would take op 20 from an applied history and apply
+        // its own op 21, fix or not (in the seed its journal could not hold the merged log).
+        if (header.command === Command.doViewChange && to === hIndex) return 'drop';
+        if (header.command === Command.requestPrepares && from === eIndex && fields.view > logView) {
+          const { fromOp, toOp, committedOnly } = fields;
+          requests.push({ view: fields.view, fromOp, toOp, committedOnly });
+        }
+        if (header.command === Command.repairPrepare && from === hIndex && to === eIndex) served.push(header.op);
+      }
+      return 'deliver';
+    };
+    // X prepares up to 25 and checkpoints 24. Op 20 commits with E and F, op 21 with H alone.
+    expect(cluster.runUntil(() => x.op >= 25, 20_000), cluster.describe()).toBe(true);
+    holdClients = true;
+    const head = x.op;
+    const journaled = (r: typeof x) => r.journal.get(head)?.durable === true;
+    const settled = () => x.commitMin === head && x.checkpointOp === 24 && [e, f, h].every(journaled);
+    expect(cluster.runUntil(settled, 5_000), cluster.describe()).toBe(true);
+    expect(h.commitMin).toBe(missing - 2);
+    expect(h.journal.get(missing)?.durable).toBe(true);
+    // H goes down; X leads its next view with E and F. X's DoViewChange and StartView start at
+    // its checkpoint, 24, and E's and F's have a blank at 21: E and F adopt the new log view
+    // without any header for op 21 (they verify 22 and 23 by the parents above them).
+    cluster.crash(hIndex);
+    phase = 'relead';
+    const relead = () => [x, e, f].every((r) => r.status === 'normal' && r.view === logView);
+    expect(cluster.runUntil(relead, 10_000), cluster.describe()).toBe(true);
+    expect(x.journal.floor).toBe(24);
+    const checksum = cluster.checker.canonicalChecksum(missing);
+    expect(checksum).toBeDefined();
+    for (const r of [e, f]) {
+      expect(r.logView).toBe(logView);
+      expect(r.commitMin).toBe(missing - 1);
+      expect(r.journal.get(missing)).toBeUndefined();
+      // Op 21 is vouched for only by its successor's parent.
+      expect(r.journal.get(missing + 1)?.header.parent).toBe(checksum);
+    }
+    // X goes down for good (nobody alive applied op 21) and H restarts in its older log view.
+    cluster.crash(xIndex);
+    phase = 'elect';
+    cluster.restart(hIndex);
+    h = cluster.replica(hIndex);
+    // E leads the next view. Its merged log (E's and F's log view) has no header at op 21 and its
+    // journal no entry: E must fetch op 21 from H, which journaled it and applied nothing past 19
+    // (H's log view is older, so its header of op 21 is not in the merged log).
+    expect(cluster.runUntil(() => requests.length > 0, 2_000), cluster.describe()).toBe(true);
+    expect(e.status).toBe('view_change');
+    expect(e.primaryIndex()).toBe(eIndex);
+    expect(e.journal.get(missing)).toBeUndefined();
+    expect(h.logView).toBe(view);
+    expect(h.commitMin).toBe(missing - 2);
+    // Reverted, E asks only for applied ops, nobody alive applied op 21, and no view ever starts.
+    const started = () => [e, f, h].some((r) => r.status === 'normal' && r.view > logView);
+    expect(cluster.runUntil(started, 3_000), cluster.describe()).toBe(true);
+    expect(e.isPrimary()).toBe(true);
+    expect(e.view).toBe(logView + 1);
+    expect(requests[0]).toMatchObject({ view: logView + 1, fromOp: missing, toOp: missing, committedOnly: 0 });
+    expect(served).toContain(missing);
+    expect(e.commitMin).toBe(head);
+    cluster.network.filter = null;
+    holdClients = false;
+    cluster.converge();
+    expect(cluster.checker.canonicalChecksum(missing)).toBe(checksum);
+  });
+});
