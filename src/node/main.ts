@@ -130,8 +130,6 @@ export async function start(options: StartOptions): Promise<number> {
   }
   boot.mark('recovery');
   logger.info({ kernels: node.kernels.build, data_dir: config.dataDir, replicas: config.replicas }, `kernels: ${node.kernels.build}`);
-  await node.start();
-  boot.mark('replica_listen');
   if (unboundedLogins) logger.warn('VRMETA_BENCH_UNBOUNDED_PASSWORD_VERIFY=1: password verifications are NOT bounded (benchmark baseline only)');
   const tls = config.tls;
   const app = buildApp({
@@ -145,8 +143,11 @@ export async function start(options: StartOptions): Promise<number> {
     ...(tls === null ? {} : { https: serverTlsOptions(tls.material), forward: { scheme: 'https', fetch: httpsFetch(tls.material.ca) } }),
   });
   boot.mark('http_app');
+  // The replica bus listens and announces the restart first; the HTTP listener gets ready while
+  // the peers dial back and the handshakes run (a restarted replica is ready once it has both).
   const { host, port } = splitHostPort(config.http);
-  await app.listen({ host, port });
+  const replicaListening = node.start().then(() => boot.mark('replica_listen'));
+  await Promise.all([replicaListening, app.listen({ host, port })]);
   boot.mark('http_listen');
   const scheme = tls === null ? 'http' : 'https';
   // The bound addresses (a configured port 0 resolved): what the logs name and the peers learn.

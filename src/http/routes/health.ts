@@ -17,14 +17,22 @@ function notReadyReason(status: ClusterStatus): string {
   return 'not ready';
 }
 
+/**
+ * The probes' bodies are constants and error bodies our error handler builds, so plain
+ * JSON.stringify writes them byte for byte as fast-json-stringify would, without loading and
+ * compiling it: a restarted replica's first /readyz answers without that (~30 ms) wait. The
+ * schemas stay for the documentation and the tests that hold the bodies to them.
+ */
+const serializerCompiler = () => (data: unknown) => JSON.stringify(data);
+
 export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
-  app.get('/ping', { schema: { response: responses({ 200: Type.String() }) } }, async (_request, reply) => {
+  app.get('/ping', { serializerCompiler, schema: { response: responses({ 200: Type.String() }) } }, async (_request, reply) => {
     return reply.type('text/plain; charset=utf-8').send('pong');
   });
 
-  app.get('/livez', { schema: { response: responses({ 200: Health }) } }, async () => ({ status: 'live' }));
+  app.get('/livez', { serializerCompiler, schema: { response: responses({ 200: Health }) } }, async () => ({ status: 'live' }));
 
-  app.get('/readyz', { schema: { response: responses({ 200: Health }) } }, async () => {
+  app.get('/readyz', { serializerCompiler, schema: { response: responses({ 200: Health }) } }, async () => {
     if (!ctx.node.ready()) throw httpError(503, 'not_ready', notReadyReason(ctx.node.status()));
     return { status: 'ready' };
   });
