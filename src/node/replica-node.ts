@@ -25,6 +25,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
 import { FsDisk } from '../storage/fs-disk.js';
+import type { PrefetchedFile } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { FramePool } from '../transport/frame-pool.js';
@@ -101,6 +102,8 @@ export interface ReplicaNodeOptions {
   readonly clusterSecret: Uint8Array;
   /** Tests: the grace before a closed binary connection's session is logged out (default 10 s). */
   readonly binaryDisconnectGraceMs?: number;
+  /** Data files read ahead while the process loaded its modules (prefetch.ts), for recovery. */
+  readonly prefetched?: ReadonlyMap<string, PrefetchedFile>;
 }
 
 export class ReplicaNode implements NodeApi {
@@ -153,6 +156,11 @@ export class ReplicaNode implements NodeApi {
   private closed = false;
   private readonly startedAtMs = Date.now();
 
+  /** Reads recovery answered with bytes read ahead (prefetch.ts): 1 when `snapshot.bin` was. */
+  get prefetchedReads(): number {
+    return this.disk.prefetchedUsed;
+  }
+
   static async create(options: ReplicaNodeOptions): Promise<ReplicaNode> {
     const cluster = clusterIdOf(options.config.clusterName);
     const rootHash = await rootPasswordHash(cluster, options.rootPassword ?? DEFAULT_ROOT_PASSWORD);
@@ -169,7 +177,7 @@ export class ReplicaNode implements NodeApi {
     this.cluster = cluster;
     this.kernels = options.kernels ?? loadKernels(config.kernels);
     mkdirSync(config.dataDir, { recursive: true });
-    this.disk = new FsDisk(config.dataDir, { create: true });
+    this.disk = new FsDisk(config.dataDir, { create: true, ...(options.prefetched === undefined ? {} : { prefetched: options.prefetched }) });
     const coreLogger = this.coreLogger();
     const replicaConfigValue: ReplicaConfig = replicaConfig({
       cluster,
@@ -187,6 +195,8 @@ export class ReplicaNode implements NodeApi {
       journalSlots: config.journalSlots,
       logger: coreLogger,
     });
+    // Whatever recovery did not take (a file it did not read, or one that changed) is let go.
+    this.disk.dropPrefetched();
     // Checkpoints are encoded on a worker thread with the same kernel implementation.
     const checkpointEncoder = workerCheckpointEncoder(this.kernels.name);
     // A range of two chunks (an unaligned request) is larger than the pool's buffers.

@@ -15,7 +15,7 @@ afterAll(async () => {
   await cleanupAll();
 });
 
-const PHASES = ['process', 'config', 'import_replica', 'import_http', 'recovery', 'replica_listen', 'http_app', 'http_listen', 'tcp_listen'];
+const PHASES = ['process', 'config', 'import_replica', 'import_http', 'prefetch_wait', 'recovery', 'http_app', 'replica_listen', 'http_listen', 'tcp_listen'];
 
 /** An `--import` module that appends the URL of every ES module the process loads to `out`. */
 function moduleRecorder(root: string, out: string): string {

@@ -9,7 +9,7 @@ import { cleanupAll, leftovers } from '../../bench/procs.js';
 import { formatRestartReport, runRestartBench } from '../../bench/restart.js';
 import { CLI_PATH, assertDistFresh } from './harness.js';
 
-const BOOT_PHASES = ['process', 'config', 'import_replica', 'import_http', 'recovery', 'replica_listen', 'http_app', 'http_listen', 'tcp_listen'];
+const BOOT_PHASES = ['process', 'config', 'import_replica', 'import_http', 'prefetch_wait', 'recovery', 'http_app', 'replica_listen', 'http_listen', 'tcp_listen'];
 
 afterAll(async () => {
   await cleanupAll();

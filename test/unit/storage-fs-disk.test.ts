@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DiskError, FsyncError } from '../../src/storage/disk.js';
-import { FsDisk, resolveDataPath } from '../../src/storage/fs-disk.js';
+import { FsDisk, prefetchFile, resolveDataPath } from '../../src/storage/fs-disk.js';
 import { AssertionError } from '../../src/stdx/assert.js';
 import { tempDirectory } from './storage-fixtures.js';
 
@@ -134,6 +134,68 @@ describe('FsDisk', () => {
     expect(resolveDataPath(path)).toEqual({ directory: path, name: null, exists: true });
     expect(resolveDataPath(join(path, 'journal.wal'))).toEqual({ directory: path, name: 'journal.wal', exists: true });
     expect(resolveDataPath(join(path, 'nothing'))).toMatchObject({ exists: false });
+  });
+});
+
+describe('prefetched files', () => {
+  function withFile(name: string, contents: string): string {
+    const directory = tempDirectory();
+    cleanups.push(() => directory.cleanup());
+    writeFileSync(join(directory.path, name), contents);
+    return directory.path;
+  }
+
+  it('prefetchFile reads a whole file, and nothing for a missing or an oversized one', async () => {
+    const path = withFile('snapshot.bin', 'abcdef');
+    const prefetched = await prefetchFile(path, 'snapshot.bin', 1024);
+    expect(prefetched?.bytes).toEqual(text('abcdef'));
+    expect(prefetched?.identity.size).toBe(6);
+    expect(await prefetchFile(path, 'missing.bin', 1024)).toBeNull();
+    expect(await prefetchFile(path, 'snapshot.bin', 5)).toBeNull();
+  });
+
+  it('readAll hands out the prefetched bytes once, while the file is the one read', async () => {
+    const path = withFile('snapshot.bin', 'abcdef');
+    const prefetched = (await prefetchFile(path, 'snapshot.bin', 1024))!;
+    const disk = new FsDisk(path, { prefetched: new Map([['snapshot.bin', prefetched]]) });
+    cleanups.push(() => disk.close());
+    expect(disk.readAll('snapshot.bin')).toBe(prefetched.bytes);
+    expect(disk.prefetchedUsed).toBe(1);
+    // Once: the next read is a read.
+    const again = disk.readAll('snapshot.bin');
+    expect(again).not.toBe(prefetched.bytes);
+    expect(again).toEqual(text('abcdef'));
+    expect(disk.prefetchedUsed).toBe(1);
+  });
+
+  it('readAll reads the file itself when it changed after the prefetch (renamed over, rewritten)', async () => {
+    const path = withFile('snapshot.bin', 'abcdef');
+    const prefetched = (await prefetchFile(path, 'snapshot.bin', 1024))!;
+    // Another file renamed over the name: same size, another inode.
+    writeFileSync(join(path, 'next.bin'), 'ghijkl');
+    const disk = new FsDisk(path, { prefetched: new Map([['snapshot.bin', prefetched]]) });
+    cleanups.push(() => disk.close());
+    disk.rename('next.bin', 'snapshot.bin');
+    expect(disk.readAll('snapshot.bin')).toEqual(text('ghijkl'));
+    expect(disk.prefetchedUsed).toBe(0);
+    // Rewritten in place with another size.
+    const rewritten = withFile('snapshot.bin', 'abcdef');
+    const early = (await prefetchFile(rewritten, 'snapshot.bin', 1024))!;
+    writeFileSync(join(rewritten, 'snapshot.bin'), 'abcdefg');
+    const other = new FsDisk(rewritten, { prefetched: new Map([['snapshot.bin', early]]) });
+    cleanups.push(() => other.close());
+    expect(other.readAll('snapshot.bin')).toEqual(text('abcdefg'));
+    expect(other.prefetchedUsed).toBe(0);
+  });
+
+  it('dropPrefetched lets go of what recovery did not take', async () => {
+    const path = withFile('snapshot.bin', 'abcdef');
+    const prefetched = (await prefetchFile(path, 'snapshot.bin', 1024))!;
+    const disk = new FsDisk(path, { prefetched: new Map([['snapshot.bin', prefetched]]) });
+    cleanups.push(() => disk.close());
+    disk.dropPrefetched();
+    expect(disk.readAll('snapshot.bin')).not.toBe(prefetched.bytes);
+    expect(disk.prefetchedUsed).toBe(0);
   });
 });
 
