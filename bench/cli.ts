@@ -213,6 +213,20 @@ export function registerBenchCommands(bench: Command): void {
     });
 
   bench
+    .command('targets')
+    .description("issue 14's scale targets in one table: bench transfer at 64 MiB, bench cluster over HTTP (a login each, then one shared), with etcd")
+    .option('--json', 'print the report as JSON')
+    .option('--smoke', 'tiny run (numbers meaningless)')
+    .option('--duration <s>', 'measured seconds per concurrency level in the cluster benches (default 6)', positiveNumber)
+    .action(async (options: { json?: boolean; smoke?: boolean; duration?: number }) => {
+      await runChildBench('targets', () => import('./targets.js'), options.json, (bench) => bench.runTargetsBench({
+        smoke: options.smoke === true,
+        ...definedOnly({ durationS: options.duration }),
+        log: benchLog,
+      }), (bench) => bench.formatTargetsReport);
+    });
+
+  bench
     .command('login-flood')
     .description('write p50/p99 of a 3-replica cluster, quiet and under a flood of bogus logins, with the password gate and without it')
     .option('--json', 'print the report as JSON')
