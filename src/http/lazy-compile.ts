@@ -37,8 +37,9 @@ function fastifyDefaultSerializerFactory(): SerializerFactory {
 /**
  * For `Fastify({ schemaController: { compilersFactory: { buildSerializer } } })`. Fastify's factory
  * itself (fast-json-stringify and its schema tooling, ~30 ms of module loading at boot) is loaded
- * at the first compile too, that is at the first response with a schema: /readyz and /metrics
- * have none, so a restarted replica reports ready without it.
+ * at the first compile too, that is at the first response with a schema: the probes (/livez,
+ * /readyz) write with JSON.stringify and /metrics is text, so a restarted replica reports ready
+ * without it.
  */
 export function lazySerializerFactory(): SerializerFactory {
   return (externalSchemas, serializerOptions) => {

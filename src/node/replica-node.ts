@@ -102,7 +102,7 @@ export interface ReplicaNodeOptions {
   readonly clusterSecret: Uint8Array;
   /** Tests: the grace before a closed binary connection's session is logged out (default 10 s). */
   readonly binaryDisconnectGraceMs?: number;
-  /** Data files read ahead while the process loaded its modules (prefetch.ts), for recovery. */
+  /** Data files read ahead while the process loaded its modules (`prefetchFile`), for recovery. */
   readonly prefetched?: ReadonlyMap<string, PrefetchedFile>;
 }
 
@@ -156,7 +156,7 @@ export class ReplicaNode implements NodeApi {
   private closed = false;
   private readonly startedAtMs = Date.now();
 
-  /** Reads recovery answered with bytes read ahead (prefetch.ts): 1 when `snapshot.bin` was. */
+  /** Reads recovery answered with bytes read ahead (`prefetchFile`): 1 when `snapshot.bin` was. */
   get prefetchedReads(): number {
     return this.disk.prefetchedUsed;
   }

@@ -44,7 +44,7 @@ export class FsDisk implements Disk {
   /** Descriptors of `openRead` handles not closed yet (closed with the disk). */
   private readonly readers = new Set<number>();
   private closed = false;
-  /** Whole files read before the disk opened (prefetch.ts), each handed out once by `readAll`. */
+  /** Whole files read before the disk opened (`prefetchFile`), each handed out once by `readAll`. */
   private readonly prefetched: Map<string, PrefetchedFile>;
   /** `readAll` calls answered with prefetched bytes (the file unchanged since it was read). */
   prefetchedUsed = 0;

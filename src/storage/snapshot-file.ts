@@ -341,7 +341,7 @@ export class SnapshotFile {
     // A plain JS buffer, not kernel memory: the WASM trailer kernel hashes a large input in staged
     // pieces (kernels-wasm.ts), so WASM memory does not grow by the snapshot's size, and the
     // payload is returned as a view of this buffer (no second copy of the snapshot). At boot it
-    // may be bytes the process read ahead (prefetch.ts): checked below exactly as a read.
+    // may be bytes the process read ahead (prefetchFile): checked below exactly as a read.
     const file = this.disk.readAll(SNAPSHOT_FILE);
     if (file.byteLength !== sizeBytes) {
       throw new DiskError('read', SNAPSHOT_FILE, new Error(`read ${file.byteLength} bytes, the file has ${sizeBytes}`));
