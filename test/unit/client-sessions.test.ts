@@ -51,7 +51,7 @@ class ScriptedReplica {
   }
 
   /** Commits `entry` and sends its reply (a Register's carries the session epoch). */
-  answer(entry: Submitted): void {
+  answer(entry: Submitted, status = 0): void {
     expect(entry.answered).toBe(false);
     entry.answered = true;
     const op = this.opNext++;
@@ -72,7 +72,7 @@ class ScriptedReplica {
         timestamp: 0,
         request: header.request,
         operation: header.operation,
-        status: 0,
+        status,
       },
       resultBody(0, payload),
     );
@@ -113,6 +113,25 @@ function tagOf(entry: Submitted): number {
 
 afterEach(() => {
   vi.useRealTimers();
+});
+
+describe('HTTP session requests and replies', () => {
+  it('submits a sealed request header and reads a denied reply (non-zero status) as unknown', async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 4, sessionsPerCredentialMax: 1 });
+    const outcome = write(replica, 'k', 1, 1);
+    await settle();
+    const [register] = replica.open();
+    replica.answer(register!);
+    await settle();
+    const [request] = replica.open();
+    // The header the core gets carries the seals buildFrame wrote (read back, not re-verified).
+    expect(request!.header.command).toBe(Command.request);
+    expect(request!.header.checksumBody).toBe(kernels.xxh3_64(request!.body));
+    expect(request!.header.requestChecksum).toBe(kernels.xxh3_64(request!.body));
+    expect(request!.header.checksum).not.toBe(0n);
+    replica.answer(request!, 3);
+    expect(await outcome).toEqual({ kind: 'unknown', reason: 'request denied (status 3)' });
+  });
 });
 
 describe('HTTP session pool: one credential, concurrent writes', () => {
