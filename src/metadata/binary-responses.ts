@@ -47,7 +47,7 @@ import type {
   UserDetailsView,
   UserView,
 } from './queries.js';
-import { OptionsScope, optionCatalog, resolveTopicOptions } from './options.js';
+import { OptionsScope, optionCatalog, resolveTopicOptions, type OptionSpec } from './options.js';
 import {
   CompressionAlgorithm,
   GlobalPermission,
@@ -78,6 +78,28 @@ export function optionU64(key: string, value: bigint): OptionEntry {
   return { key, kind: OptionKind.uint64, value: bytes };
 }
 
+/**
+ * The topic catalog's keys by name: their specs and their UTF-8 bytes, so that a topic's reply
+ * (every catalog option, on each create) neither searches the catalog nor encodes a key again.
+ * Bounded by the catalog: other keys are encoded where they are written.
+ */
+interface CatalogKey {
+  readonly spec: OptionSpec;
+  readonly bytes: Uint8Array;
+}
+
+let catalogKeys: ReadonlyMap<string, CatalogKey> | null = null;
+
+function catalogKey(key: string): CatalogKey | undefined {
+  catalogKeys ??= new Map(
+    optionCatalog(OptionsScope.topic).map((spec) => [
+      spec.key,
+      { spec, bytes: encoder.encode(spec.key) },
+    ]),
+  );
+  return catalogKeys.get(key);
+}
+
 /** The TLV block of `entries`, keys sorted (Iggy writes options in key order). */
 export function encodeOptionsBlock(entries: readonly OptionEntry[]): Uint8Array {
   const writer = new BodyWriter();
@@ -85,7 +107,7 @@ export function encodeOptionsBlock(entries: readonly OptionEntry[]): Uint8Array 
     left.key < right.key ? -1 : left.key > right.key ? 1 : 0,
   );
   for (const entry of sorted) {
-    const key = encoder.encode(entry.key);
+    const key = catalogKey(entry.key)?.bytes ?? encoder.encode(entry.key);
     writer.u8(OptionKind.string);
     writer.u32(key.byteLength);
     writer.bytes(key);
@@ -123,8 +145,7 @@ function optionU32(key: string, value: number): OptionEntry {
 
 /** One resolved option in its catalog kind (options.ts `OptionSpec.kind`), as Iggy stores it. */
 function typedOption(key: string, value: string): OptionEntry {
-  const spec = optionCatalog(OptionsScope.topic).find((candidate) => candidate.key === key);
-  switch (spec?.kind) {
+  switch (catalogKey(key)?.spec.kind) {
     case OptionKind.uint64:
       return optionU64(key, BigInt(value));
     case OptionKind.uint32:
