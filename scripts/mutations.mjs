@@ -751,6 +751,21 @@ const MUTATIONS = [
       },
     ],
   },
+  {
+    id: 'F6',
+    defect: 'also',
+    reverts: 'a primary that does not know its checkpoint anchor, answered that a peer holds the op only as state, forfeits the view (seed 730075348166)',
+    edits: [
+      {
+        file: REPLICA,
+        search: '    if (this.anchorEvicted(header)) {\n',
+        replace: '    if (false && this.anchorEvicted(header)) {\n',
+      },
+    ],
+    pins: [
+      seed(730075348166, 'all faults, current rules', 'a primary at its checkpoint whose anchor was lost with a crash after an install, among peers holding that op only as state, led forever and admitted nothing'),
+    ],
+  },
 ];
 
 // A fix with several halves, reverted whole: the simulator is asked to find the defect itself.

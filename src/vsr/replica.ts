@@ -157,6 +157,12 @@ export type ViewChangeReason =
   | 'forfeit_cannot_hold_log'
   | 'forfeit_behind_checkpoint'
   | 'forfeit_unvouched_bodies'
+  /**
+   * A primary at its checkpoint that does not know the checkpoint op's prepare checksum (the
+   * parent of its next prepare: its superblock pairing was lost with a crash after an install)
+   * and whose peers hold that op only as state: a replica that knows it must lead.
+   */
+  | 'forfeit_anchor_unknown'
   /** A stopping primary hands over. */
   | 'abdicate';
 
@@ -3132,6 +3138,17 @@ export class Replica {
     const session = this.repair;
     if (session === null) return this.drop('no_repair_session', header);
     if (session.nonce !== header.nonce) return this.drop('repair_nonce_mismatch', header);
+    if (this.anchorEvicted(header)) {
+      // Our chain anchor is the checksum of our checkpoint op's prepare, and this peer holds that
+      // op only as state too: it cannot give us the parent of our next prepare. A primary without
+      // it can admit nothing and would lead forever (seed 730075348166): a peer that knows its
+      // anchor must lead instead.
+      this.counters.rangeEvicted += 1;
+      const message = 'primary without its checkpoint anchor; forfeiting the view';
+      this.env.logger.log('warn', message, { view: this.view, checkpoint_op: this.checkpointOp });
+      this.startViewChange(this.view + 1, 'forfeit_anchor_unknown');
+      return;
+    }
     // A late answer: we applied up to the peer's floor since we asked (from prepares that were
     // still in flight), so nothing we need lies below it any more.
     if (this.commitMin + 1 >= header.op) return this.drop('range_evicted_stale', header);
@@ -3154,6 +3171,23 @@ export class Replica {
     this.timeoutRepair.stop();
     const backup = this.status === 'normal' && !this.isPrimary();
     if (backup && !this.stateTransfer.transferring) this.armStateTransfer();
+  }
+
+  /**
+   * Whether `header` answers a leading replica's repair of its own checkpoint op, wanted only for
+   * its checksum (the anchor), with a range that starts just above it.
+   */
+  private anchorEvicted(header: RangeEvictedHeader): boolean {
+    const leading =
+      (this.status === 'normal' && this.isPrimary()) ||
+      (this.status === 'view_change' && this.pendingView !== null);
+    return (
+      leading &&
+      this.commitMinChecksum === null &&
+      this.commitMin === this.checkpointOp &&
+      this.journal.get(this.commitMin) === undefined &&
+      header.op === this.commitMin + 1
+    );
   }
 
   // ---------------------------------------------------------------- state transfer: serving
