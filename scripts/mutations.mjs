@@ -763,6 +763,7 @@ const MUTATIONS = [
       },
     ],
     pins: [
+      scheduled('F6: a primary that does not know its checkpoint anchor forfeits the view', 'a replica rebooted at a checkpoint it installed without its anchor lets a replica that knows the anchor lead'),
       seed(730075348166, 'all faults, current rules', 'a primary at its checkpoint whose anchor was lost with a crash after an install, among peers holding that op only as state, led forever and admitted nothing'),
     ],
   },

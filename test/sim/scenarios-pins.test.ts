@@ -513,3 +513,95 @@ describe('A15: a primary-elect repairs a committed op vouched only by its succes
     expect(cluster.checker.canonicalChecksum(missing)).toBe(checksum);
   });
 });
+
+describe('F6: a primary that does not know its checkpoint anchor forfeits the view', () => {
+  it('a replica rebooted at a checkpoint it installed without its anchor lets a replica that knows the anchor lead', () => {
+    // Four replicas, as in seed 730075348166. L leads and B follows it past the checkpoint; Q and
+    // R install that checkpoint by state transfer, and R loses the superblock write that pairs it
+    // with its anchor (the checksum of the checkpoint op's prepare, the parent of the next op).
+    const cluster = sim({ replicaCount: 4, clientCount: 1, requestsPerClient: 60 });
+    formed(cluster);
+    const lIndex = cluster.replica(0).primaryIndex();
+    // R leads the view after L's; B the one after R's.
+    const rIndex = (lIndex + 1) % 4;
+    const bIndex = (lIndex + 2) % 4;
+    const qIndex = (lIndex + 3) % 4;
+    const l = cluster.replica(lIndex);
+    const b = cluster.replica(bIndex);
+    expect(l.config.checkpointInterval).toBe(12);
+    expect(l.config.quorumReplication).toBe(2);
+    const checkpoint = 24;
+    let phase: 'feed' | 'lead' = 'feed';
+    let holdClients = false;
+    const evictions: number[] = [];
+    cluster.network.filter = ({ from, to, frame }) => {
+      if (from >= CLIENT_NODE_BASE || to >= CLIENT_NODE_BASE) {
+        // L prepares up to the checkpoint op and not one op more, whatever the timing.
+        return holdClients || (phase === 'feed' && l.op >= checkpoint) ? 'drop' : 'deliver';
+      }
+      const header = peek(frame);
+      if (header === null) return 'deliver';
+      if (phase === 'lead') {
+        if (from === qIndex && to === rIndex && header.command === Command.rangeEvicted) evictions.push(header.op);
+        // R can reach only Q for repair: B (as L) journaled the checkpoint op, Q holds it only as
+        // state, as every peer did in the seed.
+        if (from === rIndex && to !== qIndex && header.command === Command.requestPrepares) return 'drop';
+      }
+      return 'deliver';
+    };
+    // R and Q go down at once; L and B commit up to the checkpoint op and checkpoint it.
+    cluster.crash(rIndex);
+    cluster.crash(qIndex);
+    const ran = () => [l, b].every((replica) => replica.checkpointOp === checkpoint && replica.commitMin === checkpoint);
+    expect(cluster.runUntil(ran, 20_000), cluster.describe()).toBe(true);
+    cluster.runUntil(() => false, 20);
+    expect(l.op).toBe(checkpoint);
+    expect(b.journal.prepare(checkpoint)?.durable).toBe(true);
+    // Q restarts more than a WAL behind and installs the checkpoint: it holds op 24 only as state.
+    cluster.restart(qIndex);
+    const q = cluster.replica(qIndex);
+    const qInstalled = () => q.status === 'normal' && q.checkpointOp === checkpoint && q.commitMin === checkpoint;
+    expect(cluster.runUntil(qInstalled, 10_000), cluster.describe()).toBe(true);
+    expect(q.counters.stateTransfersInstalled).toBeGreaterThan(0);
+    expect(q.journal.get(checkpoint)).toBeUndefined();
+    // R restarts and installs it too while every superblock write of its fails; it goes down once
+    // installed: snapshot.bin holds checkpoint 24, the superblock still names checkpoint 0.
+    cluster.restart(rIndex);
+    cluster.replicas[rIndex]!.storage.failKinds.add('superblock_write');
+    let r = cluster.replica(rIndex);
+    const rInstalled = () => r.checkpointOp === checkpoint && r.commitMin === checkpoint;
+    expect(cluster.runUntil(rInstalled, 10_000), cluster.describe()).toBe(true);
+    expect(r.counters.stateTransfersInstalled).toBe(1);
+    expect(cluster.replicas[rIndex]!.storage.pendingKinds).toContain('superblock_write');
+    cluster.crash(rIndex);
+    cluster.restart(rIndex);
+    r = cluster.replica(rIndex);
+    // Rebooted from the snapshot alone: at the checkpoint, no anchor, no journal entry at 24.
+    expect(r.checkpointOp).toBe(checkpoint);
+    expect(r.commitMin).toBe(checkpoint);
+    expect(r.commitChecksum).toBeNull();
+    expect(r.journal.get(checkpoint)).toBeUndefined();
+    expect(cluster.runUntil(() => r.status === 'normal', 5_000), cluster.describe()).toBe(true);
+    // L goes down: R leads the next view at head = commit = checkpoint 24, admitting nothing
+    // (head unknown) until it learns its anchor, which Q cannot give it.
+    holdClients = true;
+    phase = 'lead';
+    const view = l.view;
+    cluster.crash(lIndex);
+    const leads = () => r.status === 'normal' && r.view === view + 1 && r.isPrimary();
+    expect(cluster.runUntil(leads, 5_000), cluster.describe()).toBe(true);
+    expect(r.op).toBe(checkpoint);
+    expect(r.canAcceptRequests()).toBe(false);
+    // The client's next request commits: reverted, R leads forever and it is never answered.
+    holdClients = false;
+    const committed = () => cluster.checker.ackedOpMax > checkpoint;
+    expect(cluster.runUntil(committed, 3_000), cluster.describe()).toBe(true);
+    expect(evictions).toContain(checkpoint + 1);
+    expect(r.counters.viewChangesByReason['forfeit_anchor_unknown'] ?? 0).toBeGreaterThan(0);
+    expect(r.view).toBeGreaterThan(view + 1);
+    expect(b.isPrimary()).toBe(true);
+    cluster.network.filter = null;
+    cluster.converge();
+    expect(cluster.checker.canonicalChecksum(checkpoint + 1)).toBeDefined();
+  });
+});
