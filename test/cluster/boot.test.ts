@@ -29,22 +29,46 @@ export async function load(url, context, next) { appendFileSync(${JSON.stringify
   return register;
 }
 
+/**
+ * A `--require` module that appends the path of every CommonJS module the process loads to `out`
+ * (fastify loads its serializer compiler with require, which the ES module hook does not see).
+ */
+function requireRecorder(root: string, out: string): string {
+  const file = join(root, 'require-recorder.cjs');
+  writeFileSync(
+    file,
+    `const Module = require('node:module');
+const { appendFileSync } = require('node:fs');
+const load = Module._load;
+Module._load = function (request, parent) {
+  const exported = load.apply(this, arguments);
+  try { appendFileSync(${JSON.stringify(out)}, Module._resolveFilename(request, parent) + '\\n'); } catch {}
+  return exported;
+};
+`,
+  );
+  return file;
+}
+
 function loaded(out: string): string[] {
   return existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter((line) => line !== '') : [];
 }
 
 const TOKEN_MODULES = /\/node_modules\/jose\//;
 const VALIDATOR_MODULES = /\/node_modules\/(@fastify\/type-provider-typebox\/|typebox\/build\/(compile|value)\/)/;
+/** The response serializer's compiler (fastify's error serializer needs only its runtime, lib/). */
+const SERIALIZER_COMPILER = /\/node_modules\/(fast-json-stringify\/index\.js|@fastify\/fast-json-stringify-compiler\/)/;
 
-it('a replica logs its boot phases and listens before loading jose and the TypeBox validator compiler; the first login loads them', async () => {
+it('a replica logs its boot phases and listens before loading jose, the TypeBox validator compiler and the response serializer compiler; the first login loads them', async () => {
   assertDistFresh();
   const root = makeTempRoot('vrmeta-boot-');
   const out = join(root, 'modules.txt');
   const register = moduleRecorder(root, out);
+  const required = join(root, 'required.txt');
   const replica = spawnChild(
     'boot',
     process.execPath,
-    ['--import', register, CLI_PATH, 'start', '--insecure', '--replicas', '127.0.0.1:0', '--http', '127.0.0.1:0', '--tcp', '127.0.0.1:0', '--data-dir', join(root, 'data')],
+    ['--import', register, '--require', requireRecorder(root, required), CLI_PATH, 'start', '--insecure', '--replicas', '127.0.0.1:0', '--http', '127.0.0.1:0', '--tcp', '127.0.0.1:0', '--data-dir', join(root, 'data')],
     { keep: (line) => line.includes('"phases_ms"') || line.includes('"msg":"HTTP listening') },
   );
   try {
@@ -72,6 +96,10 @@ it('a replica logs its boot phases and listens before loading jose and the TypeB
       await sleep(50);
     }
     expect(loaded(out).filter((url) => VALIDATOR_MODULES.test(url))).toEqual([]);
+    // Ready without fast-json-stringify's compiler: it loads at the first response with a schema,
+    // and the probes write their bodies without it.
+    expect(loaded(required).some((path) => path.includes('/node_modules/fastify/'))).toBe(true);
+    expect(loaded(required).filter((path) => SERIALIZER_COMPILER.test(path))).toEqual([]);
 
     // The first request with a body schema waits for the compiler, then is validated as before.
     const bad = await fetch(`http://${http}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: ROOT_USERNAME }) });
@@ -88,6 +116,7 @@ it('a replica logs its boot phases and listens before loading jose and the TypeB
     const afterLogin = loaded(out);
     expect(afterLogin.some((url) => TOKEN_MODULES.test(url))).toBe(true);
     expect(afterLogin.some((url) => VALIDATOR_MODULES.test(url))).toBe(true);
+    expect(loaded(required).some((path) => SERIALIZER_COMPILER.test(path))).toBe(true);
   } finally {
     await stopChild(replica);
     removeTempRoot(root);
