@@ -14,6 +14,7 @@
  * growth curve have their own command (`bench transfer --sizes 1,64,256 --shape realistic`).
  */
 import { runClusterBench, type ClusterBenchReport, type ClusterBenchRow } from './cluster.js';
+import { formatMiB, formatMs, formatRatio } from './load.js';
 import { runTransferBench, type TransferBenchReport } from './transfer.js';
 
 const MIB = 1024 * 1024;
@@ -69,10 +70,6 @@ export async function runTargetsBench(options: TargetsBenchOptions): Promise<Tar
   };
 }
 
-const ms = (value: number): string => `${Math.round(value)} ms`;
-const mib = (bytes: number): string => `${(bytes / MIB).toFixed(1)} MiB`;
-const times = (value: number): string => `${value.toFixed(2)}×`;
-
 /** The HTTP row of `system` at `level` (vrmeta: wasm kernels). */
 function httpRow(report: ClusterBenchReport, system: 'vrmeta' | 'etcd', level: number): ClusterBenchRow | undefined {
   return report.rows.find((row) => row.system === system && row.protocol === 'http' && row.concurrency === level);
@@ -83,13 +80,13 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
   const rows: TargetRow[] = [];
   const caught = transfer.transfers.find((row) => row.kernels === 'wasm');
   const etcdCaught = transfer.etcdTransfers.find((row) => row.sizeMiB === caught?.sizeMiB);
-  const size = caught === undefined ? '' : `, ${mib(caught.snapshotBytes)} snapshot`;
+  const size = caught === undefined ? '' : `, ${formatMiB(caught.snapshotBytes)} snapshot`;
   if (caught !== undefined) {
     const faster = etcdCaught === undefined ? null : caught.catchUpMs < etcdCaught.catchUpMs;
     rows.push({
       figure: `wiped replica, start -> ready${size}`,
       target: '<= 500 ms and faster than etcd in the same run',
-      measured: `${ms(caught.catchUpMs)}${etcdCaught === undefined ? ' (no etcd)' : `, etcd ${ms(etcdCaught.catchUpMs)} (${times(caught.catchUpMs / etcdCaught.catchUpMs)})`}`,
+      measured: `${formatMs(caught.catchUpMs)}${etcdCaught === undefined ? ' (no etcd)' : `, etcd ${formatMs(etcdCaught.catchUpMs)} (${formatRatio(caught.catchUpMs / etcdCaught.catchUpMs)})`}`,
       met: faster === null ? null : caught.catchUpMs <= 500 && faster,
     });
   }
@@ -99,7 +96,7 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
     rows.push({
       figure: `restart with a full WAL (${restart.walOps} ops)${size}`,
       target: '<= 400 ms',
-      measured: `${ms(restart.restartMs)}${etcdRestart === undefined ? '' : ` (etcd ${ms(etcdRestart.restartMs)})`}`,
+      measured: `${formatMs(restart.restartMs)}${etcdRestart === undefined ? '' : ` (etcd ${formatMs(etcdRestart.restartMs)})`}`,
       met: restart.restartMs <= 400,
     });
   }
@@ -119,15 +116,15 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
     const held = settled === null ? [caught.peerRssBytes, caught.backupRssBytes] : [settled.primary, settled.backup, settled.rejoined];
     rows.push({
       figure: `RSS of a replica holding the state${settled === null ? '' : ', after 12 s idle'}`,
-      target: `<= 1.5x the snapshot + 200 MiB (${mib(bound)})`,
-      measured: settled === null ? `primary ${mib(caught.peerRssBytes)}, backup ${mib(caught.backupRssBytes)}` : `primary ${mib(settled.primary)}, backup ${mib(settled.backup)}, rejoined ${mib(settled.rejoined)}`,
+      target: `<= 1.5x the snapshot + 200 MiB (${formatMiB(bound)})`,
+      measured: settled === null ? `primary ${formatMiB(caught.peerRssBytes)}, backup ${formatMiB(caught.backupRssBytes)}` : `primary ${formatMiB(settled.primary)}, backup ${formatMiB(settled.backup)}, rejoined ${formatMiB(settled.rejoined)}`,
       met: Math.max(...held) <= bound,
     });
     if (caught.rssFetchGrowthBytes !== null) {
       rows.push({
         figure: 'RSS growth while fetching',
         target: '<= 16 MiB',
-        measured: `+${mib(caught.rssFetchGrowthBytes)}`,
+        measured: `+${formatMiB(caught.rssFetchGrowthBytes)}`,
         met: caught.rssFetchGrowthBytes <= 16 * MIB,
       });
     }
@@ -145,7 +142,7 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
       writesMet = p99Met = cpuMet = null;
       continue;
     }
-    levels.push(times(ours.vsEtcd));
+    levels.push(formatRatio(ours.vsEtcd));
     p99s.push(`${ours.latencyMsP99.toFixed(1)} / ${theirs.latencyMsP99.toFixed(1)} ms`);
     cpus.push(`${ours.serverCpuMsPerOp.toFixed(2)} / ${theirs.serverCpuMsPerOp.toFixed(2)} ms`);
     if (writesMet !== null) writesMet &&= ours.vsEtcd >= 1.5;
@@ -160,7 +157,7 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
   rows.push({
     figure: `HTTP writes/s vs etcd, ${SHARED_LOGIN_LEVEL} clients sharing one login`,
     target: '>= 1.5x',
-    measured: shared?.vsEtcd == null ? 'not measured (no etcd)' : times(shared.vsEtcd),
+    measured: shared?.vsEtcd == null ? 'not measured (no etcd)' : formatRatio(shared.vsEtcd),
     met: shared?.vsEtcd == null ? null : shared.vsEtcd >= 1.5,
   });
   return rows;

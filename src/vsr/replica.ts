@@ -3154,8 +3154,7 @@ export class Replica {
     if (this.commitMin + 1 >= header.op) return this.drop('range_evicted_stale', header);
     assert(this.commitMin + 1 < header.op, 'the gap lies below the peer floor');
     this.counters.rangeEvicted += 1;
-    const primaryElect = this.status === 'view_change' && this.pendingView !== null;
-    if (primaryElect || (this.status === 'normal' && this.isPrimary())) {
+    if (this.leading()) {
       // A primary (or primary-elect) that cannot reach a committed op by repair forfeits the view.
       const message = 'primary-elect is behind a checkpoint; forfeiting the view';
       this.env.logger.log('warn', message, { view: this.view });
@@ -3178,16 +3177,19 @@ export class Replica {
    * its checksum (the anchor), with a range that starts just above it.
    */
   private anchorEvicted(header: RangeEvictedHeader): boolean {
-    const leading =
-      (this.status === 'normal' && this.isPrimary()) ||
-      (this.status === 'view_change' && this.pendingView !== null);
     return (
-      leading &&
+      this.leading() &&
       this.commitMinChecksum === null &&
       this.commitMin === this.checkpointOp &&
       this.journal.get(this.commitMin) === undefined &&
       header.op === this.commitMin + 1
     );
+  }
+
+  /** The primary of a normal view, or the primary-elect of the view being changed to. */
+  private leading(): boolean {
+    const primaryElect = this.status === 'view_change' && this.pendingView !== null;
+    return primaryElect || (this.status === 'normal' && this.isPrimary());
   }
 
   // ---------------------------------------------------------------- state transfer: serving
