@@ -734,8 +734,6 @@ export class ReplicaNode implements NodeApi {
       for (const [reason, count] of Object.entries(peer.authFailures)) authFailures[reason] = (authFailures[reason] ?? 0) + count;
       for (const [reason, count] of Object.entries(peer.rejected)) rejectedFrames[reason] = (rejectedFrames[reason] ?? 0) + count;
     }
-    // Connections closed at accept because too many handshakes were in progress.
-    if (stats.inbound.refusedHandshakesMax > 0) authFailures['handshakes_max'] = stats.inbound.refusedHandshakesMax;
     return { authFailures, rejectedFrames };
   }
 

@@ -82,8 +82,13 @@ export interface ConnectionEvents {
   onFrame(connection: Connection, frame: DecodedFrame): void;
   onRejected(connection: Connection, reason: RejectionReason): void;
   onAuthFailure(connection: Connection, failure: AuthFailure): void;
-  /** An unauthenticated announcement that higher index `peer` (re)started; the connection closes. */
+  /** An announcement (its MAC verified) that higher index `peer` (re)started; the connection closes. */
   onAnnounce(connection: Connection, peer: number): void;
+  /**
+   * Inbound: the peer's Hello verified (it holds the key) and claims to be replica `peer`; the
+   * handshake continues. The connection is still unauthenticated (a Hello can be replayed).
+   */
+  onClaimed(connection: Connection, peer: number): void;
   /** A ReplicaAdvertise from the authenticated peer (consumed by the bus, never the core). */
   onAdvertisement(connection: Connection, frame: DecodedFrame): void;
   /** Backpressure cleared: the socket wants more frames. */
@@ -97,6 +102,12 @@ export interface ConnectionOptions {
   readonly cluster: bigint;
   /** From socket creation (including the TCP connect) to an authenticated connection. */
   readonly handshakeTimeoutMs: number;
+  /**
+   * Inbound only: from the hand-over (after the TLS handshake, with mesh TLS) to a verified Hello.
+   * Short, because until then the connection holds a slot anyone can take; `handshakeTimeoutMs`
+   * runs from the verified Hello on.
+   */
+  readonly helloTimeoutMs?: number | undefined;
   /** State chunk frames come from here (see `FramePool`); allocated per frame without one. */
   readonly framePool?: FramePool | null | undefined;
 }
@@ -130,6 +141,9 @@ export class Connection {
   /** The socket's last error (a code such as ECONNRESET or a TLS alert), for the failure log. */
   #lastError: string | null = null;
   #timer: NodeJS.Timeout | null;
+  readonly #handshakeTimeoutMs: number;
+  /** When the connection was made (ms, monotonic): admission evicts the oldest first. */
+  readonly createdAtMs = performance.now();
   /** Socket reads delivered, and those of them read into a buffer of ours (`received`). */
   reads = 0;
   readsIntoOwnBuffer = 0;
@@ -142,6 +156,9 @@ export class Connection {
     readonly connection: ConnectionOptions;
   }) {
     assert(options.connection.handshakeTimeoutMs > 0, 'connection: handshakeTimeoutMs > 0');
+    const helloTimeoutMs = options.connection.helloTimeoutMs;
+    assert(helloTimeoutMs === undefined || (helloTimeoutMs > 0 && options.peer === null), 'connection: helloTimeoutMs > 0, inbound only');
+    this.#handshakeTimeoutMs = options.connection.handshakeTimeoutMs;
     this.#socket = options.socket;
     this.#handshake = options.handshake;
     this.#events = options.events;
@@ -178,7 +195,7 @@ export class Connection {
       this.#onClose();
       resolveClosed();
     });
-    this.#timer = setTimeout(() => this.#onHandshakeTimeout(), options.connection.handshakeTimeoutMs);
+    this.#timer = setTimeout(() => this.#onHandshakeTimeout(), helloTimeoutMs ?? this.#handshakeTimeoutMs);
   }
 
   get state(): ConnectionState {
@@ -247,6 +264,15 @@ export class Connection {
     }
     this.#socket.uncork();
     return written;
+  }
+
+  /**
+   * Inbound, still in its handshake: closed to make room for another connection (the bus's
+   * admission), counted as the auth failure `evicted`. A no-op once the handshake is over.
+   */
+  evict(): void {
+    if (this.#state !== 'handshake') return;
+    this.#failHandshake(AuthFailure.evicted, null);
   }
 
   /** Closes at once; `onClose` follows asynchronously. Idempotent. */
@@ -325,6 +351,12 @@ export class Connection {
     switch (step.kind) {
       case 'continue':
         this.#socket.write(step.send);
+        if (step.claimed !== null) {
+          // The rest of the handshake gets its own deadline, from the verified Hello on.
+          this.#clearTimer();
+          this.#timer = setTimeout(() => this.#onHandshakeTimeout(), this.#handshakeTimeoutMs);
+          this.#events.onClaimed(this, step.claimed);
+        }
         return;
       case 'refused':
         this.#failHandshake(step.failure, step.send);

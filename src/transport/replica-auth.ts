@@ -4,7 +4,7 @@
  * The connection owns the socket and the deadline; this file owns the rules.
  *
  *   initiator (lower index)                            acceptor (higher index)
- *   Hello{replica=i, nonce_i, mode, peerReplica=a}  ->
+ *   Hello{replica=i, nonce_i, mode, peerReplica=a, mac_h}  ->
  *                                                   <-  Challenge{replica=a, nonce_a, mac_a, mode, status}
  *   Finish{replica=i, mac_i, status}                ->
  *
@@ -18,6 +18,15 @@
  * reflected back at its sender does not verify; both fresh 32-byte nonces (node:crypto) make every
  * transcript unique, so a recorded handshake cannot be replayed. HMAC-SHA256 stands in for the
  * reference's keyed BLAKE3 (not in node:crypto); it fills the same 32-byte field.
+ *
+ * The Hello carries a MAC of its own (direction 3, the acceptor's nonce all zero: it does not
+ * exist yet), checked before anything else. It is not what authenticates the connection (a
+ * recorded Hello replays; only Finish, over the acceptor's fresh nonce, proves the peer is live);
+ * it is what lets the acceptor tell, at the first message, a sender holding the key from anyone
+ * else. The bus gives a verified Hello a slot of its own per claimed replica, so an outsider
+ * without the key, however many connections it opens, can only ever hold the slots of the
+ * connections that have not said anything yet (tcp-bus.ts, admission), never a peer's.
+ * Announcements carry the same MAC, so only a replica holding the key can make us dial early.
  *
  * What this does not do: there is no TLS, so no exporter binds the handshake to the TCP stream and
  * frames after it carry no MAC. It keeps out a replica (or anything else) that does not hold the
@@ -58,6 +67,8 @@ export const AuthDirection = {
   challenge: 1,
   /** The initiator's MAC, sent in Finish. */
   finish: 2,
+  /** The initiator's MAC over its Hello (the acceptor's nonce all zero), sent in Hello. */
+  hello: 3,
 } as const;
 export type AuthDirection = (typeof AuthDirection)[keyof typeof AuthDirection];
 
@@ -81,6 +92,8 @@ export const AuthFailure = {
   closed: 'closed',
   /** Mesh TLS: the TLS handshake failed (no certificate, or one the CA did not issue, or the wrong name). */
   tlsFailed: 'tls_failed',
+  /** Closed before its handshake completed to make room: admission (tcp-bus.ts) or a newer claim. */
+  evicted: 'evicted',
 } as const;
 export type AuthFailure = (typeof AuthFailure)[keyof typeof AuthFailure];
 export const AUTH_FAILURES: readonly AuthFailure[] = Object.values(AuthFailure);
@@ -154,9 +167,43 @@ export function macMatches(expected: Uint8Array, actual: Uint8Array): boolean {
 
 const ZERO_32: Uint8Array = new Uint8Array(32);
 
+/** The Hello's MAC: the transcript of direction hello, with the acceptor's nonce all zero. */
+export function helloMac(
+  key: KeyObject,
+  hello: { readonly cluster: bigint; readonly replica: number; readonly peerReplica: number; readonly nonce: Uint8Array },
+): Uint8Array {
+  return authMac(key, {
+    direction: AuthDirection.hello,
+    mode: ReplicaAuthMode.psk,
+    cluster: hello.cluster,
+    initiator: hello.replica,
+    acceptor: hello.peerReplica,
+    nonceInitiator: hello.nonce,
+    nonceAcceptor: ZERO_32,
+  });
+}
+
+/** A Hello frame from `replica` to `peer`, MAC'd with `key` (the dial's and the announcement's). */
+function buildHello(options: HandshakeOptions, peer: number, nonce: Uint8Array): Uint8Array {
+  return buildFrame(options.kernels, {
+    command: Command.replicaHello,
+    cluster: options.cluster,
+    view: 0,
+    release: 0,
+    replica: options.replica,
+    nonce,
+    mode: ReplicaAuthMode.psk,
+    peerReplica: peer,
+    mac: helloMac(options.key, { cluster: options.cluster, replica: options.replica, peerReplica: peer, nonce }),
+  });
+}
+
 export type HandshakeStep =
-  /** Send `send` and wait for the next handshake frame. */
-  | { readonly kind: 'continue'; readonly send: Uint8Array }
+  /**
+   * Send `send` and wait for the next handshake frame. `claimed`: the acceptor verified a Hello's
+   * MAC, so its sender holds the key and claims to be replica `claimed` (not yet proven live).
+   */
+  | { readonly kind: 'continue'; readonly send: Uint8Array; readonly claimed: number | null }
   /** Authenticated: send `send` (if any) first, then frames may flow both ways. */
   | { readonly kind: 'established'; readonly peer: number; readonly send: Uint8Array | null }
   /** Refused: send `send` (if any, it carries the status), then close. */
@@ -213,16 +260,7 @@ export class InitiatorHandshake {
     assert(this.#stage === 'hello', 'Hello is sent once, first');
     this.#stage = 'challenge';
     this.#nonce = freshNonce(this.#options);
-    return buildFrame(this.#options.kernels, {
-      command: Command.replicaHello,
-      cluster: this.#options.cluster,
-      view: 0,
-      release: 0,
-      replica: this.#options.replica,
-      nonce: this.#nonce,
-      mode: this.#mode,
-      peerReplica: this.peer,
-    });
+    return buildHello(this.#options, this.peer, this.#nonce);
   }
 
   onFrame(header: Header): HandshakeStep {
@@ -281,18 +319,9 @@ export class InitiatorHandshake {
  * answers it as a handshake (only the lower index dials); it dials us at once instead of waiting
  * out the reconnect backoff it was in since our previous incarnation died.
  */
-export function announceHello(options: Omit<HandshakeOptions, 'key'>, peer: number): Uint8Array {
+export function announceHello(options: HandshakeOptions, peer: number): Uint8Array {
   assert(peer < options.replicaCount && dials(peer, options.replica), 'announce to a lower index (one that dials us)');
-  return buildFrame(options.kernels, {
-    command: Command.replicaHello,
-    cluster: options.cluster,
-    view: 0,
-    release: 0,
-    replica: options.replica,
-    nonce: options.nonce?.() ?? new Uint8Array(randomBytes(AUTH_NONCE_SIZE)),
-    mode: ReplicaAuthMode.psk,
-    peerReplica: peer,
-  });
+  return buildHello(options, peer, freshNonce(options));
 }
 
 /** The listening side: checks Hello, sends Challenge, checks Finish. */
@@ -322,8 +351,13 @@ export class AcceptorHandshake {
   }
 
   #onHello(hello: ReplicaHelloHeader): HandshakeStep {
+    // For the failure log only: until the MAC verifies, the claim is a stranger's word.
     this.claimedPeer = hello.replica;
     if (hello.mode !== this.#mode) return this.#refuse(ReplicaAuthStatus.modeMismatch);
+    // Before the claim is judged: without the key, nothing else about a Hello matters (and the
+    // refusal tells a misconfigured replica that its secret differs).
+    const expected = helloMac(this.#options.key, hello);
+    if (!macMatches(expected, hello.mac)) return this.#refuse(ReplicaAuthStatus.macMismatch);
     const replica = this.#options.replica;
     if (hello.replica < this.#options.replicaCount && dials(replica, hello.replica) && hello.peerReplica === replica) {
       // A higher index never dials; its Hello to us is an announcement (`announceHello`).
@@ -343,7 +377,7 @@ export class AcceptorHandshake {
     this.#hello = hello;
     this.#nonce = freshNonce(this.#options);
     const mac = authMac(this.#options.key, { ...this.#transcript(hello, this.#nonce), direction: AuthDirection.challenge });
-    return { kind: 'continue', send: this.#challenge(ReplicaAuthStatus.ok, this.#nonce, mac) };
+    return { kind: 'continue', send: this.#challenge(ReplicaAuthStatus.ok, this.#nonce, mac), claimed: hello.replica };
   }
 
   #onFinish(finish: ReplicaFinishHeader): HandshakeStep {

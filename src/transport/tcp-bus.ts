@@ -22,22 +22,38 @@
  * to a peer while the loop handles one round of IO (every request read in that round, every
  * handler) leaves in one writev: under load one syscall carries many prepares or PrepareOks.
  *
+ * Inbound connections are admitted before anything is read from them (admission.ts): bounded
+ * per source and in all, the oldest unverified one making room for a newcomer; a connection
+ * whose Hello verifies (its sender holds the key) moves to a reserve of the replica it claims,
+ * which nothing an outsider sends can take. An unverified connection must present its Hello
+ * within `helloTimeoutMs`, the rest of the handshake within `handshakeTimeoutMs`.
+ *
  * With mesh TLS (`tls`), the listener and every dial run mutual TLS first (src/node/tls.ts builds
  * the options: each side's certificate is verified against the cluster's CA), and the PSK
- * handshake then runs inside the TLS stream. A TLS handshake that fails is an auth failure
- * `tls_failed`, counted and logged like the others; sockets still in their TLS handshake are
- * bounded by the listener's `maxConnections`.
+ * handshake then runs inside the TLS stream. The listener is plain TCP: a socket is admitted
+ * first and only then handed to a (never listening) TLS server, which runs and verifies the TLS
+ * handshake within `helloTimeoutMs`; so sockets in their TLS handshake hold admission slots like
+ * the rest. A TLS handshake that fails is an auth failure `tls_failed`, counted and logged like
+ * the others.
  *
  * Reconnects use jittered exponential backoff with a cap (`backoff.ts`); a link that
  * authenticates resets it. After `close()` nothing fires: no timer, no callback, no dial.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { connect as tlsConnect, createServer as tlsCreateServer, type ConnectionOptions, type TlsOptions } from 'node:tls';
+import { Server as TlsServer, connect as tlsConnect, type ConnectionOptions, type TLSSocket, type TlsOptions } from 'node:tls';
 import { HEADER_SIZE, MESSAGE_SIZE_MAX, REPLICAS_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { buildFrame, type ChecksumKernels } from '../vsr/frame.js';
 import { readSize } from '../vsr/header.js';
 import type { Logger, MessageBus } from '../vsr/io.js';
+import {
+  ADMISSION_GRACE_MS_DEFAULT,
+  CLAIMS_PER_PEER_MAX,
+  INBOUND_PER_SOURCE_MAX_DEFAULT,
+  InboundAdmission,
+  sourceOf,
+  type AdmissionBound,
+} from './admission.js';
 import { BACKOFF_DEFAULTS, assertBackoffOptions, backoffDelayMs, type BackoffOptions } from './backoff.js';
 import { Connection, rejectionCounters, type ConnectionEvents, type RejectionReason } from './connection.js';
 import type { DecodedFrame } from './frame-decoder.js';
@@ -72,14 +88,17 @@ export { parseHostPort, type HostPort } from './address.js';
 export const PEER_QUEUE_FRAME_COUNT_DEFAULT = 256;
 /** Bytes queued per peer by default (32 full-size frames). */
 export const PEER_QUEUE_SIZE_DEFAULT = 32 * MESSAGE_SIZE_MAX;
-export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 5_000;
+/** From a verified Hello (or, dialling, from the socket's creation) to an authenticated link. */
+export const HANDSHAKE_TIMEOUT_MS_DEFAULT = 2_000;
+/** From accept to a verified Hello (a TLS handshake first, with mesh TLS). */
+export const HELLO_TIMEOUT_MS_DEFAULT = 1_000;
 /** The buffer a dialed plain-TCP connection reads into (Node's own per-read size). */
 const READ_BUFFER_BYTES = 64 * 1024;
 /**
- * Inbound connections still in their handshake. Bounds what unauthenticated sockets can hold
- * (256 staged bytes, a timer); the excess is closed at accept, counted.
+ * Inbound connections without a verified Hello. Bounds what unauthenticated sockets can hold
+ * (256 staged bytes, a timer, a TLS session); admission.ts decides who makes room.
  */
-export const INBOUND_HANDSHAKES_MAX_DEFAULT = 2 * REPLICAS_MAX;
+export const INBOUND_HANDSHAKES_MAX_DEFAULT = 8 * REPLICAS_MAX;
 /** Handshake failures logged per window; the rest are counted and summarized in one line. */
 export const AUTH_FAILURE_LOGS_PER_WINDOW_MAX = 20;
 export const AUTH_FAILURE_LOG_WINDOW_MS = 10_000;
@@ -102,7 +121,12 @@ export interface ReplicaBusOptions {
   readonly queueSizeMax?: number | undefined;
   readonly reconnect?: Partial<BackoffOptions> | undefined;
   readonly handshakeTimeoutMs?: number | undefined;
+  readonly helloTimeoutMs?: number | undefined;
+  /** Inbound connections without a verified Hello, in all and per source (admission.ts). */
   readonly inboundHandshakesMax?: number | undefined;
+  readonly inboundPerSourceMax?: number | undefined;
+  /** How long an admitted connection keeps its slot against newcomers (admission.ts). */
+  readonly admissionGraceMs?: number | undefined;
   /** Jitter source in [0, 1); tests pass a seeded one. */
   readonly random?: (() => number) | undefined;
   /** Mutual TLS on the replica port (src/node/tls.ts `replicaMeshTls`); plain TCP when absent. */
@@ -168,8 +192,12 @@ export interface ReplicaBusStats {
   readonly inbound: {
     readonly accepted: number;
     readonly handshaking: number;
-    /** Closed at accept: `inboundHandshakesMax` handshakes were already in progress. */
-    readonly refusedHandshakesMax: number;
+    /** Of those, the connections whose Hello verified, waiting for the rest of the handshake. */
+    readonly claimed: number;
+    /** Unverified connections closed to make room for a newcomer, by the bound it reached. */
+    readonly evicted: Partial<Record<AdmissionBound, number>>;
+    /** Verified claims replaced by a newer claim of the same replica. */
+    readonly claimsReplaced: number;
     readonly rejected: Partial<Record<RejectionReason, number>>;
     readonly authFailures: Partial<Record<AuthFailure, number>>;
   };
@@ -206,6 +234,23 @@ interface Peer {
   readonly advertisementsRefused: Record<AdvertisementRefusal, number>;
 }
 
+/**
+ * An inbound connection from accept on, as admission counts it: its raw socket until (with mesh
+ * TLS) the TLS handshake completes, then its connection.
+ */
+class InboundSlot {
+  readonly raw: Socket;
+  connection: Connection | null = null;
+  constructor(raw: Socket) {
+    this.raw = raw;
+  }
+}
+
+/** A socket's remote address and port: unique among the live connections to one listener. */
+function remoteKey(socket: Socket): string {
+  return `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+}
+
 function nonZero<K extends string>(counters: Record<K, number>): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
   for (const key of Object.keys(counters) as K[]) if (counters[key] > 0) out[key] = counters[key];
@@ -223,7 +268,12 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   readonly #logger: Logger;
   readonly #backoff: BackoffOptions;
   readonly #handshakeTimeoutMs: number;
-  readonly #inboundHandshakesMax: number;
+  readonly #helloTimeoutMs: number;
+  readonly #admission: InboundAdmission<InboundSlot>;
+  /** The slot of each inbound connection still in its handshake. */
+  readonly #slotOf = new Map<Connection, InboundSlot>();
+  /** Mesh TLS: admitted sockets in their TLS handshake, by remote address and port. */
+  readonly #tlsPending = new Map<string, InboundSlot>();
   readonly #random: () => number;
   readonly #key: ReturnType<typeof deriveAuthKey>;
   readonly #listenAddress: HostPort;
@@ -246,7 +296,10 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   #closed = false;
   #closing: Promise<void> | null = null;
   #inboundAccepted = 0;
-  #inboundRefusedHandshakesMax = 0;
+  readonly #inboundEvicted: Record<AdmissionBound, number> = { source_max: 0, handshakes_max: 0 };
+  #claimsReplaced = 0;
+  /** The server side of mesh TLS (it never listens: #onAccept hands it admitted sockets). */
+  #tlsServer: TlsServer | null = null;
   readonly #inboundRejected = rejectionCounters();
   readonly #inboundAuthFailures = authFailureCounters();
   #droppedSelf = 0;
@@ -275,9 +328,16 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     assertBackoffOptions(this.#backoff);
     this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS_DEFAULT;
     assert(this.#handshakeTimeoutMs > 0, 'bus: handshakeTimeoutMs > 0');
-    this.#inboundHandshakesMax = options.inboundHandshakesMax ?? INBOUND_HANDSHAKES_MAX_DEFAULT;
-    assert(this.#inboundHandshakesMax > 0, 'bus: inboundHandshakesMax > 0');
+    this.#helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS_DEFAULT;
+    assert(this.#helloTimeoutMs > 0, 'bus: helloTimeoutMs > 0');
     this.#random = options.random ?? Math.random;
+    const unclaimedMax = options.inboundHandshakesMax ?? INBOUND_HANDSHAKES_MAX_DEFAULT;
+    this.#admission = new InboundAdmission({
+      unclaimedMax,
+      perSourceMax: Math.min(unclaimedMax, options.inboundPerSourceMax ?? INBOUND_PER_SOURCE_MAX_DEFAULT),
+      claimsPerPeerMax: CLAIMS_PER_PEER_MAX,
+      graceMs: options.admissionGraceMs ?? ADMISSION_GRACE_MS_DEFAULT,
+    }, this.#random);
     assert(options.clusterSecret instanceof Uint8Array && options.clusterSecret.byteLength > 0, 'bus: a cluster secret (no unauthenticated mode)');
     this.#key = deriveAuthKey(options.clusterSecret, options.cluster);
     const own = addresses[options.replica];
@@ -317,6 +377,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
       onRejected: (connection, reason) => this.#onRejected(connection, reason),
       onAuthFailure: (connection, failure) => this.#onAuthFailure(connection, failure),
       onAnnounce: (connection, peer) => this.#onAnnounce(connection, peer),
+      onClaimed: (connection, peer) => this.#onClaimed(connection, peer),
       onAdvertisement: (connection, frame) => this.#onAdvertisement(connection, frame),
       onWritable: (connection) => this.#onWritable(connection),
       onClose: (connection) => this.#onClose(connection),
@@ -327,29 +388,9 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   async listen(): Promise<{ readonly port: number }> {
     assert(this.#server === null && !this.#closed, 'bus: listen() once, before close()');
     const tls = this.#options.tls;
-    let server: Server;
-    if (tls === undefined) {
-      server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
-    } else {
-      server = tlsCreateServer({ ...tls.server, handshakeTimeout: this.#handshakeTimeoutMs }, (socket) => this.#onAccept(socket));
-      // Sockets in their TLS handshake are not yet ours to count: bound them at the listener.
-      // At most replicaCount - 1 authenticated inbound peers exist, plus a replaced one each.
-      server.maxConnections = this.#inboundHandshakesMax + 2 * this.replicaCount;
-      server.on('drop' as 'connection', () => {
-        this.#inboundRefusedHandshakesMax += 1;
-      });
-      server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => {
-        if (this.#closed) return;
-        this.#inboundAuthFailures.tls_failed += 1;
-        if (!this.#authLogAllowed()) return;
-        this.#logger.log('warn', 'replica bus: handshake failed', {
-          peer: null,
-          remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`,
-          failure: 'tls_failed',
-          reason: error.code ?? error.message,
-        });
-      });
-    }
+    // Plain TCP either way: TLS starts on a socket once admission let it in (#onAccept).
+    if (tls !== undefined) this.#tlsServer = this.#meshTlsServer(tls.server);
+    const server: Server = createServer({ noDelay: true }, (socket) => this.#onAccept(socket));
     this.#server = server;
     this.#listening = new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -473,6 +514,8 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
       return connection.closed;
     });
     for (const socket of this.#announcing) socket.destroy();
+    for (const slot of this.#tlsPending.values()) slot.raw.destroy();
+    this.#tlsPending.clear();
     this.#announcing.clear();
     const server = this.#server;
     const listening = this.#listening ?? Promise.resolve();
@@ -542,7 +585,9 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
       inbound: {
         accepted: this.#inboundAccepted,
         handshaking: this.#inboundHandshaking.size,
-        refusedHandshakesMax: this.#inboundRefusedHandshakesMax,
+        claimed: this.#admission.claimed,
+        evicted: nonZero(this.#inboundEvicted),
+        claimsReplaced: this.#claimsReplaced,
         rejected: nonZero(this.#inboundRejected),
         authFailures: nonZero(this.#inboundAuthFailures),
       },
@@ -563,8 +608,14 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     };
   }
 
-  #connectionOptions() {
-    return { kernels: this.#options.kernels, cluster: this.cluster, handshakeTimeoutMs: this.#handshakeTimeoutMs, framePool: this.#options.framePool };
+  #connectionOptions(direction: 'inbound' | 'outbound') {
+    return {
+      kernels: this.#options.kernels,
+      cluster: this.cluster,
+      handshakeTimeoutMs: this.#handshakeTimeoutMs,
+      helloTimeoutMs: direction === 'inbound' ? this.#helloTimeoutMs : undefined,
+      framePool: this.#options.framePool,
+    };
   }
 
   #dial(peer: Peer): void {
@@ -593,7 +644,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
       handshake,
       peer: peer.replica,
       events: this.#events,
-      connection: this.#connectionOptions(),
+      connection: this.#connectionOptions('outbound'),
     });
     reader = connection;
     this.#connections.add(connection);
@@ -616,7 +667,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
       tls === undefined ? connect({ host: address.host, port: address.port }) : tlsConnect({ ...tls.client, host: address.host, port: address.port });
     this.#announcing.add(socket);
     peer.announcesSent += 1;
-    const hello = announceHello({ kernels: this.#options.kernels, cluster: this.cluster, replica: this.replica, replicaCount: this.replicaCount }, peer.replica);
+    const hello = announceHello(this.#handshakeOptions(), peer.replica);
     // Written once connected (buffered until then); the peer closes after reading it.
     socket.end(hello);
     socket.setTimeout(this.#handshakeTimeoutMs, () => socket.destroy());
@@ -626,6 +677,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
 
   #onAnnounce(connection: Connection, replica: number): void {
     this.#inboundHandshaking.delete(connection);
+    this.#releaseSlot(connection);
     if (this.#closed) return;
     const peer = this.#peers[replica];
     assert(peer !== null && peer !== undefined && peer.outbound, 'only a higher index announces to us');
@@ -639,26 +691,106 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     this.#dial(peer);
   }
 
-  #onAccept(socket: Socket): void {
+  #onAccept(raw: Socket): void {
     if (this.#closed) {
-      socket.destroy();
+      raw.destroy();
       return;
     }
-    if (this.#inboundHandshaking.size >= this.#inboundHandshakesMax) {
-      this.#inboundRefusedHandshakesMax += 1;
-      socket.destroy();
-      return;
+    const source = sourceOf(raw.remoteAddress);
+    const nowMs = performance.now();
+    const decision = this.#admission.admit(source, nowMs);
+    if (decision.evict !== null && decision.bound !== null) {
+      this.#inboundEvicted[decision.bound] += 1;
+      this.#evict(decision.evict);
     }
     this.#inboundAccepted += 1;
+    const slot = new InboundSlot(raw);
+    this.#admission.add(slot, source, nowMs);
+    raw.once('close', () => this.#admission.release(slot));
+    const tlsServer = this.#tlsServer;
+    if (tlsServer === null) {
+      this.#inbound(slot, raw);
+      return;
+    }
+    const key = remoteKey(raw);
+    this.#tlsPending.set(key, slot);
+    raw.once('close', () => {
+      if (this.#tlsPending.get(key) === slot) this.#tlsPending.delete(key);
+    });
+    // Runs the TLS handshake and Node's certificate checks; 'secureConnection' hands it back.
+    tlsServer.emit('connection', raw);
+  }
+
+  /** An admitted socket (TLS secured, with mesh TLS) becomes a connection in its handshake. */
+  #inbound(slot: InboundSlot, socket: Socket): void {
     const connection = new Connection({
       socket,
       handshake: new AcceptorHandshake(this.#handshakeOptions()),
       peer: null,
       events: this.#events,
-      connection: this.#connectionOptions(),
+      connection: this.#connectionOptions('inbound'),
     });
+    slot.connection = connection;
+    this.#slotOf.set(connection, slot);
     this.#connections.add(connection);
     this.#inboundHandshaking.add(connection);
+  }
+
+  /** Closes an unauthenticated inbound slot to make room: counted as the auth failure `evicted`. */
+  #evict(slot: InboundSlot): void {
+    this.#admission.release(slot);
+    if (slot.connection !== null) {
+      slot.connection.evict();
+      return;
+    }
+    // Still in its TLS handshake: no connection to count it, so count it here.
+    this.#inboundAuthFailures.evicted += 1;
+    slot.raw.destroy();
+  }
+
+  #meshTlsServer(options: TlsOptions): TlsServer {
+    const server = new TlsServer({ ...options, handshakeTimeout: this.#helloTimeoutMs });
+    server.on('secureConnection', (socket: TLSSocket) => {
+      const key = remoteKey(socket);
+      const slot = this.#tlsPending.get(key);
+      this.#tlsPending.delete(key);
+      // Evicted or closed meanwhile, or the bus closed: the slot is gone with it.
+      if (slot === undefined || this.#closed) {
+        socket.destroy();
+        return;
+      }
+      this.#inbound(slot, socket);
+    });
+    server.on('tlsClientError', (error: Error & { code?: string }, socket: TLSSocket) => {
+      if (this.#closed) return;
+      this.#inboundAuthFailures.tls_failed += 1;
+      if (!this.#authLogAllowed()) return;
+      this.#logger.log('warn', 'replica bus: handshake failed', {
+        peer: null,
+        remote: remoteKey(socket),
+        failure: 'tls_failed',
+        reason: error.code ?? error.message,
+      });
+    });
+    return server;
+  }
+
+  /** A verified Hello: the connection leaves the open pool for the claimed replica's reserve. */
+  #onClaimed(connection: Connection, replica: number): void {
+    const slot = this.#slotOf.get(connection);
+    if (this.#closed || slot === undefined) return;
+    const replaced = this.#admission.claim(slot, replica);
+    if (replaced === null) return;
+    this.#claimsReplaced += 1;
+    this.#evict(replaced);
+  }
+
+  /** The connection no longer needs an admission slot (authenticated, announced or closed). */
+  #releaseSlot(connection: Connection): void {
+    const slot = this.#slotOf.get(connection);
+    if (slot === undefined) return;
+    this.#slotOf.delete(connection);
+    this.#admission.release(slot);
   }
 
   /** The peer a connection's counters belong to: the dialled peer, or the authenticated one. */
@@ -675,6 +807,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     const peer = this.#peerOf(connection);
     assert(peer !== null, 'the handshake authenticates another replica of this cluster');
     this.#inboundHandshaking.delete(connection);
+    this.#releaseSlot(connection);
     if (connection.direction === 'outbound') {
       assert(peer.dialing === connection);
       peer.dialing = null;
@@ -791,6 +924,7 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
   #onClose(connection: Connection): void {
     this.#connections.delete(connection);
     this.#inboundHandshaking.delete(connection);
+    this.#releaseSlot(connection);
     const peer = this.#peerOf(connection);
     if (peer === null) return;
     if (peer.dialing === connection) peer.dialing = null;

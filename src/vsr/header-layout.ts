@@ -343,8 +343,13 @@ const LAYOUTS: readonly CommandLayout[] = [
   defineLayout<T.ReplicaHelloHeader>({
     command: Command.replicaHello,
     name: 'replica_hello',
-    fields: { nonce: [128, 'bytes32'], mode: [160, 'u8'], peerReplica: [161, 'u8'] },
-    zero: [[162, 256]],
+    fields: {
+      nonce: [128, 'bytes32'],
+      mode: [160, 'u8'],
+      peerReplica: [161, 'u8'],
+      mac: [162, 'bytes32'],
+    },
+    zero: [[194, 256]],
     control: true,
     bodySizeMax: 0,
   }),

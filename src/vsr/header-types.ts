@@ -373,9 +373,9 @@ export interface ForwardLogoutResultHeader extends HeaderCommon {
 
 /**
  * Replica-auth handshake (vrmeta layout; the reference only says nonce/MAC/status live in the
- * command-specific area). Initiator -> Hello{nonce_i}; acceptor -> Challenge{nonce_a, mac_a};
- * initiator -> Finish{mac_i}. MACs are keyed BLAKE3 over the transcript (domain tag, cluster,
- * both replica ids, both nonces, mode, direction), computed by the transport, not here.
+ * command-specific area). Initiator -> Hello{nonce_i, mac_h}; acceptor -> Challenge{nonce_a,
+ * mac_a}; initiator -> Finish{mac_i}. MACs are HMAC-SHA256 over the transcript (domain tag,
+ * cluster, both replica ids, both nonces, mode, direction), computed by the transport, not here.
  */
 export interface ReplicaHelloHeader extends HeaderCommon {
   readonly command: typeof Command.replicaHello;
@@ -384,6 +384,11 @@ export interface ReplicaHelloHeader extends HeaderCommon {
   readonly mode: number;
   /** The replica index the initiator believes it dialled (catches swapped address lists). */
   readonly peerReplica: number;
+  /**
+   * The initiator's MAC over the Hello alone (the acceptor's nonce is not known yet): proves the
+   * sender holds the cluster key before the acceptor spends a reserved slot on it.
+   */
+  readonly mac: Uint8Array;
 }
 
 export interface ReplicaChallengeHeader extends HeaderCommon {

@@ -379,6 +379,9 @@ function validateReplicaAuth(
       if (header.peerReplica >= REPLICAS_MAX) return FrameRejection.replicaOutOfRange;
       // An all-zero nonce means a broken RNG; accepting it would make transcripts replayable.
       if (allZero(header.nonce)) return FrameRejection.authNonceRequired;
+      if (header.mode === ReplicaAuthMode.none && !allZero(header.mac)) {
+        return FrameRejection.authMacUnexpected;
+      }
       return null;
 
     case Command.replicaChallenge: {

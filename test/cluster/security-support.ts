@@ -14,7 +14,7 @@ import { JWT_AUDIENCE, JWT_ISSUER } from '../../src/http/auth.js';
 import { tokenKeyOf } from '../../src/node/cluster-secret.js';
 import { decodeFrame } from '../../src/transport/frame-decoder.js';
 import { clusterIdOf } from '../../src/node/replica-node.js';
-import { AuthDirection, authMac, deriveAuthKey } from '../../src/transport/replica-auth.js';
+import { AuthDirection, authMac, deriveAuthKey, helloMac } from '../../src/transport/replica-auth.js';
 import { METADATA_GROUP } from '../../src/vsr/config.js';
 import { buildFrame } from '../../src/vsr/frame.js';
 import { ReplicaAuthMode, ReplicaAuthStatus } from '../../src/vsr/header.js';
@@ -158,8 +158,13 @@ export async function attackReplicaPort(
   socket.on('error', () => {});
   socket.on('data', (chunk: Buffer) => received.push(chunk));
   const nonceInitiator = new Uint8Array(32).map((_, index) => (index * 13 + 1) & 0xff);
-  const hello = (mode: ReplicaAuthMode): Uint8Array =>
-    buildFrame(kernels, { command: Command.replicaHello, cluster, view: 0, release: 0, replica: 0, nonce: nonceInitiator, mode, peerReplica: target });
+  // A guessed key MACs its Hello too: the guess is then refused at the first message.
+  const guessed = attack.kind === 'guessed_key' ? deriveAuthKey(attack.secret, cluster) : null;
+  const hello = (mode: ReplicaAuthMode): Uint8Array => {
+    const fields = { cluster, replica: 0, peerReplica: target, nonce: nonceInitiator };
+    const mac = guessed === null || mode === ReplicaAuthMode.none ? new Uint8Array(32) : helloMac(guessed, fields);
+    return buildFrame(kernels, { command: Command.replicaHello, view: 0, release: 0, mode, mac, ...fields });
+  };
   const deadline = Date.now() + timeoutMs;
   const waitBytes = async (count: number): Promise<boolean> => {
     while (Buffer.concat(received).byteLength < count && !closed && Date.now() < deadline) await sleep(10);
@@ -214,6 +219,7 @@ export function modeNoneHello(clusterName: string, target: number): Uint8Array {
     nonce: new Uint8Array(32).fill(3),
     mode: ReplicaAuthMode.none,
     peerReplica: target,
+    mac: new Uint8Array(32),
   });
 }
 

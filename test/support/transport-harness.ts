@@ -7,7 +7,9 @@ import { connect, type Socket } from 'node:net';
 import { Command } from '../../src/constants.js';
 import { buildFrame } from '../../src/vsr/frame.js';
 import { decodeFrame, type DecodedFrame } from '../../src/transport/frame-decoder.js';
-import { deriveAuthKey, InitiatorHandshake, type HandshakeStep } from '../../src/transport/replica-auth.js';
+import { deriveAuthKey, helloMac, InitiatorHandshake, type HandshakeStep } from '../../src/transport/replica-auth.js';
+import { randomBytes } from 'node:crypto';
+import { ReplicaAuthMode } from '../../src/vsr/header.js';
 import { ReplicaBus, type ReplicaBusOptions } from '../../src/transport/tcp-bus.js';
 import { Operation } from '../../src/metadata/operations.js';
 import { tsKernels } from './wire-fixtures.js';
@@ -18,6 +20,24 @@ export const HOST = '127.0.0.1';
 
 /** The cluster secret of every test bus unless a test gives one (the bus requires a secret). */
 export const TEST_SECRET = new TextEncoder().encode('transport-harness-secret-0123456789abcdef');
+
+/**
+ * A Hello from `replica` to `peerReplica`, MAC'd with `secret` (the harness's by default; null:
+ * an all-zero MAC, as a sender without the key would send).
+ */
+export function helloFrame(options: {
+  readonly replica: number;
+  readonly peerReplica: number;
+  readonly mode?: number;
+  readonly secret?: Uint8Array | null;
+  readonly nonce?: Uint8Array;
+}): Uint8Array {
+  const fields = { cluster: CLUSTER, replica: options.replica, peerReplica: options.peerReplica, nonce: options.nonce ?? new Uint8Array(randomBytes(32)) };
+  const mode = options.mode ?? ReplicaAuthMode.psk;
+  const secret = options.secret === undefined ? TEST_SECRET : options.secret;
+  const mac = secret === null || mode !== ReplicaAuthMode.psk ? new Uint8Array(32) : helloMac(deriveAuthKey(secret, CLUSTER), fields);
+  return buildFrame(kernels, { command: Command.replicaHello, view: 0, release: 0, mode, mac, ...fields });
+}
 
 /** Fast reconnects so restart tests take milliseconds, not seconds. */
 export const FAST_RECONNECT = { delayMinMs: 5, delayMaxMs: 100, jitter: 0.5 } as const;
@@ -212,6 +232,8 @@ export class RawPeer {
     readonly peer: number;
     readonly replicaCount: number;
     readonly secret?: Uint8Array;
+    /** Waits this long after the Challenge before answering it (a slow but honest peer). */
+    readonly holdFinishMs?: number;
   }): Promise<HandshakeStep> {
     const handshake = new InitiatorHandshake({
       kernels,
@@ -226,6 +248,7 @@ export class RawPeer {
     const challenge = this.frames()[0];
     if (challenge === undefined) throw new Error('no Challenge received');
     const step = handshake.onFrame(challenge.header);
+    if (options.holdFinishMs !== undefined) await settle(options.holdFinishMs);
     if ('send' in step && step.send !== null) this.write(step.send);
     return step;
   }

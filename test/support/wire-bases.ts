@@ -153,6 +153,7 @@ const BASES: Bases = {
     nonce: bytes32(0x5a),
     mode: ReplicaAuthMode.psk,
     peerReplica: 1,
+    mac: bytes32(0x4c),
   }),
   [Command.replicaChallenge]: () => ({
     ...COMMON,

@@ -325,12 +325,10 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
   ),
   [Command.replicaHello]: spec(
     true,
-    fc.record({
-      command: fc.constant(Command.replicaHello),
-      nonce: bytes32NonZero,
-      mode: fc.integer({ min: 0, max: 1 }),
-      peerReplica: replica,
-    }),
+    fc.oneof(
+      fc.record({ nonce: bytes32NonZero, mode: fc.constant<number>(ReplicaAuthMode.psk), peerReplica: replica, mac: bytes32 }),
+      fc.record({ nonce: bytes32NonZero, mode: fc.constant<number>(ReplicaAuthMode.none), peerReplica: replica, mac: zero32 }),
+    ).map((fields) => ({ command: Command.replicaHello, ...fields })),
   ),
   [Command.replicaChallenge]: spec(
     true,

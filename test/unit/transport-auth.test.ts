@@ -58,6 +58,7 @@ function modeNoneHello(replica = 0, peerReplica = 1): Uint8Array {
     nonce: new Uint8Array(32).fill(7),
     mode: ReplicaAuthMode.none,
     peerReplica,
+    mac: new Uint8Array(32),
   });
 }
 
@@ -148,9 +149,33 @@ describe('replica auth handshake (state machines)', () => {
     expect(challenge.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.modeMismatch);
   });
 
-  it('a wrong secret fails at the initiator (the Challenge MAC) and the refusal carries macMismatch', () => {
+  it('a wrong secret is refused at the Hello: the acceptor answers macMismatch without a Challenge MAC', () => {
     const { initiator, acceptor } = pair({ initiatorKey: deriveAuthKey(WRONG, CLUSTER), acceptorKey: KEY });
-    const step = initiator.onFrame(sent(acceptor.onFrame(header(initiator.hello()))));
+    const refusal = acceptor.onFrame(header(initiator.hello()));
+    expect(refusal).toMatchObject({ kind: 'refused', failure: AuthFailure.macMismatch });
+    const challenge = sent(refusal);
+    expect(challenge.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.macMismatch);
+    expect(challenge.command === Command.replicaChallenge && challenge.mac.every((byte) => byte === 0)).toBe(true);
+    expect(initiator.onFrame(challenge)).toMatchObject({ kind: 'refused', failure: AuthFailure.peerRefused });
+  });
+
+  it('a Hello MAC that does not verify is refused, whatever else the Hello says', () => {
+    const { initiator, acceptor } = pair();
+    const hello = header(initiator.hello());
+    if (hello.command !== Command.replicaHello) throw new Error('expected a Hello');
+    const forged = { ...hello, mac: hello.mac.map((byte, index) => (index === 0 ? byte ^ 1 : byte)) } as Header;
+    expect(acceptor.onFrame(forged)).toMatchObject({ kind: 'refused', failure: AuthFailure.macMismatch });
+    expect(acceptor.claimedPeer).toBe(0);
+    // The same Hello unforged is accepted and names its sender as the claim.
+    expect(pair().acceptor.onFrame(hello)).toMatchObject({ kind: 'continue', claimed: 0 });
+  });
+
+  it('a Challenge MAC that does not verify fails at the initiator, and its refusal carries macMismatch', () => {
+    const { initiator, acceptor } = pair();
+    const challenge = sent(acceptor.onFrame(header(initiator.hello())));
+    if (challenge.command !== Command.replicaChallenge) throw new Error('expected a Challenge');
+    const forged = { ...challenge, mac: challenge.mac.map((byte) => byte ^ 0x80) } as Header;
+    const step = initiator.onFrame(forged);
     expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.macMismatch);
     const finish = sent(step);
     expect(finish.command === Command.replicaFinish && finish.status).toBe(ReplicaAuthStatus.macMismatch);
@@ -166,9 +191,10 @@ describe('replica auth handshake (state machines)', () => {
   });
 
   it('a reflected MAC does not verify: the Challenge MAC sent back as the Finish MAC', () => {
-    const { initiator: attacker, acceptor } = pair({ initiatorKey: deriveAuthKey(WRONG, CLUSTER), acceptorKey: KEY });
-    // An attacker without the key sends a mode-psk Hello and echoes the acceptor's own MAC back.
-    const challenge = sent(acceptor.onFrame(header(attacker.hello())));
+    // An attacker without the key replays a Hello it recorded and echoes the acceptor's own MAC back.
+    const recorded = pair().initiator.hello();
+    const { acceptor } = pair();
+    const challenge = sent(acceptor.onFrame(header(recorded)));
     if (challenge.command !== Command.replicaChallenge) throw new Error('expected a Challenge');
     const reflected = header(
       buildFrame(kernels, { command: Command.replicaFinish, cluster: CLUSTER, view: 0, release: 0, replica: 0, mac: challenge.mac, status: 0 }),
@@ -268,11 +294,14 @@ describe('replica auth over sockets', () => {
     const { nodes } = await harness.start(3, { node: secrets({ 0: SECRET, 1: WRONG, 2: SECRET }) });
     const [node0, node1, node2] = nodes as [Node, Node, Node];
     await waitFor(() => node0.bus.connected(2), 'the honest pair connects');
+    // Each acceptor refuses the other side's Hello on its MAC; each initiator is told so.
     await waitFor(
       () =>
-        (node0.bus.stats().peers[0]?.authFailures.mac_mismatch ?? 0) >= 1 &&
-        (node1.bus.stats().peers[1]?.authFailures.mac_mismatch ?? 0) >= 1,
-      'both handshakes with replica 1 fail on the MAC',
+        (node1.bus.stats().inbound.authFailures.mac_mismatch ?? 0) >= 1 &&
+        (node2.bus.stats().inbound.authFailures.mac_mismatch ?? 0) >= 1 &&
+        (node0.bus.stats().peers[0]?.authFailures.peer_refused ?? 0) >= 1 &&
+        (node1.bus.stats().peers[1]?.authFailures.peer_refused ?? 0) >= 1,
+      'both handshakes with replica 1 fail on the Hello MAC',
     );
     chatter(nodes);
     node0.bus.sendToReplica(2, commitFrame(0, 77));
@@ -282,9 +311,6 @@ describe('replica auth over sockets', () => {
     expect(node0.received.filter((entry) => entry.from === 1)).toEqual([]);
     expect(node2.received.filter((entry) => entry.from === 1)).toEqual([]);
     expect(node0.bus.connected(1) || node1.bus.connected(0) || node1.bus.connected(2) || node2.bus.connected(1)).toBe(false);
-    // The acceptors saw the initiator's refusal (Finish with macMismatch).
-    expect(node1.bus.stats().inbound.authFailures.peer_refused ?? 0).toBeGreaterThanOrEqual(1);
-    expect(node2.bus.stats().inbound.authFailures.peer_refused ?? 0).toBeGreaterThanOrEqual(1);
   });
 
   it('a peer offering mode none (no secret) is refused with modeMismatch, counted, and never delivers a frame', async () => {
@@ -308,7 +334,7 @@ describe('replica auth over sockets', () => {
     // It knows the protocol and the mode, not the secret: it completes the exchange with a guessed key.
     const peer = new RawPeer(harness, ports[1]!);
     const step = await peer.handshake({ replica: 0, peer: 1, replicaCount: 3, secret: WRONG });
-    expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.macMismatch);
+    expect(step.kind === 'refused' && step.failure).toBe(AuthFailure.peerRefused);
     peer.write(commitFrame(0, 1));
     await waitFor(() => peer.closed, 'closed');
     expect(node1.received).toEqual([]);
@@ -317,7 +343,7 @@ describe('replica auth over sockets', () => {
     const forger = new RawPeer(harness, ports[1]!);
     const hello = new InitiatorHandshake({ kernels, cluster: CLUSTER, replica: 0, peer: 1, replicaCount: 3, key: deriveAuthKey(WRONG, CLUSTER) });
     forger.write(hello.hello());
-    await waitFor(() => forger.frames().length === 1, 'a Challenge');
+    await waitFor(() => forger.frames().length === 1, 'a refusal');
     const finish = buildFrame(kernels, {
       command: Command.replicaFinish,
       cluster: CLUSTER,
@@ -331,7 +357,7 @@ describe('replica auth over sockets', () => {
     await waitFor(() => forger.closed, 'closed');
     await settle(20);
     expect(node1.received).toEqual([]);
-    expect(node1.bus.stats().inbound.authFailures).toMatchObject({ mac_mismatch: 1 });
+    expect(node1.bus.stats().inbound.authFailures).toMatchObject({ mac_mismatch: 2 });
     expect(node1.bus.connected(0)).toBe(false);
   });
 

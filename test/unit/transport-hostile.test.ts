@@ -8,13 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE, HeaderOffset, MESSAGE_SIZE_MAX } from '../../src/constants.js';
 import { buildFrame } from '../../src/vsr/frame.js';
-import { ReplicaAuthMode, ReplicaAuthStatus, writeU32 } from '../../src/vsr/header.js';
+import { ReplicaAuthStatus, writeU32 } from '../../src/vsr/header.js';
 import {
   CLUSTER,
   Harness,
   RawPeer,
   commitFrame,
   commitsFrom,
+  helloFrame,
   kernels,
   prepareFrame,
   settle,
@@ -137,7 +138,7 @@ describe('replica bus: hostile input', () => {
     peer.write(commitFrame(0, 3));
     await waitFor(() => node1.received.length === 1, 'the commit');
     expect(peerStats(node1, 0).rejected).toEqual({ client_command: 1 });
-    peer.write(buildFrame(kernels, { ...base, command: Command.replicaHello, nonce: randomBytes(32), mode: 0, peerReplica: 1 }));
+    peer.write(helloFrame({ replica: 0, peerReplica: 1 }));
     await waitFor(() => peer.closed, 'the connection closed');
     expect(peerStats(node1, 0).rejected).toEqual({ client_command: 1, handshake_after_auth: 1 });
   });
@@ -177,18 +178,7 @@ describe('replica bus: hostile input', () => {
     ];
     for (const { replica, peerReplica } of cases) {
       const peer = new RawPeer(harness, port1);
-      peer.write(
-        buildFrame(kernels, {
-          command: Command.replicaHello,
-          cluster: CLUSTER,
-          view: 0,
-          release: 0,
-          replica,
-          nonce: randomBytes(32),
-          mode: ReplicaAuthMode.psk,
-          peerReplica,
-        }),
-      );
+      peer.write(helloFrame({ replica, peerReplica }));
       await waitFor(() => peer.closed, 'refused and closed');
       const challenge = peer.frames()[0]?.header;
       expect(challenge?.command === Command.replicaChallenge && challenge.status).toBe(ReplicaAuthStatus.replicaMismatch);
@@ -200,18 +190,7 @@ describe('replica bus: hostile input', () => {
   it('a Hello from a higher index is an announcement: no challenge, no failure, at most a sooner dial', async () => {
     const { node1, port1 } = await cluster();
     const peer = new RawPeer(harness, port1);
-    peer.write(
-      buildFrame(kernels, {
-        command: Command.replicaHello,
-        cluster: CLUSTER,
-        view: 0,
-        release: 0,
-        replica: 2,
-        nonce: randomBytes(32),
-        mode: ReplicaAuthMode.psk,
-        peerReplica: 1,
-      }),
-    );
+    peer.write(helloFrame({ replica: 2, peerReplica: 1 }));
     await waitFor(() => peer.closed, 'closed without an answer');
     expect(peer.frames()).toEqual([]);
     expect(node1.bus.stats().inbound.authFailures).toEqual({});
