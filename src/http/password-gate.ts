@@ -1,5 +1,16 @@
 /**
- * A bound on Argon2id password verifications in flight (password login, change-password).
+ * The one gate every credential check of both edges goes through (HTTP and the binary protocol:
+ * password logins, personal-access-token logins, change-password): a bound on Argon2id
+ * verifications in flight, and a per-user bound on the rate of logins that open sessions.
+ *
+ * Logins per user: every successful login (either kind of credential) takes a token from its
+ * user's bucket (LOGINS_PER_USER_BURST, refilled at LOGINS_PER_USER_PER_SECOND); an empty bucket
+ * refuses the login (HTTP 429 with `retry-after`; the binary protocol ends the session, as for
+ * any failed login). A token login costs no Argon2, so without this one user could open sessions
+ * as fast as the network carries logins, each a replicated Register: its own sessions churn
+ * within its share of the client table (src/vsr/client-table.ts), and this keeps the churn from
+ * loading the commit path too. The bucket is charged only after the credential verified, so a
+ * stranger guessing a user's password cannot spend that user's logins.
  *
  * Each verification costs ~20-50 ms of a thread and 19 MiB (Iggy's parameters, secrets.ts), and it
  * runs on libuv's thread pool (4 threads by default), the same pool the WAL's group-commit fsync
@@ -35,6 +46,15 @@ export const ARGON2_VERIFY_QUEUE_MAX = 8;
  * password logins a minute (clients log in once per connection; PAT logins cost no Argon2).
  */
 export const ARGON2_VERIFY_STARTS_PER_SECOND_MAX = 20;
+/**
+ * Logins one user may make at once: an application opening a pool of connections (the official
+ * SDKs' tests and `bench cluster` open up to 64 at a time) is never refused.
+ */
+export const LOGINS_PER_USER_BURST = 256;
+/** Logins per second one user keeps after its burst. */
+export const LOGINS_PER_USER_PER_SECOND = 64;
+/** Users whose login allowance is tracked (the state's user limit: one bucket each at most). */
+export const LOGIN_BUCKETS_MAX = 1 << 16;
 
 export interface PasswordGateOptions {
   /** Running at once (>= 1). `Infinity` only for the login-flood benchmark's unbounded baseline. */
@@ -43,6 +63,9 @@ export interface PasswordGateOptions {
   readonly queueMax: number;
   /** Verifications started per second at most (> 0); `Infinity` lifts the rate bound. */
   readonly startsPerSecondMax: number;
+  /** Logins one user may make at once, and per second after (`Infinity` lifts the bound). */
+  readonly loginsPerUserBurst?: number;
+  readonly loginsPerUserPerSecond?: number;
 }
 
 export const PASSWORD_GATE_DEFAULTS: PasswordGateOptions = Object.freeze({
@@ -71,6 +94,8 @@ export interface PasswordGateStats {
   /** Refused at once because running and queued were full (for the life of the gate). */
   readonly refused: number;
   readonly completed: number;
+  /** Logins refused because their user's bucket was empty. */
+  readonly loginsRefused: number;
 }
 
 export class PasswordGate {
@@ -86,6 +111,11 @@ export class PasswordGate {
   #pumpScheduled = false;
   #refused = 0;
   #completed = 0;
+  #loginsRefused = 0;
+  readonly #loginBurst: number;
+  readonly #loginRatePerMs: number;
+  /** User id -> its login allowance; insertion order is the eviction order past the bound. */
+  readonly #loginBuckets = new Map<number, { tokens: number; atMs: number }>();
 
   constructor(options: PasswordGateOptions = PASSWORD_GATE_DEFAULTS, clock: GateClock = REAL_CLOCK) {
     assert(options.concurrencyMax >= 1, 'password gate: concurrencyMax >= 1');
@@ -94,6 +124,32 @@ export class PasswordGate {
     this.#options = options;
     this.#clock = clock;
     this.#startSpacingMs = Number.isFinite(options.startsPerSecondMax) ? 1000 / options.startsPerSecondMax : 0;
+    this.#loginBurst = options.loginsPerUserBurst ?? LOGINS_PER_USER_BURST;
+    this.#loginRatePerMs = (options.loginsPerUserPerSecond ?? LOGINS_PER_USER_PER_SECOND) / 1000;
+    assert(this.#loginBurst >= 1 && this.#loginRatePerMs > 0, 'password gate: login bounds > 0');
+  }
+
+  /**
+   * A login that authenticated `userId` may open its session now: takes one of the user's
+   * tokens, false (counted) when there is none. Call only once the credential verified.
+   */
+  admitLogin(userId: number): boolean {
+    if (!Number.isFinite(this.#loginBurst)) return true;
+    const nowMs = this.#clock.nowMs();
+    let bucket = this.#loginBuckets.get(userId);
+    if (bucket === undefined) {
+      if (this.#loginBuckets.size >= LOGIN_BUCKETS_MAX) this.#loginBuckets.delete(this.#loginBuckets.keys().next().value!);
+      bucket = { tokens: this.#loginBurst, atMs: nowMs };
+      this.#loginBuckets.set(userId, bucket);
+    }
+    bucket.tokens = Math.min(this.#loginBurst, bucket.tokens + (nowMs - bucket.atMs) * this.#loginRatePerMs);
+    bucket.atMs = nowMs;
+    if (bucket.tokens < 1) {
+      this.#loginsRefused += 1;
+      return false;
+    }
+    bucket.tokens -= 1;
+    return true;
   }
 
   /**
@@ -125,7 +181,7 @@ export class PasswordGate {
   }
 
   stats(): PasswordGateStats {
-    return { running: this.#running, queued: this.#queue.length, refused: this.#refused, completed: this.#completed };
+    return { running: this.#running, queued: this.#queue.length, refused: this.#refused, completed: this.#completed, loginsRefused: this.#loginsRefused };
   }
 
   #start(): void {
@@ -151,6 +207,11 @@ export class PasswordGate {
       this.#queue.shift()!();
     }
   }
+}
+
+/** A login refused by its user's bucket (`admitLogin`), in Iggy's error shape with a 429. */
+export function tooManyLogins(): HttpError {
+  return httpError(429, 'too_many_requests', 'too many logins of this user on this replica; retry later');
 }
 
 /** Iggy's error shape, id = the status; `retry-after` as every retryable refusal (errors.ts). */

@@ -76,6 +76,8 @@ export interface WriteContext {
   readonly state: MetadataStateMachine;
   readonly userId: number;
   readonly principal: Principal;
+  /** Argon2id verification under the node's credential gate ('busy': the gate refused it). */
+  verifyPassword(passwordHash: string, password: string): Promise<boolean | 'busy'>;
 }
 
 function refused(code: number): WriteTranslation {
@@ -317,7 +319,16 @@ async function changePassword(body: Uint8Array, ctx: WriteContext): Promise<Writ
   if (target === null) return refused(ErrorCode.resourceNotFound);
   // Before verifying: a caller who may not change this password learns nothing about it.
   if (target.id !== ctx.userId && !canManageUsers(ctx.principal)) return refused(ErrorCode.unauthorized);
-  const built = await changePasswordBody(ctx.state, userId, currentPassword, newPassword);
+  // Under the gate, as HTTP's: the current password is a guess until verified, and an unbounded
+  // verification here would be a guessing oracle as fast as Argon2id runs.
+  let busy = false;
+  const built = await changePasswordBody(ctx.state, userId, currentPassword, newPassword, async (passwordHash, password) => {
+    const verified = await ctx.verifyPassword(passwordHash, password);
+    busy = verified === 'busy';
+    return verified === true;
+  });
+  // Refused before Argon2 ran: the SDK retries TransientNotAccepted on its own.
+  if (busy) return refused(ErrorCode.transientNotAccepted);
   if (!built.ok) return refused(built.errorCode);
   return { kind: 'ok', body: built.body, token: null };
 }

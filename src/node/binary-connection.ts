@@ -232,6 +232,12 @@ export class ClientConnection implements ClientHandle {
       return;
     }
     const userId = verdict;
+    // The user's login allowance (the gate HTTP logins share): past it the session ends, as for
+    // any failed login, and the SDK may log in again later.
+    if (!host.admitLogin(userId)) {
+      this.evict(header.client, EvictionReason.sessionError);
+      return;
+    }
     if (this.session !== null && this.session.clientId === header.client && this.session.userId === userId) {
       // A repeated login on a bound connection replays its session (Iggy does the same).
       this.loginReply(header, userId, this.session.epoch);
@@ -417,7 +423,12 @@ export class ClientConnection implements ClientHandle {
       await this.committedAgain(header, session, request);
       return;
     }
-    const translated = await translateWrite(header.operation, body, { state: host.state, userId: session.userId, principal });
+    const translated = await translateWrite(header.operation, body, {
+      state: host.state,
+      userId: session.userId,
+      principal,
+      verifyPassword: (passwordHash, password) => host.verifyPassword(passwordHash, password),
+    });
     if (this.closed || this.session !== session) return;
     if (translated.kind === 'malformed') {
       host.log('debug', 'client request body refused', { client_conn: this.id, operation: header.operation, reason: translated.reason });

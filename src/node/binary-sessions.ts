@@ -101,6 +101,11 @@ export interface BinaryHost {
    * logins on either edge is refused ('busy') before it reaches Argon2id.
    */
   verifyPassword(passwordHash: string, password: string): Promise<boolean | 'busy'>;
+  /**
+   * A login that authenticated `userId` may open its session now (the same gate's per-user login
+   * bound, shared with HTTP logins): false refuses it.
+   */
+  admitLogin(userId: number): boolean;
 }
 
 

@@ -31,6 +31,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--cluster-name <name>', 'cluster_name', 'cluster name (hashed into every header; cannot change later)'],
   ['--journal-slots <n>', 'journal_slots', 'WAL capacity in prepares between checkpoints'],
   ['--clients-table-max <n>', 'clients_table_max', 'client session table capacity'],
+  ['--sessions-per-user-max <n>', 'sessions_per_user_max', 'client sessions one user may hold (default: clients_table_max / 8)'],
   ['--http-sessions-per-credential <n>', 'http_sessions_per_credential', 'VSR sessions one HTTP credential writes through at once'],
   ['--prepare-queue-depth <n>', 'prepare_queue_depth', 'pipeline depth'],
   ['--prepare-batch-max <n>', 'prepare_batch_max', 'queued client requests one prepare may carry (1 disables batching)'],

@@ -5,12 +5,16 @@
  * run in parallel instead of queueing behind one session.
  *
  * Bounds and the rules that keep them:
- *   - A pool holds at most `sessionsPerCredentialMax` sessions; the node holds at most
- *     `sessionsMax` (clients_table_max / 2, so HTTP cannot crowd out binary clients).
- *   - A pool grows only when all its sessions are busy. At the node bound it may take the slot of
- *     the least recently used idle session (of any credential); it never takes a busy one: the
- *     write queues instead. A credential left with no session at all (every slot busy elsewhere)
- *     is owed the next slot a busier pool releases, so no credential starves another.
+ *   - A pool holds at most `sessionsPerCredentialMax` sessions; a user at most
+ *     `sessionsPerUserMax` over all its credentials (half its share of the client table); the
+ *     node at most `sessionsMax` (clients_table_max / 2, so HTTP cannot crowd out binary clients).
+ *   - A pool grows only when all its sessions are busy. At its user's bound it may take the slot
+ *     of its user's least recently used idle session; at the node bound, that of the least
+ *     recently used idle session of the users holding the most sessions. It never takes a busy
+ *     session, nor one of a user holding fewer than the most: the write queues instead. So one
+ *     user's flood of credentials churns only its own sessions. A credential left with no
+ *     session at all (every slot busy elsewhere) is owed the next slot a busier pool releases, so
+ *     no credential starves another.
  *   - A session carries one request at a time (VSR: one request in flight per client), and a
  *     write is submitted once, on one session, with one request number: a write is never retried
  *     here (a timeout answers "outcome unknown"), so a request cannot run twice.
@@ -57,6 +61,8 @@ export interface SessionLimits {
   readonly sessionsMax: number;
   /** Sessions of one credential. */
   readonly sessionsPerCredentialMax: number;
+  /** Sessions of one user, over all its credentials (default sessionsMax). */
+  readonly sessionsPerUserMax?: number;
   readonly idleTimeoutMs?: number;
   readonly writeTimeoutMs?: number;
   /** Writes waiting for a session, over all credentials (default WRITES_QUEUED_MAX). */
@@ -118,11 +124,14 @@ export class ClientSessions {
   private readonly host: SessionHost;
   private readonly sessionsMax: number;
   private readonly sessionsPerCredentialMax: number;
+  private readonly sessionsPerUserMax: number;
   private readonly idleTimeoutMs: number;
   private readonly writeTimeoutMs: number;
   private readonly writesQueuedMax: number;
   private readonly pools = new Map<SessionKey, Pool>();
   private readonly byClient = new Map<bigint, Session>();
+  /** Live sessions per user id (never zero entries). */
+  private readonly byUser = new Map<number, number>();
   private readonly pending = new Map<string, Pending>();
   /** Pools with waiters and no slot to grow into, oldest first (each at most once: `owed`). */
   private readonly owed: Pool[] = [];
@@ -140,6 +149,8 @@ export class ClientSessions {
     this.host = host;
     this.sessionsMax = limits.sessionsMax;
     this.sessionsPerCredentialMax = limits.sessionsPerCredentialMax;
+    this.sessionsPerUserMax = limits.sessionsPerUserMax ?? limits.sessionsMax;
+    assert(this.sessionsPerUserMax >= 1, 'at least one session per user');
     this.idleTimeoutMs = limits.idleTimeoutMs ?? SESSION_IDLE_TIMEOUT_MS;
     this.writeTimeoutMs = limits.writeTimeoutMs ?? WRITE_TIMEOUT_MS;
     this.writesQueuedMax = limits.writesQueuedMax ?? WRITES_QUEUED_MAX;
@@ -285,8 +296,8 @@ export class ClientSessions {
     for (const session of pool.sessions) if (!session.busy && (free === null || session.lastUsedMs >= free.lastUsedMs)) free = session;
     if (free !== null) return this.hold(free);
     if (pool.sessions.length >= this.sessionsPerCredentialMax) return null;
-    if (this.byClient.size >= this.sessionsMax) {
-      const victim = this.idleLeastRecentlyUsed();
+    if (this.userSessions(pool.userId) >= this.sessionsPerUserMax || this.byClient.size >= this.sessionsMax) {
+      const victim = this.idleVictimFor(pool.userId);
       if (victim === null) return null;
       this.evictions.capacity += 1;
       // Its slot is ours: granting it to an owed pool would leave none to open.
@@ -376,6 +387,8 @@ export class ClientSessions {
       }
       index += 1;
       if (pool === except) continue;
+      // A user at its bound gets a slot only from its own sessions (`except`'s user hands one over).
+      if (this.userSessions(pool.userId) >= this.sessionsPerUserMax && pool.userId !== except?.userId) continue;
       if (pool.sessions.length === 0) return pool;
       oldest ??= pool;
     }
@@ -407,22 +420,39 @@ export class ClientSessions {
     }
   }
 
-  private idleLeastRecentlyUsed(): Session | null {
+  /**
+   * The idle session a new session of `userId` may take the slot of: at the user's bound, the
+   * user's own least recently used one; else (the node bound) the least recently used of the
+   * users holding the most sessions. Null: none may be taken (the write waits).
+   */
+  private idleVictimFor(userId: number): Session | null {
+    let largest = 0;
+    for (const count of this.byUser.values()) largest = Math.max(largest, count);
+    const own = this.userSessions(userId) >= this.sessionsPerUserMax;
     let oldest: Session | null = null;
     for (const session of this.byClient.values()) {
-      if (!session.busy && (oldest === null || session.lastUsedMs < oldest.lastUsedMs)) oldest = session;
+      if (session.busy) continue;
+      const userOf = session.pool.userId;
+      if (own ? userOf !== userId : this.userSessions(userOf) < largest) continue;
+      if (oldest === null || session.lastUsedMs < oldest.lastUsedMs) oldest = session;
     }
     return oldest;
+  }
+
+  private userSessions(userId: number): number {
+    return this.byUser.get(userId) ?? 0;
   }
 
   private open(pool: Pool): Session {
     assert(this.byClient.size < this.sessionsMax, 'a session opens within the node bound');
     assert(pool.sessions.length < this.sessionsPerCredentialMax, 'a session opens within the credential bound');
+    assert(this.userSessions(pool.userId) < this.sessionsPerUserMax, 'a session opens within the user bound');
     const clientId = BigInt(`0x${randomBytes(16).toString('hex')}`) || 1n;
     const id = this.host.allocateClientId?.() ?? (this.idNext = (this.idNext % 0xffff_ffff) + 1);
     const session: Session = { pool, id, clientId, epoch: 0, requestNext: 1, lastUsedMs: this.now(), busy: false, dropped: false, onFree: undefined };
     pool.sessions.push(session);
     this.byClient.set(clientId, session);
+    this.byUser.set(pool.userId, this.userSessions(pool.userId) + 1);
     return session;
   }
 
@@ -432,6 +462,10 @@ export class ClientSessions {
     session.dropped = true;
     this.byClient.delete(session.clientId);
     const pool = session.pool;
+    const count = this.userSessions(pool.userId);
+    assert(count >= 1, 'a live session is counted under its user');
+    if (count === 1) this.byUser.delete(pool.userId);
+    else this.byUser.set(pool.userId, count - 1);
     const index = pool.sessions.indexOf(session);
     if (index >= 0) pool.sessions.splice(index, 1);
     if (pool.sessions.length === 0 && this.pools.get(pool.key) === pool && pool.waiters.length === 0) this.pools.delete(pool.key);

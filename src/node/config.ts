@@ -28,6 +28,11 @@ export interface NodeConfig {
   readonly clusterName: string;
   readonly journalSlots: number;
   readonly clientsTableMax: number;
+  /**
+   * Sessions one user may hold in the client table (src/vsr/client-table.ts): its next login
+   * gives up its own least recent session. Same on every replica, as clients_table_max.
+   */
+  readonly sessionsPerUserMax: number;
   /** The HTTP edge's VSR sessions per credential (client-sessions.ts): concurrent writes of one token. */
   readonly httpSessionsPerCredential: number;
   readonly prepareQueueDepth: number;
@@ -79,6 +84,12 @@ export interface NodeConfig {
   readonly metricsPublic: boolean;
 }
 
+/**
+ * The share of the client table one user may hold by default (sessions_per_user_max unset): one
+ * user's login flood then evicts only its own sessions, and eight users at their share fill it.
+ */
+export const SESSIONS_PER_USER_SHARE = 8;
+
 /** Key name (as in the TOML file) -> environment variable. */
 export const CONFIG_KEYS = {
   replica_id: 'VRMETA_REPLICA_ID',
@@ -91,6 +102,7 @@ export const CONFIG_KEYS = {
   cluster_name: 'VRMETA_CLUSTER_NAME',
   journal_slots: 'VRMETA_JOURNAL_SLOTS',
   clients_table_max: 'VRMETA_CLIENTS_TABLE_MAX',
+  sessions_per_user_max: 'VRMETA_SESSIONS_PER_USER_MAX',
   http_sessions_per_credential: 'VRMETA_HTTP_SESSIONS_PER_CREDENTIAL',
   prepare_queue_depth: 'VRMETA_PREPARE_QUEUE_DEPTH',
   prepare_batch_max: 'VRMETA_PREPARE_BATCH_MAX',
@@ -124,6 +136,8 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   cluster_name: 'vrmeta',
   journal_slots: 1024,
   clients_table_max: 8192,
+  // Null: an eighth of clients_table_max (SESSIONS_PER_USER_SHARE).
+  sessions_per_user_max: null,
   http_sessions_per_credential: 64,
   prepare_queue_depth: 32,
   prepare_batch_max: PREPARE_BATCH_MAX_DEFAULT,
@@ -352,6 +366,11 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     throw new ConfigError(tcpTlsCert === null ? 'tcp_tls_cert' : 'tcp_tls_key', 'TLS on the client port needs both tcp_tls_cert and tcp_tls_key');
   }
   const corsOrigins = originList('cors_origins', raw.cors_origins);
+  const clientsTableMax = integer('clients_table_max', raw.clients_table_max, 2, 65536);
+  const sessionsPerUserMax =
+    raw.sessions_per_user_max === null
+      ? Math.max(1, Math.floor(clientsTableMax / SESSIONS_PER_USER_SHARE))
+      : integer('sessions_per_user_max', raw.sessions_per_user_max, 1, clientsTableMax);
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -359,7 +378,8 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     dataDir,
     clusterName,
     journalSlots: integer('journal_slots', raw.journal_slots, 16, 1 << 20),
-    clientsTableMax: integer('clients_table_max', raw.clients_table_max, 2, 65536),
+    clientsTableMax,
+    sessionsPerUserMax,
     httpSessionsPerCredential: integer('http_sessions_per_credential', raw.http_sessions_per_credential, 1, 1024),
     prepareQueueDepth: integer('prepare_queue_depth', raw.prepare_queue_depth, 1, 127),
     prepareBatchMax: integer('prepare_batch_max', raw.prepare_batch_max, 1, BATCH_REQUESTS_MAX),
@@ -390,6 +410,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     prepareQueueDepth: config.prepareQueueDepth,
     prepareBatchMax: config.prepareBatchMax,
     clientsTableMax: config.clientsTableMax,
+    sessionsPerUserMax: config.sessionsPerUserMax,
   });
   return config;
 }

@@ -187,6 +187,7 @@ export class ReplicaNode implements NodeApi {
       prepareQueueDepth: config.prepareQueueDepth,
       prepareBatchMax: config.prepareBatchMax,
       clientsTableMax: config.clientsTableMax,
+      sessionsPerUserMax: config.sessionsPerUserMax,
     });
     const recovered = recover(this.disk, this.kernels, {
       cluster,
@@ -227,7 +228,13 @@ export class ReplicaNode implements NodeApi {
         allocateClientId: () => this.allocateClientId(),
         startRequest: () => this.metrics.startRequest('http'),
       },
-      { sessionsMax: Math.max(1, Math.floor(config.clientsTableMax / 2)), sessionsPerCredentialMax: config.httpSessionsPerCredential },
+      {
+        sessionsMax: Math.max(1, Math.floor(config.clientsTableMax / 2)),
+        sessionsPerCredentialMax: config.httpSessionsPerCredential,
+        // Half of a user's share of the table, as HTTP takes half of the table: a user's HTTP
+        // sessions cannot push out its own binary ones either.
+        sessionsPerUserMax: Math.max(1, Math.floor(config.sessionsPerUserMax / 2)),
+      },
     );
     this.bus = new ReplicaBus({
       replica: config.replicaId,
@@ -293,6 +300,7 @@ export class ReplicaNode implements NodeApi {
           throw error;
         }
       },
+      admitLogin: (userId) => this.passwordGate.admitLogin(userId),
       ...(options.binaryDisconnectGraceMs === undefined ? {} : { disconnectLogoutGraceMs: options.binaryDisconnectGraceMs }),
     });
   }

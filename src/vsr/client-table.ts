@@ -10,6 +10,13 @@
  * committed requests touch the table. Replies are built from the prepare header alone, so every
  * replica caches byte-identical replies and a client can retry against any primary.
  *
+ * Eviction, when a Register needs room, never lets one user's flood of logins push out another
+ * user's sessions: a user already holding `sessionsPerUserMax` sessions gives up its own least
+ * recently used one, and a full table takes the least recently used session among the users
+ * holding the most. A lone user's sessions go as before, least recent first. Every choice reads
+ * committed state only, in an order independent of how the table was built (a table restored
+ * from a snapshot evicts exactly as the one that lived through the ops).
+ *
  * Capacity is fixed per replica at construction (`clients_table_max`) and applied BEFORE any
  * recovered or transferred table is installed: the seed PR's first commit describes a boot crash
  * when capacity was set after WAL replay had already repopulated the table. A table restored from
@@ -106,14 +113,28 @@ export class ClientTable {
   /** Slot array (length = capacity); null = free. */
   private slots: (ClientEntry | null)[];
   private readonly index = new Map<bigint, ClientEntry>();
+  /** Derived: each user's entries (never empty sets). Iteration order is never relied on. */
+  private readonly byUser = new Map<number, Set<ClientEntry>>();
+  /** Sessions one user may hold before its next Register evicts its own least recent one. */
+  readonly sessionsPerUserMax: number;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, sessionsPerUserMax: number = capacity) {
     assert(Number.isInteger(capacity), 'client table capacity is an integer');
     assert(
       capacity >= CLIENTS_TABLE_MIN && capacity <= CLIENTS_TABLE_SLOT_MAX,
       'capacity in range',
     );
+    assert(
+      Number.isInteger(sessionsPerUserMax) && sessionsPerUserMax >= 1,
+      'sessions per user >= 1',
+    );
     this.slots = new Array<ClientEntry | null>(capacity).fill(null);
+    this.sessionsPerUserMax = sessionsPerUserMax;
+  }
+
+  /** Sessions `userId` holds. */
+  sessionsOf(userId: number): number {
+    return this.byUser.get(userId)?.size ?? 0;
   }
 
   get capacity(): number {
@@ -164,7 +185,9 @@ export class ClientTable {
     if (existing !== undefined) {
       assert(reply.commit > existing.epoch, 'a rebind strictly raises the epoch');
       existing.epoch = reply.commit;
+      this.unindexUser(existing);
       existing.userId = userId;
+      this.indexUser(existing);
       // Keep the dedup history (the watermark) across rebinds; drop the old register reply.
       const previous = existing.ring.findIndex((cached) => cached.request === 0);
       if (previous >= 0) existing.ring.splice(previous, 1);
@@ -172,8 +195,8 @@ export class ClientTable {
       existing.latestCommit = Math.max(existing.latestCommit, reply.commit);
       return null;
     }
-    let evicted: bigint | null = null;
-    if (this.index.size === this.slots.length) evicted = this.evictOldest();
+    const held = this.sessionsOf(userId);
+    const evicted = this.evictFor(userId);
     const slot = this.slots.indexOf(null);
     assert(slot >= 0, 'a free slot exists after eviction');
     const entry: ClientEntry = {
@@ -188,6 +211,11 @@ export class ClientTable {
     };
     this.slots[slot] = entry;
     this.index.set(clientId, entry);
+    this.indexUser(entry);
+    assert(
+      this.sessionsOf(userId) <= Math.max(this.sessionsPerUserMax, held),
+      'a user at its share gave one up',
+    );
     return evicted;
   }
 
@@ -220,22 +248,48 @@ export class ClientTable {
     if (entry === undefined) return false;
     this.index.delete(clientId);
     this.slots[entry.slot] = null;
+    this.unindexUser(entry);
     return true;
   }
 
   /**
-   * Deterministic eviction over committed state only: the smallest `latestCommit`, ties to the
-   * lowest slot. Never consults hash-map iteration order or pipeline state.
+   * Makes room for a new session of `userId`, if it needs any (module comment): the user's own
+   * least recent session once it holds its share, else, in a full table, the least recent session
+   * among the users holding the most. Returns the evicted client.
    */
-  private evictOldest(): bigint {
+  private evictFor(userId: number): bigint | null {
+    const own = this.byUser.get(userId);
     let victim: ClientEntry | null = null;
-    for (const entry of this.slots) {
-      if (entry === null) continue;
-      if (victim === null || entry.latestCommit < victim.latestCommit) victim = entry;
-    }
-    assert(victim !== null, 'a full table has a victim');
+    if (own !== undefined && own.size >= this.sessionsPerUserMax) victim = leastRecent([own]);
+    else if (this.index.size === this.slots.length) victim = leastRecent(this.largestUsers());
+    if (victim === null) return null;
     this.remove(victim.clientId);
     return victim.clientId;
+  }
+
+  /** The entries of every user holding the most sessions. */
+  private largestUsers(): Set<ClientEntry>[] {
+    let largest: Set<ClientEntry>[] = [];
+    for (const entries of this.byUser.values()) {
+      const size = largest[0]?.size ?? 0;
+      if (entries.size > size) largest = [entries];
+      else if (entries.size === size) largest.push(entries);
+    }
+    assert(largest.length > 0, 'a full table has a user');
+    return largest;
+  }
+
+  private indexUser(entry: ClientEntry): void {
+    const entries = this.byUser.get(entry.userId);
+    if (entries === undefined) this.byUser.set(entry.userId, new Set([entry]));
+    else entries.add(entry);
+  }
+
+  private unindexUser(entry: ClientEntry): void {
+    const entries = this.byUser.get(entry.userId);
+    assert(entries !== undefined && entries.has(entry), 'an entry is indexed under its user');
+    entries.delete(entry);
+    if (entries.size === 0) this.byUser.delete(entry.userId);
   }
 
   /** The checkpoint form: occupied slots in slot order, latest reply only. */
@@ -263,13 +317,19 @@ export class ClientTable {
    * growing to fit the highest slot. Validates everything: the snapshot came from disk or a peer.
    * Throws ClientTableError with a reason on bad input.
    */
-  static fromSnapshot(entries: readonly ClientEntrySnapshot[], capacity: number): ClientTable {
+  static fromSnapshot(
+    entries: readonly ClientEntrySnapshot[],
+    capacity: number,
+    sessionsPerUserMax: number = capacity,
+  ): ClientTable {
     let needed = capacity;
     for (const entry of entries) needed = Math.max(needed, entry.slot + 1);
     if (needed > CLIENTS_TABLE_SLOT_MAX) {
       throw new ClientTableError('slot_out_of_range', 'slot >= 65536');
     }
-    const table = new ClientTable(needed);
+    // A table holding more of one user's sessions than the share keeps them (it was built under
+    // another configuration); the user's next Register gives one up, so it never grows.
+    const table = new ClientTable(needed, sessionsPerUserMax);
     for (const snapshot of entries) {
       if (snapshot.clientId === 0n) {
         throw new ClientTableError('client_id_zero', 'client id 0 is reserved');
@@ -296,9 +356,25 @@ export class ClientTable {
       };
       table.slots[snapshot.slot] = entry;
       table.index.set(snapshot.clientId, entry);
+      table.indexUser(entry);
     }
     return table;
   }
+}
+
+/** The smallest `latestCommit`, ties to the lowest slot: committed state only, any set order. */
+function leastRecent(sets: readonly Set<ClientEntry>[]): ClientEntry {
+  let victim: ClientEntry | null = null;
+  for (const entries of sets) {
+    for (const entry of entries) {
+      const older = victim === null || entry.latestCommit < victim.latestCommit;
+      if (older || (entry.latestCommit === victim!.latestCommit && entry.slot < victim!.slot)) {
+        victim = entry;
+      }
+    }
+  }
+  assert(victim !== null, 'a user holds a session');
+  return victim;
 }
 
 function pushReply(ring: CachedReply[], reply: CachedReply): void {

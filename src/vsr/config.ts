@@ -55,6 +55,8 @@ export interface ReplicaConfigInput {
   /** See ReplicaConfig (default false; the simulator's regression seeds replay with it). */
   readonly offerPayloadOnEveryReplica?: boolean;
   readonly clientsTableMax?: number;
+  /** Sessions of one user in the client table (default: clientsTableMax, no per-user bound). */
+  readonly sessionsPerUserMax?: number;
   /** Unanswered RequestStartView probes before a restarted replica falls back to an election. */
   readonly viewProbeAttemptsMax?: number;
   /** State-transfer chunk size (default STATE_CHUNK_SIZE_MAX; the simulator uses tiny ones). */
@@ -92,6 +94,11 @@ export interface ReplicaConfig {
    */
   readonly offerPayloadOnEveryReplica: boolean;
   readonly clientsTableMax: number;
+  /**
+   * Sessions one user may hold in the client table (client-table.ts): its next Register evicts
+   * its own least recent one. Must be the same on every replica, as clientsTableMax.
+   */
+  readonly sessionsPerUserMax: number;
   readonly viewProbeAttemptsMax: number;
   /**
    * Ops between deterministic checkpoints: a checkpoint is taken when commit_min reaches a
@@ -130,6 +137,15 @@ export class ConfigError extends Error {
 /** `value` is an integer in min..=max (false for NaN and fractions). */
 function isIntegerWithin(value: number, min: number, max: number): boolean {
   return Number.isInteger(value) && value >= min && value <= max;
+}
+
+function sessionsPerUserOf(input: ReplicaConfigInput, clientsTableMax: number): number {
+  const sessionsPerUserMax = input.sessionsPerUserMax ?? clientsTableMax;
+  if (!isIntegerWithin(sessionsPerUserMax, 1, clientsTableMax)) {
+    const range = `1..${clientsTableMax}`;
+    throw new ConfigError('sessions_per_user_max', `must be ${range} (clients_table_max)`);
+  }
+  return sessionsPerUserMax;
 }
 
 export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
@@ -192,6 +208,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     prepareEagerMax,
     offerPayloadOnEveryReplica: input.offerPayloadOnEveryReplica ?? false,
     clientsTableMax,
+    sessionsPerUserMax: sessionsPerUserOf(input, clientsTableMax),
     viewProbeAttemptsMax,
     checkpointInterval,
     quorumReplication: q.replication,

@@ -552,7 +552,7 @@ export class Replica {
     this.transferServer = new TransferServer(this.transferServerHost());
 
     // Capacity first, then the recovered table (the seed PR's boot crash: see client-table.ts).
-    this.clientTable = new ClientTable(config.clientsTableMax);
+    this.clientTable = new ClientTable(config.clientsTableMax, config.sessionsPerUserMax);
     this.bootSnapshot(boot);
     this.journal = new Journal(config.journalSlots, this.checkpointOp);
     this.bootJournal(boot);
@@ -576,6 +576,7 @@ export class Replica {
     this.clientTable = ClientTable.fromSnapshot(
       snapshot.decoded.clientTable,
       this.config.clientsTableMax,
+      this.config.sessionsPerUserMax,
     );
     this.checkpointOp = snapshot.decoded.sequenceNumber;
     this.checkpointChecksum = snapshot.checksum;
@@ -3615,6 +3616,7 @@ export class Replica {
     this.clientTable = ClientTable.fromSnapshot(
       snapshot.clientTable,
       this.config.clientsTableMax,
+      this.config.sessionsPerUserMax,
     );
     this.commitMin = accepted.op;
     this.commitMinChecksum = anchor;

@@ -394,3 +394,58 @@ describe('HTTP session pool: idle sessions and ends', () => {
     expect(victim).not.toBe(0n);
   });
 });
+
+describe('HTTP session pool: one user cannot evict another', () => {
+  /** Runs one write with credential `key` of `userId` to its commit. */
+  async function committed(replica: ScriptedReplica, key: string, userId: number, tag: number): Promise<void> {
+    const outcome = write(replica, key, userId, tag);
+    await replica.drain();
+    expect((await outcome).kind).toBe('committed');
+  }
+
+  it("a user flooding credentials churns only its own idle sessions at its bound; root's stays", async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 8, sessionsPerCredentialMax: 4, sessionsPerUserMax: 3 });
+    await committed(replica, 'root-token', 0, 1);
+    const rootSession = replica.sessions.entries().find((entry) => entry.userId === 0)!.clientId;
+    for (let index = 0; index < 20; index++) {
+      replica.nowMs += 10;
+      await committed(replica, `flood-${index}`, 5, index);
+    }
+    const entries = replica.sessions.entries();
+    expect(entries.filter((entry) => entry.userId === 5)).toHaveLength(3);
+    expect(entries.some((entry) => entry.clientId === rootSession)).toBe(true);
+    expect(replica.sessions.evictions.capacity).toBe(17);
+  });
+
+  it('at the node bound a newcomer takes an idle session of the users holding the most, not an older one of a smaller user', async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 4, sessionsPerCredentialMax: 4 });
+    await committed(replica, 'root-token', 0, 1);
+    const rootSession = replica.sessions.entries()[0]!.clientId;
+    for (let index = 0; index < 3; index++) {
+      replica.nowMs += 10;
+      await committed(replica, `a-${index}`, 5, index);
+    }
+    replica.nowMs += 10;
+    await committed(replica, 'c-token', 7, 1);
+    const users = replica.sessions.entries().map((entry) => entry.userId).sort();
+    expect(users).toEqual([0, 5, 5, 7]);
+    expect(replica.sessions.entries().some((entry) => entry.clientId === rootSession)).toBe(true);
+  });
+
+  it("a newcomer waits rather than take a smaller user's idle session while the largest user's are all busy", async () => {
+    const replica = new ScriptedReplica({ sessionsMax: 4, sessionsPerCredentialMax: 4 });
+    await committed(replica, 'root-token', 0, 1);
+    const rootSession = replica.sessions.entries()[0]!.clientId;
+    const busy = Array.from({ length: 3 }, (_, index) => write(replica, `a-${index}`, 5, index));
+    await settle();
+    const waiting = write(replica, 'c-token', 7, 1);
+    await settle();
+    // user 5's three sessions are registering (busy): c waits, root's idle session stays.
+    expect(replica.sessions.entries().some((entry) => entry.clientId === rootSession)).toBe(true);
+    expect(replica.sessions.entries().some((entry) => entry.userId === 7)).toBe(false);
+    await replica.drain();
+    expect((await waiting).kind).toBe('committed');
+    await Promise.all(busy);
+    expect(replica.sessions.entries().some((entry) => entry.clientId === rootSession)).toBe(true);
+  });
+});

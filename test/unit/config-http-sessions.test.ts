@@ -23,3 +23,21 @@ describe('config: http_sessions_per_credential', () => {
     expect(config({ http_sessions_per_credential: 1 }).httpSessionsPerCredential).toBe(1);
   });
 });
+
+describe('config: sessions_per_user_max', () => {
+  it('defaults to an eighth of clients_table_max; the file, the environment and a flag set it', () => {
+    expect(config().sessionsPerUserMax).toBe(1024);
+    expect(config({ clients_table_max: 100 }).sessionsPerUserMax).toBe(12);
+    expect(config({ clients_table_max: 4 }).sessionsPerUserMax).toBe(1);
+    expect(config({ sessions_per_user_max: 20 }).sessionsPerUserMax).toBe(20);
+    const env = readConfigEnv({ VRMETA_SESSIONS_PER_USER_MAX: '30' });
+    expect(config({ sessions_per_user_max: 20 }, env, { sessions_per_user_max: '40' }).sessionsPerUserMax).toBe(40);
+  });
+
+  it('refuses 0, more than clients_table_max and non-integers, naming the key', () => {
+    expect(refusal({ sessions_per_user_max: 0 })).toBe('sessions_per_user_max');
+    expect(refusal({ clients_table_max: 16, sessions_per_user_max: 17 })).toBe('sessions_per_user_max');
+    expect(refusal({ sessions_per_user_max: 'all' })).toBe('sessions_per_user_max');
+    expect(config({ clients_table_max: 16, sessions_per_user_max: 16 }).sessionsPerUserMax).toBe(16);
+  });
+});

@@ -105,7 +105,7 @@ describe('PasswordGate', () => {
     expect(await Promise.all(results)).toEqual([1, 2, 3, 4]);
     expect(order).toEqual([0, 1, 2, 3, 4]);
     expect(runningMax).toBe(2);
-    expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 5 });
+    expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 5, loginsRefused: 0 });
   });
 
   it('starts at most startsPerSecondMax per second: the next one waits its turn, in order, or is refused when the queue is full', async () => {
@@ -137,7 +137,7 @@ describe('PasswordGate', () => {
     // Idle long enough: the next one starts at once.
     clock.advance(100);
     expect(await gate.run(job(4))).toBe(4);
-    expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 4 });
+    expect(gate.stats()).toEqual({ running: 0, queued: 0, refused: 1, completed: 4, loginsRefused: 0 });
   });
 });
 
@@ -219,5 +219,42 @@ describe('logins and password changes under the gate', () => {
     verifier.release();
     expect((await first).status).toBe(204);
     expect((await h.request('POST', '/users/login', { body: { username: 'iggy', password: 'another-pass' } })).status).toBe(200);
+  });
+});
+
+describe('the per-user login allowance', () => {
+  it('each user gets a burst, then the refill rate; users do not share a bucket', () => {
+    const clock = manualClock();
+    const gate = new PasswordGate({ concurrencyMax: 1, queueMax: 0, startsPerSecondMax: Infinity, loginsPerUserBurst: 3, loginsPerUserPerSecond: 2 }, clock);
+    expect([1, 2, 3, 4].map(() => gate.admitLogin(7))).toEqual([true, true, true, false]);
+    expect(gate.admitLogin(0)).toBe(true);
+    clock.advance(499);
+    expect(gate.admitLogin(7)).toBe(false);
+    clock.advance(1);
+    expect([gate.admitLogin(7), gate.admitLogin(7)]).toEqual([true, false]);
+    clock.advance(10_000);
+    expect([1, 2, 3, 4].map(() => gate.admitLogin(7))).toEqual([true, true, true, false]);
+    expect(gate.stats().loginsRefused).toBe(4);
+  });
+
+  it('HTTP: token logins, password logins and refreshes of one user share it, and past it answer 429', async () => {
+    const h = await harness({ app: { passwordGate: { loginsPerUserBurst: 4, loginsPerUserPerSecond: 0.001 } } });
+    try {
+      const root = await h.rootToken();
+      const created = await h.request('POST', '/personal-access-tokens', { token: root, body: { name: 'flood', expiry: 0 } });
+      const pat = created.json.token as string;
+      const statuses: number[] = [];
+      for (let index = 0; index < 2; index++) statuses.push((await h.request('POST', '/personal-access-tokens/login', { body: { token: pat } })).status);
+      statuses.push((await h.request('POST', '/users/refresh-token', { body: { token: root } })).status);
+      statuses.push((await h.request('POST', '/personal-access-tokens/login', { body: { token: pat } })).status);
+      const refused = await h.request('POST', '/users/login', { body: { username: 'iggy', password: 'iggy' } });
+      // rootToken() took the first of the four.
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBeDefined();
+      expect(expectErrorShape(refused).code).toBe('too_many_requests');
+    } finally {
+      await h.close();
+    }
   });
 });

@@ -10,6 +10,7 @@ import { dummyPasswordHash, personalAccessTokenHash } from '../secrets.js';
 import { BEARER_SIZE_MAX } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { iggyError, unauthenticated } from '../errors.js';
+import { tooManyLogins } from '../password-gate.js';
 import { IdentityInfo, LoginBody, PatLoginBody, RefreshTokenBody, responses } from '../schemas.js';
 
 export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async (app, { ctx }) => {
@@ -24,6 +25,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = a
     // inactive account exactly alike (same code, verified at the same cost): a login must not
     // tell which accounts exist but are disabled.
     if (credentials === null || !verified || credentials.status !== UserStatus.active) throw iggyError(ErrorCode.invalidCredentials);
+    if (!ctx.passwordGate.admitLogin(credentials.id)) throw tooManyLogins();
     return auth.issue(credentials.id);
   });
 
@@ -39,6 +41,9 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = a
         throw iggyError(ErrorCode.invalidPersonalAccessToken, 'the token has expired');
       }
       if (auth.activePrincipal(found.userId) === null) throw iggyError(ErrorCode.userInactive);
+      // A token login costs no Argon2id, but it opens a session all the same: the user's login
+      // bound applies (password-gate.ts).
+      if (!ctx.passwordGate.admitLogin(found.userId)) throw tooManyLogins();
       return auth.issue(found.userId);
     },
   );
@@ -51,6 +56,8 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = a
       const claims = await auth.verifyJwt(request.body.token);
       if (claims === null) throw unauthenticated();
       if (auth.activePrincipal(claims.userId, claims.userCreatedAtUs) === null) throw unauthenticated('the user no longer exists or is inactive');
+      // A fresh token is a fresh credential (its own session pool): a login as any other.
+      if (!ctx.passwordGate.admitLogin(claims.userId)) throw tooManyLogins();
       return auth.issue(claims.userId);
     },
   );
