@@ -131,7 +131,13 @@ export class ClientConnection implements ClientHandle {
     this.running = true;
     this.io.pause();
     try {
+      let first = true;
       while (this.queue.length > 0 && !this.closed) {
+        // Between pipelined requests: a turn of the event loop for everyone else, and no next
+        // reply while this client leaves the previous ones unread.
+        if (!first) await this.io.ready();
+        first = false;
+        if (this.closed) break;
         const result = this.queue.shift()!;
         await this.handle(result);
       }
@@ -152,11 +158,19 @@ export class ClientConnection implements ClientHandle {
     }
     if (result.kind === 'skipped') {
       const header = readClientRequest(result.header);
-      if (this.session === null) this.evict(header.client, EvictionReason.noSession);
+      // Its body found no room in the replica's buffer budget: retryable, session or not.
+      if (result.reason === 'over_budget') this.deny(header, ErrorCode.transientNotAccepted);
+      else if (this.session === null) this.evict(header.client, EvictionReason.noSession);
       else this.deny(header, ErrorCode.featureUnavailable);
       return;
     }
     const header = readClientRequest(result.frame);
+    if (this.io.overBudget()) {
+      // Connection buffers are at the replica's budget: no work for a new request until they
+      // drain (the SDK retries TransientNotAccepted by itself).
+      this.deny(header, ErrorCode.transientNotAccepted);
+      return;
+    }
     const body = result.frame.subarray(HEADER_SIZE);
     switch (header.operation) {
       case Operation.register:

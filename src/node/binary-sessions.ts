@@ -297,6 +297,7 @@ export class BinarySessions {
     const user = this.host.state.queries.user({ kind: 'id', id: userId });
     connection.session = { clientId, userId, epoch, userCreatedAtUs: user?.createdAtUs ?? -1 };
     this.bound.set(clientId, connection);
+    connection.io.setAuthenticated(true);
   }
 
   unbind(connection: ClientConnection): void {
@@ -304,6 +305,7 @@ export class BinarySessions {
     if (session === null) return;
     if (this.bound.get(session.clientId) === connection) this.bound.delete(session.clientId);
     connection.session = null;
+    connection.io.setAuthenticated(false);
   }
 
   countEviction(reason: number): void {

@@ -45,6 +45,7 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--tcp <host:port>', 'tcp', 'Iggy binary client listener (default 127.0.0.1:8090)'],
   ['--tcp-peers <list>', 'tcp_peers', 'comma-separated binary client host:port of every replica (leader following)'],
   ['--tcp-connections-max <n>', 'tcp_connections_max', 'client connections held at once (default 10000)'],
+  ['--tcp-buffers-size-max <bytes>', 'tcp_buffers_size_max', 'bytes all client connections may buffer together (default 134217728)'],
   ['--tcp-tls-cert <file>', 'tcp_tls_cert', 'PEM certificate: TLS on the client port (with --tcp-tls-key)'],
   ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
   ['--cors-origins <list>', 'cors_origins', 'comma-separated origins browsers may call the HTTP API from (default *: any; empty: CORS off)'],

@@ -3,6 +3,7 @@
  * (DESIGN.md §2.2). Every key is validated here, once; a bad value is a `ConfigError` naming the
  * key and the reason, which the CLI prints as one line and exits with status 2.
  */
+import { CLIENT_BUFFERS_SIZE_MAX_DEFAULT } from '../transport/buffer-budget.js';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { parseKernelsMode } from '../kernels/index.js';
@@ -75,6 +76,8 @@ export interface NodeConfig {
   readonly tcpPeers: readonly string[] | null;
   /** Client connections held at once; one more is refused with CannotEstablishConnection. */
   readonly tcpConnectionsMax: number;
+  /** Bytes all client connections may hold in buffers together (src/transport/buffer-budget.ts). */
+  readonly tcpBuffersSizeMax: number;
   /** PEM files: TLS on the client port when both are set. */
   readonly tcpTlsCert: string | null;
   readonly tcpTlsKey: string | null;
@@ -118,6 +121,7 @@ export const CONFIG_KEYS = {
   tcp: 'VRMETA_TCP',
   tcp_peers: 'VRMETA_TCP_PEERS',
   tcp_connections_max: 'VRMETA_TCP_CONNECTIONS_MAX',
+  tcp_buffers_size_max: 'VRMETA_TCP_BUFFERS_SIZE_MAX',
   tcp_tls_cert: 'VRMETA_TCP_TLS_CERT',
   tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
   cors_origins: 'VRMETA_CORS_ORIGINS',
@@ -153,6 +157,7 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   tcp: '127.0.0.1:8090',
   tcp_peers: null,
   tcp_connections_max: 10_000,
+  tcp_buffers_size_max: CLIENT_BUFFERS_SIZE_MAX_DEFAULT,
   tcp_tls_cert: null,
   tcp_tls_key: null,
   // Iggy's `[http.cors] allowed_origins` default: any origin (the web UI runs elsewhere).
@@ -396,6 +401,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tcp: hostPort('tcp', raw.tcp),
     tcpPeers,
     tcpConnectionsMax: integer('tcp_connections_max', raw.tcp_connections_max, 1, 1_000_000),
+    tcpBuffersSizeMax: integer('tcp_buffers_size_max', raw.tcp_buffers_size_max, 1024 * 1024, 2 ** 40),
     tcpTlsCert,
     tcpTlsKey,
     corsOrigins,

@@ -423,6 +423,7 @@ export class ReplicaNode implements NodeApi {
       host,
       port,
       connectionsMax: this.config.tcpConnectionsMax,
+      buffersSizeMax: this.config.tcpBuffersSizeMax,
       tls,
       cluster: this.cluster,
       open: (io) => this.binary.open(io),

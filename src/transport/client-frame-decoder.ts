@@ -6,18 +6,23 @@
  *      is a body buffer allocated, so a client cannot make us buffer a body behind a header that
  *      does not validate;
  *   3. at `size` bytes: the frame is yielded.
- * A partition-plane request (a message batch) larger than CLIENT_FRAME_SIZE_MAX, up to Iggy's
- * own frame limit, is read past without buffering and yielded as `skipped`, so the session can
- * answer FeatureUnavailable instead of tearing the connection down. Any other oversize frame is
- * refused with InvalidRequestBodySize.
+ * A partition-plane request (a message batch) larger than `frameSizeMax` (CLIENT_FRAME_SIZE_MAX
+ * unless the session lowers it: a connection that has not logged in gets a small one), up to
+ * Iggy's own frame limit, is read past without buffering and yielded as `skipped`, so the session
+ * can answer FeatureUnavailable instead of tearing the connection down. Any other oversize frame
+ * is refused with InvalidRequestBodySize. A frame whose body buffer the replica-wide budget has
+ * no room for (buffer-budget.ts) is read past too, `skipped` with reason `over_budget`, and the
+ * session answers it with a retryable error: memory never grows past the budget for it.
  *
  * After a refusal the byte stream has no trustworthy frame boundary left, so the decoder is
  * poisoned: it yields the refusal once and drops everything after. Memory per connection: one
- * 256-byte header buffer plus at most one frame of CLIENT_FRAME_SIZE_MAX. Never throws on input.
+ * 256-byte header buffer plus at most one frame of `frameSizeMax`, taken from the budget and
+ * given back when the frame is yielded (or `dispose`d). Never throws on input.
  */
 import { HEADER_SIZE, HeaderOffset } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import { EvictionReason } from '../vsr/header-types.js';
+import type { BufferBudget } from './buffer-budget.js';
 import {
   CLIENT_FRAME_SIZE_MAX,
   CLIENT_SKIP_SIZE_MAX,
@@ -30,12 +35,24 @@ import {
 export type ClientDecodeResult =
   /** A whole request frame (header + body), a private copy. */
   | { readonly kind: 'frame'; readonly frame: Uint8Array }
-  /** A data-plane request whose body was too large to buffer and was read past. */
-  | { readonly kind: 'skipped'; readonly header: Uint8Array }
+  /**
+   * A request whose body was read past unbuffered: a data-plane request too large to buffer, or
+   * any request the buffer budget had no room for.
+   */
+  | { readonly kind: 'skipped'; readonly header: Uint8Array; readonly reason: SkipReason }
   /** The stream is refused; `header` when one arrived (the eviction needs its client id). */
   | { readonly kind: 'refused'; readonly reason: string; readonly header: Uint8Array | null; readonly eviction: EvictionReason | null };
 
+export type SkipReason = 'oversize' | 'over_budget';
+
 const SIZE_END = HeaderOffset.size + 4;
+
+export interface ClientFrameDecoderOptions {
+  /** The largest frame buffered (default CLIENT_FRAME_SIZE_MAX); settable later. */
+  readonly frameSizeMax?: number;
+  /** Where body buffers are taken from; without one they are not accounted. */
+  readonly budget?: BufferBudget | null;
+}
 
 export class ClientFrameDecoder {
   framesDecoded = 0;
@@ -50,11 +67,36 @@ export class ClientFrameDecoder {
   /** Body bytes still to read past in skip mode (0 = not skipping). */
   #skipRemaining = 0;
   #skipHeader: Uint8Array | null = null;
+  #skipReason: SkipReason = 'oversize';
+  #frameSizeMax: number;
+  readonly #budget: BufferBudget | null;
   #refusal: ClientDecodeResult | null = null;
   #refusalTaken = false;
 
   #chunk: Uint8Array | null = null;
   #chunkOffset = 0;
+
+  constructor(options: ClientFrameDecoderOptions = {}) {
+    this.#frameSizeMax = options.frameSizeMax ?? CLIENT_FRAME_SIZE_MAX;
+    this.#budget = options.budget ?? null;
+    assert(this.#frameSizeMax >= HEADER_SIZE && this.#frameSizeMax <= CLIENT_FRAME_SIZE_MAX, 'decoder: frameSizeMax in range');
+  }
+
+  /** The largest frame buffered from the next header on (a frame in progress keeps its buffer). */
+  set frameSizeMax(size: number) {
+    assert(size >= HEADER_SIZE && size <= CLIENT_FRAME_SIZE_MAX, 'decoder: frameSizeMax in range');
+    this.#frameSizeMax = size;
+  }
+
+  get frameSizeMax(): number {
+    return this.#frameSizeMax;
+  }
+
+  /** The connection is gone: a body buffer in progress goes back to the budget. */
+  dispose(): void {
+    if (this.#frame !== null) this.#budget?.release(this.#frame.byteLength);
+    this.#frame = null;
+  }
 
   get poisoned(): boolean {
     return this.#refusal !== null;
@@ -112,7 +154,7 @@ export class ClientFrameDecoder {
   #refuse(reason: string, header: Uint8Array | null, eviction: EvictionReason | null): ClientDecodeResult {
     this.#refusal = { kind: 'refused', reason, header, eviction };
     this.#refusalTaken = true;
-    this.#frame = null;
+    this.dispose();
     this.#dropChunk();
     return this.#refusal;
   }
@@ -124,7 +166,7 @@ export class ClientFrameDecoder {
       const header = this.#skipHeader!;
       this.#skipHeader = null;
       this.framesSkipped += 1;
-      return { kind: 'skipped', header };
+      return { kind: 'skipped', header, reason: this.#skipReason };
     }
     if (this.#frame !== null) {
       const part = this.#take(this.#frame.byteLength - this.#frameLength);
@@ -133,6 +175,8 @@ export class ClientFrameDecoder {
       if (this.#frameLength < this.#frame.byteLength) return null;
       const frame = this.#frame;
       this.#frame = null;
+      // Handed over: the session holds it while it runs (one request at a time per connection).
+      this.#budget?.release(frame.byteLength);
       this.framesDecoded += 1;
       return { kind: 'frame', frame };
     }
@@ -151,21 +195,27 @@ export class ClientFrameDecoder {
     const refusal = validateClientRequest(header);
     if (refusal !== null) return this.#refuse(refusal.reason, header, refusal.eviction);
     const size = readDeclaredSize(header);
-    if (size > CLIENT_FRAME_SIZE_MAX) {
+    if (size > this.#frameSizeMax) {
       if (!isPartitionOperation(header[RequestOffset.operation]!)) {
-        return this.#refuse(`declared size ${size} exceeds ${CLIENT_FRAME_SIZE_MAX}`, header, EvictionReason.invalidRequestBodySize);
+        return this.#refuse(`declared size ${size} exceeds ${this.#frameSizeMax}`, header, EvictionReason.invalidRequestBodySize);
       }
-      this.#skipRemaining = size - HEADER_SIZE;
-      this.#skipHeader = header;
-      return null;
+      return this.#skip(header, size, 'oversize');
     }
     if (size === HEADER_SIZE) {
       this.framesDecoded += 1;
       return { kind: 'frame', frame: header };
     }
+    if (this.#budget !== null && !this.#budget.reserve(size)) return this.#skip(header, size, 'over_budget');
     this.#frame = new Uint8Array(size);
     this.#frame.set(header);
     this.#frameLength = HEADER_SIZE;
+    return null;
+  }
+
+  #skip(header: Uint8Array, size: number, reason: SkipReason): null {
+    this.#skipRemaining = size - HEADER_SIZE;
+    this.#skipHeader = header;
+    this.#skipReason = reason;
     return null;
   }
 }

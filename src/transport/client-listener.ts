@@ -32,17 +32,22 @@
  *
  * Bounds, each with a counted refusal: `connectionsMax` sockets (one over it gets its first
  * request answered with CannotEstablishConnection, then is closed; at most REFUSALS_MAX such at
- * once, beyond that they are dropped at accept); per connection one decoder (one frame of at most
- * CLIENT_FRAME_SIZE_MAX buffered) and CLIENT_SEND_BUFFER_MAX of unsent replies; a frame must
- * complete within CLIENT_FRAME_TIMEOUT_MS of its first byte (slowloris, half frames); a
- * connection silent for CLIENT_STALE_TIMEOUT_MS is evicted as stale and closed (Iggy: 1.2 x its
- * 30 s heartbeat interval; SDKs ping every 5 s).
+ * once, beyond that they are dropped at accept); per connection one decoder (one frame buffered,
+ * of at most PRE_LOGIN_FRAME_SIZE_MAX before a login and CLIENT_FRAME_SIZE_MAX after) and unsent
+ * replies: the next request is read only once they are below the connection's high-water mark
+ * (PRE_LOGIN_SEND_HIGH_WATER / CLIENT_SEND_HIGH_WATER: a client that does not read stops being
+ * read), and a connection past CLIENT_SEND_BUFFER_MAX is closed; all connections together hold
+ * at most `buffersSizeMax` (buffer-budget.ts), past which requests are refused with a retryable
+ * error before any work. A frame must complete within CLIENT_FRAME_TIMEOUT_MS of its first byte
+ * (slowloris, half frames); a connection silent for CLIENT_STALE_TIMEOUT_MS is evicted as stale
+ * and closed (Iggy: 1.2 x its 30 s heartbeat interval; SDKs ping every 5 s).
  */
 import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { HEADER_SIZE } from '../constants.js';
+import { BufferBudget, CLIENT_BUFFERS_SIZE_MAX_DEFAULT } from './buffer-budget.js';
 import { ClientFrameDecoder, type ClientDecodeResult } from './client-frame-decoder.js';
-import { encodeClientReply, readClientRequest } from './client-wire.js';
+import { CLIENT_FRAME_SIZE_MAX, encodeClientReply, readClientRequest } from './client-wire.js';
 
 /** A frame must arrive whole within this long of its first byte. */
 export const CLIENT_FRAME_TIMEOUT_MS = 10_000;
@@ -50,6 +55,14 @@ export const CLIENT_FRAME_TIMEOUT_MS = 10_000;
 export const CLIENT_STALE_TIMEOUT_MS = 36_000;
 /** Replies queued to a client that does not read are bounded; past this it is disconnected. */
 export const CLIENT_SEND_BUFFER_MAX = 16 * 1024 * 1024;
+/**
+ * Before a login a connection can send only a login or a ping: a frame of at most this (a login
+ * body is a few hundred bytes), and it stops being read with this much of its replies unsent.
+ */
+export const PRE_LOGIN_FRAME_SIZE_MAX = 4096;
+export const PRE_LOGIN_SEND_HIGH_WATER = 64 * 1024;
+/** A logged-in connection's next request waits while this much of its replies is unsent. */
+export const CLIENT_SEND_HIGH_WATER = 1024 * 1024;
 /** Connections over the limit being told so at once; more are dropped at accept. */
 export const REFUSALS_MAX = 64;
 /** How long a refused connection gets to send the request its refusal answers. */
@@ -71,6 +84,16 @@ export interface ClientIo {
   resume(): void;
   /** Closes the socket (after flushing what was sent). */
   close(reason: string): void;
+  /** The connection logged in (or out): its bounds on frames and unsent replies follow. */
+  setAuthenticated(authenticated: boolean): void;
+  /**
+   * Resolves when the next request may run: on a later turn of the event loop (one connection's
+   * pipelined requests never run back to back), and once its unsent replies are below its
+   * high-water mark.
+   */
+  ready(): Promise<void>;
+  /** The replica-wide buffer budget is spent: a request now is refused, retryably (counted). */
+  overBudget(): boolean;
 }
 
 /** The session side of one connection (src/node/binary-sessions.ts). */
@@ -93,6 +116,8 @@ export interface ClientListenerOptions {
   open(io: ClientIo): ClientHandle;
   log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
   readonly cluster: bigint;
+  /** The budget of every connection's buffers (default CLIENT_BUFFERS_SIZE_MAX_DEFAULT). */
+  readonly buffersSizeMax?: number;
   nowMs?: () => number;
   /** Tests shorten the timers. */
   readonly timers?: { readonly frameTimeoutMs?: number; readonly staleTimeoutMs?: number; readonly sweepIntervalMs?: number };
@@ -107,6 +132,10 @@ export interface ClientListenerStats {
   readonly stale: number;
   readonly sendOverflows: number;
   readonly refusedFrames: number;
+  /** Bytes of frames being received and replies unsent, over every connection. */
+  readonly buffersUsed: number;
+  /** Buffers the budget refused and requests turned away while it was spent. */
+  readonly budgetRefusals: number;
 }
 
 interface Tracked {
@@ -119,6 +148,10 @@ interface Tracked {
   frameStartMs: number;
   /** A request is being answered: the silence is ours, not the client's. */
   busy: boolean;
+  /** Unsent bytes above which the next request waits (by login state). */
+  sendHighWater: number;
+  /** Bytes written whose write has not completed, charged to the budget. */
+  unsent: number;
 }
 
 export class ClientListener {
@@ -132,9 +165,11 @@ export class ClientListener {
   private readonly staleTimeoutMs: number;
   private readonly counters = { accepted: 0, refusedOverLimit: 0, droppedOverLimit: 0, slowFrames: 0, stale: 0, sendOverflows: 0, refusedFrames: 0 };
   private readonly warned = new Map<string, number>();
+  readonly budget: BufferBudget;
 
   constructor(options: ClientListenerOptions) {
     this.options = options;
+    this.budget = new BufferBudget(options.buffersSizeMax ?? CLIENT_BUFFERS_SIZE_MAX_DEFAULT);
     this.nowMs = options.nowMs ?? Date.now;
     this.frameTimeoutMs = options.timers?.frameTimeoutMs ?? CLIENT_FRAME_TIMEOUT_MS;
     this.staleTimeoutMs = options.timers?.staleTimeoutMs ?? CLIENT_STALE_TIMEOUT_MS;
@@ -163,7 +198,7 @@ export class ClientListener {
   }
 
   stats(): ClientListenerStats {
-    return { connections: this.tracked.size, ...this.counters };
+    return { connections: this.tracked.size, ...this.counters, buffersUsed: this.budget.used, budgetRefusals: this.budget.refusals };
   }
 
   async close(): Promise<void> {
@@ -190,8 +225,15 @@ export class ClientListener {
     }
     this.counters.accepted += 1;
     const address = `${socket.remoteAddress ?? ''}:${socket.remotePort ?? 0}`.replace(/^::ffff:/, '');
-    const decoder = new ClientFrameDecoder();
+    const decoder = new ClientFrameDecoder({ frameSizeMax: PRE_LOGIN_FRAME_SIZE_MAX, budget: this.budget });
     let tracked: Tracked | null = null;
+    const budget = this.budget;
+    // Bytes charged for writes still in flight, given back once each completes (or the socket died).
+    const written = (size: number) => (): void => {
+      if (tracked === null || tracked.unsent < size) return;
+      tracked.unsent -= size;
+      budget.release(size);
+    };
     const io: ClientIo = {
       address,
       transport: this.options.tls ? 'tls' : 'tcp',
@@ -203,8 +245,12 @@ export class ClientListener {
           socket.destroy();
           return false;
         }
-        if (tracked !== null) tracked.lastActivityMs = this.nowMs();
-        socket.write(frame);
+        if (tracked !== null) {
+          tracked.lastActivityMs = this.nowMs();
+          tracked.unsent += frame.byteLength;
+          budget.charge(frame.byteLength);
+        }
+        socket.write(frame, written(frame.byteLength));
         return true;
       },
       pause: () => {
@@ -216,7 +262,10 @@ export class ClientListener {
           tracked.busy = false;
           tracked.lastActivityMs = this.nowMs();
         }
-        if (!socket.destroyed) socket.resume();
+        if (socket.destroyed) return;
+        // A client that does not read its replies is not read either, until it has.
+        if (tracked !== null && socket.writableLength > tracked.sendHighWater) socket.once('drain', () => socket.resume());
+        else socket.resume();
       },
       close: (reason) => {
         // Per connection, so debug: what an operator needs is counted in stats() and the
@@ -226,9 +275,34 @@ export class ClientListener {
         // A client that keeps the socket open after the FIN is not owed a wait.
         setTimeout(() => socket.destroy(), 1_000).unref();
       },
+      setAuthenticated: (authenticated) => {
+        decoder.frameSizeMax = authenticated ? CLIENT_FRAME_SIZE_MAX : PRE_LOGIN_FRAME_SIZE_MAX;
+        if (tracked !== null) tracked.sendHighWater = authenticated ? CLIENT_SEND_HIGH_WATER : PRE_LOGIN_SEND_HIGH_WATER;
+      },
+      ready: () =>
+        new Promise<void>((resolve) => {
+          const congested = tracked !== null && !socket.destroyed && socket.writableLength > tracked.sendHighWater;
+          if (!congested) {
+            setImmediate(resolve);
+            return;
+          }
+          // Drained, or closed meanwhile (the session sees that and stops).
+          const done = (): void => {
+            socket.off('drain', done);
+            socket.off('close', done);
+            resolve();
+          };
+          socket.on('drain', done);
+          socket.on('close', done);
+        }),
+      overBudget: () => {
+        if (!budget.refuseIfSpent()) return false;
+        this.warn('over_budget', 'client buffers at the replica budget; refusing requests until they drain', { buffers_size_max: budget.sizeMax });
+        return true;
+      },
     };
     const connection = this.options.open(io);
-    tracked = { socket, decoder, connection, lastActivityMs: this.nowMs(), frameStartMs: 0, busy: false };
+    tracked = { socket, decoder, connection, lastActivityMs: this.nowMs(), frameStartMs: 0, busy: false, sendHighWater: PRE_LOGIN_SEND_HIGH_WATER, unsent: 0 };
     const entry = tracked;
     this.tracked.add(entry);
     socket.on('data', (chunk: Buffer) => {
@@ -247,6 +321,10 @@ export class ClientListener {
     });
     socket.once('close', () => {
       this.tracked.delete(entry);
+      decoder.dispose();
+      // Writes that never completed give their bytes back now (their callbacks may never come).
+      budget.release(entry.unsent);
+      entry.unsent = 0;
       connection.onClosed();
     });
   }
