@@ -310,6 +310,11 @@ export class Cluster {
     return this.replica(index).tcpPort;
   }
 
+  /** The replica's replication (bus) port. */
+  replicaPort(index: number): number {
+    return this.replica(index).replicaPort;
+  }
+
   dataDir(index: number): string {
     return this.replica(index).dataDir;
   }
