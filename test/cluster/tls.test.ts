@@ -8,6 +8,8 @@
  *     forwarded to the primary over HTTPS and read back from every replica); the replica port
  *     speaks TLS and demands a client certificate; a replica whose certificate another CA issued
  *     is refused by its peers (counted as tls_failed) and joins once it has a good one;
+ *   - plain sockets held open on the mesh port (no TLS handshake ever started) do not keep a
+ *     restarted replica out;
  *   - bad TLS configuration exits 2 naming the key.
  * (The Iggy binary client listener does not exist yet; it will take its TLS from src/node/tls.ts.)
  */
@@ -235,6 +237,33 @@ describe.skipIf(!OPENSSL)('TLS (openssl present)', () => {
     await waitUntil('replica 0 ready with a good certificate', () => ready(0), 60_000, replicas[0]!);
     await waitUntil('replica 0 has the stream', async () => (await https(url(0, '/streams/while-rogue'), { ca: pki.ca, token })).status === 200, 30_000);
   }, 120_000);
+
+  it('sockets held open on the mesh port without starting TLS do not keep a restarted replica out', async () => {
+    // Plain TCP connections that never send a ClientHello, each reopened as soon as it closes:
+    // they once filled the TLS listener's maxConnections and every dial of a peer was dropped.
+    const held = new Set<ReturnType<typeof netConnect>>();
+    let holding = true;
+    const hold = (port: number): void => {
+      if (!holding) return;
+      const socket = netConnect({ host: '127.0.0.1', port });
+      held.add(socket);
+      socket.on('error', () => {});
+      socket.once('close', () => {
+        held.delete(socket);
+        setTimeout(() => hold(port), 5);
+      });
+    };
+    try {
+      for (const index of [1, 2]) for (let count = 0; count < 300; count++) hold(replicaPorts[index]!);
+      await sleep(500);
+      await stopSpawned(replicas[0]!);
+      startReplica(0);
+      await waitUntil('replica 0 ready during the attack', () => ready(0), 30_000, replicas[0]!);
+    } finally {
+      holding = false;
+      for (const socket of held) socket.destroy();
+    }
+  }, 90_000);
 
   it('bad TLS configuration exits 2 naming the key', async () => {
     const ports = await reservePorts(2);
