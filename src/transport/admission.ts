@@ -21,9 +21,10 @@
  * *claimed* by the replica it names and leaves the unclaimed pool for a reserve of its own,
  * `claimsPerPeerMax` per claimed replica, the newest claim replacing the oldest (a restarted
  * peer's fresh dial replaces the stale one). Nothing an outsider without the key can send
- * reaches the reserve, so a configured replica's reconnect is never starved by strangers; what
- * still competes with it is a process on its own host (the same source) or an on-path attacker
- * replaying its Hellos, both outside what this defends.
+ * reaches the reserve, so a configured replica's reconnect is never starved by strangers. What
+ * still competes with it: a flood from its own source, for its unverified slots and by lot only
+ * (above), and an on-path attacker replaying its Hellos into its reserve, outside what this
+ * defends (the PSK handshake without TLS does not claim to stop on-path attackers).
  *
  * Pure bookkeeping, no sockets and no clock of its own: the bus supplies the time and closes
  * what this says to close, so the rules are tested without a network.

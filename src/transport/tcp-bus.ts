@@ -23,7 +23,7 @@
  * handler) leaves in one writev: under load one syscall carries many prepares or PrepareOks.
  *
  * Inbound connections are admitted before anything is read from them (admission.ts): bounded
- * per source and in all, the oldest unverified one making room for a newcomer; a connection
+ * per source and in all, a random unverified one making room for a newcomer; a connection
  * whose Hello verifies (its sender holds the key) moves to a reserve of the replica it claims,
  * which nothing an outsider sends can take. An unverified connection must present its Hello
  * within `helloTimeoutMs`, the rest of the handshake within `handshakeTimeoutMs`.
