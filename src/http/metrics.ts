@@ -145,6 +145,16 @@ export function createMetrics(node: NodeApi, passwordGate: () => PasswordGateSta
     },
   });
 
+  new Counter({
+    name: 'vrmeta_logins_refused_total',
+    help: "logins refused because their user's login allowance was spent (both edges, password-gate.ts)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(passwordGate().loginsRefused);
+    },
+  });
+
   // Iggy's entity gauges (same names and help as apache/iggy core/server/src/http/metrics.rs).
   const stats = () => node.state.queries.statsView();
   gauge('streams', 'total count of streams', () => stats().streamsCount);

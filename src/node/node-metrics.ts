@@ -69,6 +69,8 @@ export interface NodeMetricSources {
   /** Full collections the idle collector ran (src/node/idle-collector.ts); absent: none run. */
   idleCollections?(): number;
   fetchCollections?(): number;
+  /** The client port's buffer budget (src/transport/buffer-budget.ts); absent before it listens. */
+  tcpBuffers?(): { readonly used: number; readonly refusals: number } | null;
 }
 
 const EVICTION_REASON_NAMES = new Map<number, string>(
@@ -171,6 +173,15 @@ export class NodeMetrics {
           out.push([{ transport: 'tcp', reason: EVICTION_REASON_NAMES.get(Number(code)) ?? 'unknown' }, count ?? 0]);
         }
         return out;
+      }),
+      mirroredCounter('vsr_tcp_buffer_budget_refusals_total', "client port buffers the replica-wide budget refused, and requests answered TransientNotAccepted while it was spent", [], () => [[{}, sources.tcpBuffers?.()?.refusals ?? 0]]),
+      new Gauge({
+        name: 'vsr_tcp_buffers_bytes',
+        help: 'bytes the client port holds in frames being received and replies not yet sent, over every connection (bounded by tcp_buffers_size_max)',
+        registers: [],
+        collect() {
+          this.set(sources.tcpBuffers?.()?.used ?? 0);
+        },
       }),
       new Gauge({
         name: 'vsr_http_sessions',

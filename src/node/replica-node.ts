@@ -211,6 +211,10 @@ export class ReplicaNode implements NodeApi {
       tcpEvictions: () => this.binary.counters.evictionsSent,
       idleCollections: () => this.idleCollector?.collections ?? 0,
       fetchCollections: () => this.fetchCollector?.collections ?? 0,
+      tcpBuffers: () => {
+        const stats = this.clientListener?.stats();
+        return stats === undefined ? null : { used: stats.buffersUsed, refusals: stats.budgetRefusals };
+      },
     });
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
     // A chunk's frame goes back to the pool once the chunk is in the transfer file.

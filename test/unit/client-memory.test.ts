@@ -6,6 +6,7 @@
  * (TransientNotAccepted) before any work, until the buffers drain.
  */
 import { createConnection, type Socket } from 'node:net';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BufferBudget } from '../../src/transport/buffer-budget.js';
 import { ClientFrameDecoder } from '../../src/transport/client-frame-decoder.js';
@@ -111,6 +112,11 @@ describe('client port: memory a connection can make the replica hold', () => {
       const refused = await client.write(OP.createStream, name('over-budget'));
       expect(refused.status).toBe(58);
       expect(stats().budgetRefusals).toBeGreaterThanOrEqual(1);
+      const registry = new Registry();
+      server.node.registerMetrics(registry);
+      const metrics = await registry.metrics();
+      expect(metrics).toMatch(/^vsr_tcp_buffer_budget_refusals_total [1-9]/m);
+      expect(metrics).toMatch(/^vsr_tcp_buffers_bytes [1-9]/m);
       expect(stats().buffersUsed).toBeLessThanOrEqual(BUDGET);
       for (const hog of hogs) hog.destroy();
       await until(() => stats().buffersUsed < BUDGET, 'the hogs gone');

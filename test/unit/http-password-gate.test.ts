@@ -253,6 +253,8 @@ describe('the per-user login allowance', () => {
       expect(refused.status).toBe(429);
       expect(refused.headers['retry-after']).toBeDefined();
       expect(expectErrorShape(refused).code).toBe('too_many_requests');
+      const metrics = await h.request('GET', '/metrics', { token: root });
+      expect(metrics.text).toMatch(/^vrmeta_logins_refused_total\{replica="0"\} 2$/m);
     } finally {
       await h.close();
     }
