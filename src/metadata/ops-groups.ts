@@ -9,6 +9,7 @@
  */
 import { assert } from '../stdx/assert.js';
 import type { ApplyResult } from '../vsr/state-machine.js';
+import type { GroupAddress } from './client-groups.js';
 import { join, leave, memberOf } from './consumer-groups.js';
 import { ErrorCode } from './errors.js';
 import { createdGroupReply } from './create-replies.js';
@@ -36,6 +37,10 @@ function readableTopic(ctx: OpContext, address: TopicAddress): ResolvedTopic | E
 
 interface ResolvedGroup extends ResolvedTopic {
   readonly group: GroupState;
+}
+
+function addressOf({ stream, topic, group }: ResolvedGroup): GroupAddress {
+  return { streamId: stream.id, topicId: topic.id, groupId: group.id };
 }
 
 function readableGroup(
@@ -79,6 +84,7 @@ export function deleteConsumerGroup(
   if (typeof resolved === 'number') return rejected(resolved);
   if (!ctx.commit) return OK;
   const { topic, group } = resolved;
+  ctx.state.clientGroups.forgetGroup(addressOf(resolved), group);
   topic.groups.remove(group.id);
   topic.groupIndex.delete(group.name);
   return OK;
@@ -95,6 +101,7 @@ export function joinConsumerGroup(ctx: OpContext, request: JoinConsumerGroupRequ
   if (group.members.isFull()) return rejected(ErrorCode.consumerGroupMembersLimitReached);
   if (!ctx.commit) return OK;
   join(group, ctx.clientId, topic.partitions.count);
+  ctx.state.clientGroups.add(ctx.clientId, addressOf(resolved));
   return OK;
 }
 
@@ -111,37 +118,29 @@ export function leaveConsumerGroup(
   if (!ctx.commit) return OK;
   const left = leave(group, ctx.clientId, topic.partitions.count);
   assert(left, 'the member checked above leaves');
+  ctx.state.clientGroups.remove(ctx.clientId, addressOf(resolved));
   return OK;
 }
 
-/** Removes `clientId` from every group, each left group rebalancing once. Returns how many. */
+/**
+ * Removes `clientId` from every group it is a member of, each left group rebalancing once.
+ * Returns how many. Costs the client's own memberships (client-groups.ts), not the streams.
+ */
 export function removeClientFromGroups(state: MetadataState, clientId: bigint): number {
-  let removed = 0;
-  for (const stream of state.streams.values()) {
-    for (const topic of stream.topics.values()) {
-      if (topic.groups.count === 0) continue;
-      for (const group of topic.groups.values()) {
-        if (leave(group, clientId, topic.partitions.count)) removed += 1;
-      }
-    }
+  const addresses = state.clientGroups.of(clientId);
+  for (const address of addresses) {
+    const stream = state.streams.get(address.streamId);
+    const topic = stream?.topics.get(address.topicId);
+    const group = topic?.groups.get(address.groupId);
+    assert(group !== undefined, 'an indexed membership names a live group');
+    const left = leave(group, clientId, topic!.partitions.count);
+    assert(left, 'an indexed membership is a member');
+    state.clientGroups.remove(clientId, address);
   }
-  return removed;
+  return addresses.length;
 }
 
 /** Where a client is a member: (stream, topic, group) ids, ascending. */
-export function groupsOfClient(
-  state: MetadataState,
-  clientId: bigint,
-): { streamId: number; topicId: number; groupId: number }[] {
-  const out: { streamId: number; topicId: number; groupId: number }[] = [];
-  for (const stream of state.streams.values()) {
-    for (const topic of stream.topics.values()) {
-      if (topic.groups.count === 0) continue;
-      for (const group of topic.groups.values()) {
-        if (memberOf(group, clientId) === undefined) continue;
-        out.push({ streamId: stream.id, topicId: topic.id, groupId: group.id });
-      }
-    }
-  }
-  return out;
+export function groupsOfClient(state: MetadataState, clientId: bigint): GroupAddress[] {
+  return state.clientGroups.of(clientId);
 }

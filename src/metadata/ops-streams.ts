@@ -106,6 +106,7 @@ export function deleteStream(ctx: OpContext, request: DeleteStreamRequest): Appl
   if (stream === undefined) return rejected(ErrorCode.streamIdNotFound);
   if (!canManageStream(ctx.actor, stream.id)) return rejected(ErrorCode.unauthorized);
   if (!ctx.commit) return OK;
+  state.clientGroups.forgetStream(stream);
   state.streams.remove(stream.id);
   state.streamIndex.delete(stream.name);
   ctx.stats.removeStream(stream);
@@ -261,6 +262,7 @@ export function deleteTopic(ctx: OpContext, request: DeleteTopicRequest): ApplyR
   if (typeof resolved === 'number') return rejected(resolved);
   if (!ctx.commit) return OK;
   const { stream, topic } = resolved;
+  ctx.state.clientGroups.forgetTopic(stream, topic.id);
   stream.topics.remove(topic.id);
   stream.topicIndex.delete(topic.name);
   ctx.stats.removeTopic(stream, topic);

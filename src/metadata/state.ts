@@ -8,6 +8,7 @@
  */
 import { assert } from '../stdx/assert.js';
 import { IdSlab } from './id-slab.js';
+import { ClientGroupIndex } from './client-groups.js';
 import type { Identifier } from './operations.js';
 import type { TopicOptionEntry } from './options.js';
 import type {
@@ -106,6 +107,8 @@ export class MetadataState {
   readonly revokedTokens = new Map<string, RevokedTokenState>();
   /** Entries of `revokedTokens` per user id (derived; each <= `limits.revokedTokensPerUserMax`). */
   readonly revokedTokensByUser = new Map<number, number>();
+  /** Client id -> its consumer-group memberships (derived from the groups' members). */
+  readonly clientGroups = new ClientGroupIndex();
   readonly limits: MetadataLimits;
 
   constructor(limits: MetadataLimits) {
@@ -122,6 +125,7 @@ export class MetadataState {
     assert(this.users.count === 0 && this.streams.count === 0, 'install into an empty state');
     this.users = IdSlab.from(this.limits.usersMax, users);
     this.streams = IdSlab.from(this.limits.streamsMax, streams);
+    for (const stream of this.streams.values()) this.clientGroups.indexStream(stream);
   }
 
   /** A fresh topic container with this state's limits. */

@@ -155,6 +155,7 @@ const request: fc.Arbitrary<MetadataRequest> = fc.oneof(
 ) as fc.Arbitrary<MetadataRequest>;
 
 const actor = fc.constantFrom(0, 0, 0, 0, 1, 1, 2, 2, 3, 9);
+const CLIENT_IDS = [0n, 1n, 2n, 3n] as const;
 const clientId = fc.constantFrom(1n, 1n, 1n, 2n, 3n, 0n);
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 40, arbitrary: fc.record({ kind: fc.constant('op' as const), actor, clientId, request }) },
@@ -232,6 +233,10 @@ function run(steps: readonly Step[], model?: ReferenceModel): Run {
         expect(sm.snapshot()).toEqual(snapshot);
         break;
       }
+    }
+    // The membership index answers what a walk of every group would, after every step.
+    if (model !== undefined) {
+      for (const client of CLIENT_IDS) expect(sm.consumerGroupsOfClient(client)).toEqual(model.groupsOfClient(client));
     }
   }
   return { sm, codes };

@@ -444,6 +444,20 @@ export class ReferenceModel {
     }
   }
 
+  /** Where `clientId` is a member, by a walk of every stream and topic: (stream, topic, group). */
+  groupsOfClient(clientId: bigint): { streamId: number; topicId: number; groupId: number }[] {
+    const out: { streamId: number; topicId: number; groupId: number }[] = [];
+    for (const stream of this.streams) {
+      for (const topic of stream.topics) {
+        for (const group of topic.groups) {
+          if (!group.members.some((m) => m.clientId === clientId)) continue;
+          out.push({ streamId: stream.id, topicId: topic.id, groupId: group.id });
+        }
+      }
+    }
+    return out;
+  }
+
   /** Mirrors `bumpPartitionStats`: false when the partition does not exist. */
   bump(streamId: number, topicId: number, partitionId: number, size: number, messages: number, segments: number): boolean {
     const partition = this.streams.find((s) => s.id === streamId)?.topics.find((t) => t.id === topicId)?.partitions.find((p) => p.id === partitionId);
