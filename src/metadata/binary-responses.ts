@@ -119,6 +119,11 @@ export function encodeOptionsBlock(entries: readonly OptionEntry[]): Uint8Array 
 }
 
 function optionsPrefixed(writer: BodyWriter, entries: readonly OptionEntry[]): void {
+  if (entries.length === 0) {
+    // Every stream of a list carries one: no block writer (and its buffer) per stream.
+    writer.u32(0);
+    return;
+  }
   const block = encodeOptionsBlock(entries);
   writer.u32(block.byteLength);
   writer.bytes(block);
@@ -207,8 +212,13 @@ export function encodeStreamDetails(stream: StreamDetailsView): Uint8Array {
 
 export function encodeStreams(streams: readonly StreamView[]): Uint8Array {
   const writer = new BodyWriter();
-  for (const stream of streams) writeStream(writer, stream);
+  writeStreams(writer, streams);
   return writer.finish();
+}
+
+/** GetStreams' entries, appended: a list built in slices writes each slice with this. */
+export function writeStreams(writer: BodyWriter, streams: readonly StreamView[]): void {
+  for (const stream of streams) writeStream(writer, stream);
 }
 
 /** GetTopic and CreateTopic: the header and every partition. */
@@ -285,8 +295,13 @@ export function encodeUserDetails(user: UserDetailsView): Uint8Array {
 
 export function encodeUsers(users: readonly UserView[]): Uint8Array {
   const writer = new BodyWriter();
-  for (const user of users) writeUser(writer, user);
+  writeUsers(writer, users);
   return writer.finish();
+}
+
+/** GetUsers' entries, appended (see `writeStreams`). */
+export function writeUsers(writer: BodyWriter, users: readonly UserView[]): void {
+  for (const user of users) writeUser(writer, user);
 }
 
 const GLOBAL_ORDER = [

@@ -93,6 +93,23 @@ export class IdSlab<T> {
     for (const value of this.entries) if (value !== undefined) yield value;
   }
 
+  /**
+   * At most `limit` live values with ids `>= fromId`, ascending: a keyset page. It costs the
+   * values returned plus the free slots skipped, never a walk from id 0, so a list read in
+   * slices (or pages) costs O(list) in all.
+   */
+  page(fromId: number, limit: number): T[] {
+    assert(Number.isSafeInteger(fromId) && fromId >= 0, 'page start is a non-negative id');
+    assert(Number.isSafeInteger(limit) && limit >= 0, 'page limit is a non-negative count');
+    const out: T[] = [];
+    const entries = this.entries;
+    for (let id = fromId; id < entries.length && out.length < limit; id++) {
+      const value = entries[id];
+      if (value !== undefined) out.push(value);
+    }
+    return out;
+  }
+
   /** Live values, ids ascending, into a new array. */
   toArray(): T[] {
     const out: T[] = [];

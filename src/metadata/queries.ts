@@ -161,6 +161,11 @@ export class MetadataQueries {
     return this.state().streams.toArray().map((stream) => this.streamView(stream));
   }
 
+  /** At most `limit` streams with ids `>= fromId`, ascending: a list read in slices or pages. */
+  streamsPage(fromId: number, limit: number): StreamView[] {
+    return this.state().streams.page(fromId, limit).map((stream) => this.streamView(stream));
+  }
+
   stream(streamId: Identifier): StreamDetailsView | null {
     const stream = resolveStream(this.state(), streamId);
     if (stream === undefined) return null;
@@ -236,6 +241,11 @@ export class MetadataQueries {
 
   users(): UserView[] {
     return this.state().users.toArray().map(userView);
+  }
+
+  /** At most `limit` users with ids `>= fromId`, ascending. */
+  usersPage(fromId: number, limit: number): UserView[] {
+    return this.state().users.page(fromId, limit).map(userView);
   }
 
   user(userId: Identifier): UserDetailsView | null {

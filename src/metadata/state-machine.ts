@@ -125,6 +125,8 @@ export class MetadataStateMachine implements StateMachine {
   private state: MetadataState;
   /** Volatile: PAT-expiry estimates in precheck only; apply always uses the prepare's timestamp. */
   private lastTimestampUs = 0;
+  /** Volatile: calls that may have changed the state (see `version`). */
+  private changes = 0;
 
   constructor(genesis: Genesis, options: MetadataStateMachineOptions = {}) {
     this.limits = Object.freeze({ ...METADATA_LIMITS, ...options.limits });
@@ -163,6 +165,7 @@ export class MetadataStateMachine implements StateMachine {
     );
     assert(typeof input.clientId === 'bigint' && input.clientId >= 0n, 'client id is a u128');
     if (input.timestampUs > this.lastTimestampUs) this.lastTimestampUs = input.timestampUs;
+    this.changes += 1;
     return this.execute(
       input.userId,
       input.operation,
@@ -249,7 +252,18 @@ export class MetadataStateMachine implements StateMachine {
       'timestamp is a non-negative safe integer',
     );
     if (timestampUs > this.lastTimestampUs) this.lastTimestampUs = timestampUs;
+    this.changes += 1;
     removeClientFromGroups(this.state, clientId);
+  }
+
+  /**
+   * Moves whenever anything a read could see may have changed: an apply, a client's removal, a
+   * restore, or any counter of the stats registry (the data plane's bumps included). Equal
+   * versions mean equal answers, so a list body built at one version serves every read at it.
+   * Volatile and local: never replicated, never in a snapshot.
+   */
+  get version(): number {
+    return this.changes + this.stats.version;
   }
 
   snapshot(): StateMachineSnapshot {
@@ -266,6 +280,7 @@ export class MetadataStateMachine implements StateMachine {
     const next = stateFromSnapshot(snapshot, this.limits);
     assert(typeof next !== 'string', typeof next === 'string' ? next : '');
     this.state = next;
+    this.changes += 1;
     this.stats.retain(snapshot.streams);
   }
 

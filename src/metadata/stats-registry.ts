@@ -20,6 +20,10 @@
  *   - Parents always equal the sum of their children: deleting a partition or topic rolls its
  *     parents back by exactly its amounts, and a purge zeroes a partition once (gated by the
  *     purge's op number) and rolls the parents back by exactly what it removed.
+ *   - Every change a reader can see (a bump, an offset, an entry made or dropped) advances
+ *     `version`, the data plane's bumps included: they reach the counter objects directly, so the
+ *     objects share one clock with the registry. Cached list bodies carry stream and topic
+ *     counters, and are rebuilt only when this (or the state's version) moved.
  */
 import { assert } from '../stdx/assert.js';
 import type { StreamSnapshot, TopicSnapshot } from '../format/snapshot-model.js';
@@ -41,6 +45,16 @@ export interface StatsDelta {
 /** Module-private: only the registry and child counters move a parent's totals. */
 const cascade = Symbol('cascade');
 
+/** One registry's change counter, shared by every counter object it made. */
+class StatsClock {
+  /** Only grows: a reader that saw value v has seen every change counted up to v. */
+  value = 0;
+
+  tick(): void {
+    this.value += 1;
+  }
+}
+
 function checkedSum(current: number, delta: number, field: string): number {
   const next = current + delta;
   assert(
@@ -51,9 +65,14 @@ function checkedSum(current: number, delta: number, field: string): number {
 }
 
 export class StreamStats {
+  protected readonly clock: StatsClock;
   private size = 0;
   private messages = 0;
   private segments = 0;
+
+  constructor(clock: StatsClock) {
+    this.clock = clock;
+  }
 
   get sizeBytes(): number {
     return this.size;
@@ -66,6 +85,7 @@ export class StreamStats {
   }
 
   [cascade](sizeBytes: number, messagesCount: number, segmentsCount: number): void {
+    this.clock.tick();
     this.size = checkedSum(this.size, sizeBytes, 'sizeBytes');
     this.messages = checkedSum(this.messages, messagesCount, 'messagesCount');
     this.segments = checkedSum(this.segments, segmentsCount, 'segmentsCount');
@@ -75,8 +95,8 @@ export class StreamStats {
 export class TopicStats extends StreamStats {
   readonly stream: StreamStats;
 
-  constructor(stream: StreamStats) {
-    super();
+  constructor(stream: StreamStats, clock: StatsClock) {
+    super(clock);
     this.stream = stream;
   }
 
@@ -90,8 +110,8 @@ export class PartitionStats extends StreamStats {
   readonly topic: TopicStats;
   private offset = 0;
 
-  constructor(topic: TopicStats) {
-    super();
+  constructor(topic: TopicStats, clock: StatsClock) {
+    super(clock);
     this.topic = topic;
   }
 
@@ -109,6 +129,7 @@ export class PartitionStats extends StreamStats {
       Number.isSafeInteger(offset) && offset >= 0,
       'current offset is a non-negative safe integer',
     );
+    this.clock.tick();
     this.offset = offset;
   }
 
@@ -121,6 +142,7 @@ export class PartitionStats extends StreamStats {
   drain(): void {
     this[cascade](-this.sizeBytes, -this.messagesCount, -this.segmentsCount);
     this.offset = 0;
+    this.clock.tick();
   }
 }
 
@@ -157,14 +179,21 @@ function keyOf(ref: StatsRef): string {
 
 export class StatsRegistry {
   private readonly streams = new Map<string, StreamEntry>();
+  private readonly clock = new StatsClock();
+
+  /** Advances on every change a read could see; never goes back (see the header). */
+  get version(): number {
+    return this.clock.value;
+  }
 
   private streamEntry(stream: StatsRef): StreamEntry {
     const key = keyOf(stream);
     let entry = this.streams.get(key);
     if (entry === undefined) {
       const ref = { id: stream.id, createdAtUs: stream.createdAtUs };
-      entry = { ref, stats: new StreamStats(), topics: new Map() };
+      entry = { ref, stats: new StreamStats(this.clock), topics: new Map() };
       this.streams.set(key, entry);
+      this.clock.tick();
     }
     return entry;
   }
@@ -175,8 +204,9 @@ export class StatsRegistry {
     let entry = parent.topics.get(key);
     if (entry === undefined) {
       const ref = { id: topic.id, createdAtUs: topic.createdAtUs };
-      entry = { ref, stats: new TopicStats(parent.stats), partitions: new Map() };
+      entry = { ref, stats: new TopicStats(parent.stats, this.clock), partitions: new Map() };
       parent.topics.set(key, entry);
+      this.clock.tick();
     }
     return entry;
   }
@@ -187,8 +217,9 @@ export class StatsRegistry {
     let entry = parent.partitions.get(key);
     if (entry === undefined) {
       const ref = { id: partition.id, createdAtUs: partition.createdAtUs };
-      entry = { ref, stats: new PartitionStats(parent.stats), purgedAtOp: -1 };
+      entry = { ref, stats: new PartitionStats(parent.stats, this.clock), purgedAtOp: -1 };
       parent.partitions.set(key, entry);
+      this.clock.tick();
     }
     return entry;
   }
@@ -247,7 +278,7 @@ export class StatsRegistry {
   }
 
   removeStream(stream: StatsRef): void {
-    this.streams.delete(keyOf(stream));
+    if (this.streams.delete(keyOf(stream))) this.clock.tick();
   }
 
   /** The topic's data is gone: its stream loses exactly the topic's amounts. */
@@ -258,6 +289,7 @@ export class StatsRegistry {
     const stats = entry.stats;
     parent.stats[cascade](-stats.sizeBytes, -stats.messagesCount, -stats.segmentsCount);
     parent.topics.delete(keyOf(topic));
+    this.clock.tick();
   }
 
   /** The partition's data is gone: its topic and stream lose exactly its amounts. */
@@ -267,6 +299,7 @@ export class StatsRegistry {
     if (parent === undefined || entry === undefined) return;
     entry.stats.drain();
     parent.partitions.delete(keyOf(partition));
+    this.clock.tick();
   }
 
   /**
@@ -294,6 +327,8 @@ export class StatsRegistry {
     // registry holds the counters the data plane touched, while a snapshot may describe millions
     // of partitions (keying every one of them cost seconds per install at 64 MiB).
     if (this.streams.size === 0) return;
+    // Pruning can drop entries without moving any counter (a stream's whole entry goes at once).
+    this.clock.tick();
     const snapshotStreams = new Map<number, StreamSnapshot>();
     for (const stream of streams) snapshotStreams.set(stream.id, stream);
     for (const [streamKey, streamEntry] of [...this.streams]) {

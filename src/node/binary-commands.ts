@@ -21,11 +21,9 @@ import {
   encodeDescribeOptions,
   encodePersonalAccessTokens,
   encodeStreamDetails,
-  encodeStreams,
   encodeTopicDetails,
   encodeTopics,
   encodeUserDetails,
-  encodeUsers,
   optionU64,
   type ClientInfoView,
   type ClusterNodeView,
@@ -49,6 +47,7 @@ import {
   type PermissionsInput,
 } from '../metadata/permissions.js';
 import { CompressionAlgorithm, U64_MAX, type PermissionsSnapshot } from '../format/snapshot-model.js';
+import type { ListReads } from '../http/list-reads.js';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import {
   validateConsumerGroupName,
@@ -359,6 +358,8 @@ export interface ReadContext {
   clusterName: string;
   clusterNodes(): readonly ClusterNodeView[];
   stats(): Uint8Array;
+  /** The whole-state lists, built in slices and shared per state version (list-reads.ts). */
+  readonly lists: ListReads;
 }
 
 const OPTIONS_SCOPE = { topic: 1, stream: 2, user: 3 } as const;
@@ -400,8 +401,15 @@ function topicIds(state: MetadataStateMachine, streamId: Identifier, topicId: Id
   return { streamId: stream.id, topicId: topic.id };
 }
 
-/** Answers a non-replicated command of an authenticated connection. */
-export function answerRead(code: number, body: Uint8Array, ctx: ReadContext): ReadAnswer {
+/**
+ * Answers a non-replicated command of an authenticated connection: at once, or (the lists of
+ * every stream or user) once its shared, sliced build is done.
+ */
+export function answerRead(
+  code: number,
+  body: Uint8Array,
+  ctx: ReadContext,
+): ReadAnswer | Promise<ReadAnswer> {
   const { state, principal } = ctx;
   const { queries } = state;
   switch (code) {
@@ -438,7 +446,7 @@ export function answerRead(code: number, body: Uint8Array, ctx: ReadContext): Re
       return answer(user === null ? EMPTY : encodeUserDetails(user));
     }
     case CommandCode.getUsers:
-      return canReadUsers(principal) ? answer(encodeUsers(queries.users())) : deny(ErrorCode.unauthorized);
+      return canReadUsers(principal) ? ctx.lists.usersBody.get().then(answer) : deny(ErrorCode.unauthorized);
     case CommandCode.getAccessTokens:
       return answer(encodePersonalAccessTokens(queries.personalAccessTokens(ctx.userId) ?? []));
     case CommandCode.getStream: {
@@ -449,7 +457,7 @@ export function answerRead(code: number, body: Uint8Array, ctx: ReadContext): Re
       return canReadStream(principal, stream.id) ? answer(encodeStreamDetails(stream)) : deny(ErrorCode.unauthorized);
     }
     case CommandCode.getStreams:
-      return canReadStreams(principal) ? answer(encodeStreams(queries.streams())) : deny(ErrorCode.unauthorized);
+      return canReadStreams(principal) ? ctx.lists.streamsBody.get().then(answer) : deny(ErrorCode.unauthorized);
     case CommandCode.getTopic: {
       const request = bodies.decodeTopicAddress(body);
       if (!request.ok) return deny(ErrorCode.invalidCommand);

@@ -34,6 +34,7 @@ import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
 import type { BinarySessions } from './binary-sessions.js';
+import { listReadsOf } from '../http/list-reads.js';
 import { dummyPasswordHash, personalAccessTokenHash } from '../http/secrets.js';
 
 /** Frames decoded ahead of the one in flight; an SDK sends one at a time, so more is abuse. */
@@ -374,7 +375,7 @@ export class ClientConnection implements ClientHandle {
 
   // ---------------------------------------------------------------- reads
 
-  private nonReplicated(header: ClientRequestHeader, body: Uint8Array): void {
+  private async nonReplicated(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
     const host = this.sessions.host;
     const code = header.code;
     if (code === CommandCode.loginUser || code === CommandCode.loginWithAccessToken) {
@@ -407,10 +408,14 @@ export class ClientConnection implements ClientHandle {
       clusterName: host.clusterName,
       clusterNodes: host.clusterNodes,
       stats: () => host.stats(),
+      lists: listReadsOf(host.state),
     };
-    const answer = answerRead(code, body, context);
-    if (answer.ok) this.reply(header, { op: header.session, commit, status: 0 }, answer.body);
-    else this.reply(header, { op: header.session, commit, status: answer.code });
+    const answer = await answerRead(code, body, context);
+    // A list read waits for its build: the connection or its session may have ended meanwhile.
+    if (this.closed || this.session !== session) return;
+    const answeredAt = BigInt(host.core.commitMax);
+    if (answer.ok) this.reply(header, { op: header.session, commit: answeredAt, status: 0 }, answer.body);
+    else this.reply(header, { op: header.session, commit: answeredAt, status: answer.code });
   }
 
   // ---------------------------------------------------------------- writes

@@ -38,11 +38,17 @@ export interface Reply {
 }
 
 export async function harness(
-  options: { node?: CreateTestNodeOptions; app?: Partial<BuildAppOptions> } = {},
+  options: {
+    node?: CreateTestNodeOptions;
+    app?: Partial<BuildAppOptions>;
+    /** Adds routes of the test's own to the app before it gets ready. */
+    routes?: (app: FastifyInstance, node: TestNode) => void;
+  } = {},
 ): Promise<Harness> {
   const clock = { nowMs: 1_750_000_000_000 };
   const node = await createTestNode({ nowUs: () => clock.nowMs * 1000, ...options.node });
   const app = buildApp({ node, jwtSecret: JWT_SECRET, nowMs: () => clock.nowMs, ...options.app });
+  options.routes?.(app, node);
   await app.ready();
   let root: string | null = null;
   const request = async (method: Method, url: string, requestOptions: RequestOptions = {}): Promise<Reply> => {

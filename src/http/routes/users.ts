@@ -21,6 +21,7 @@ import { revocationExpiryUs } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { HttpError, iggyError, notFound, unauthorized } from '../errors.js';
 import { permissionsFromJson } from '../permissions-json.js';
+import { JSON_TYPE, listReadsOf } from '../list-reads.js';
 import { renderPersonalAccessToken, renderUser, renderUserDetails, userStatusCode } from '../render.js';
 import { check, createdId, createdView, noOptions, pathIdentifier, u64Field } from '../requests.js';
 import {
@@ -67,9 +68,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: HttpContext }> = async
     return reply.code(204).send();
   });
 
-  app.get('/users', { schema: { response: responses({ 200: Type.Array(UserInfo) }) } }, async (request) => {
+  app.get('/users', { schema: { response: responses({ 200: Type.Array(UserInfo) }) } }, async (request, reply) => {
     if (!canReadUsers(ctx.identity(request).principal)) throw unauthorized();
-    return queries.users().map(renderUser);
+    // As GET /streams: sliced, shared per state version, serialized element by element.
+    const serialize = reply.compileSerializationSchema(UserInfo as unknown as Record<string, unknown>);
+    const json = await listReadsOf(ctx.node.state).usersJson('GET /users', (view) => serialize(renderUser(view)));
+    // The schema types the body as the objects it describes; this is their text.
+    return reply.type(JSON_TYPE).send(json as never);
   });
 
   app.get('/users/:user_id', { schema: { params: UserParams, response: responses({ 200: UserInfoDetails }) } }, async (request) => {
