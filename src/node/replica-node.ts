@@ -24,7 +24,7 @@ import { workerCheckpointEncoder } from './checkpoint-encoder.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
-import { FsDisk } from '../storage/fs-disk.js';
+import { DATA_DIRECTORY_MODE, FsDisk } from '../storage/fs-disk.js';
 import type { PrefetchedFile } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
@@ -176,7 +176,7 @@ export class ReplicaNode implements NodeApi {
     this.clusterName = config.clusterName;
     this.cluster = cluster;
     this.kernels = options.kernels ?? loadKernels(config.kernels);
-    mkdirSync(config.dataDir, { recursive: true });
+    mkdirSync(config.dataDir, { recursive: true, mode: DATA_DIRECTORY_MODE });
     this.disk = new FsDisk(config.dataDir, { create: true, ...(options.prefetched === undefined ? {} : { prefetched: options.prefetched }) });
     const coreLogger = this.coreLogger();
     const replicaConfigValue: ReplicaConfig = replicaConfig({

@@ -35,6 +35,17 @@ import { basename, dirname, join } from 'node:path';
 import { assert } from '../stdx/assert.js';
 import { assertFileName, DiskError, FsyncError, type Disk, type DiskFileReader, type DiskOperation } from './disk.js';
 
+/*
+ * Permissions. The snapshot and the WAL hold every user's Argon2id password hash, so another
+ * local account reading them could attack the hashes offline: data files are the owner's only,
+ * and so are data directories, which also keeps others from learning file names and sizes. The
+ * modes are passed explicitly on create: the umask can only narrow them.
+ */
+/** Read and write for the owner only. */
+export const DATA_FILE_MODE = 0o600;
+/** List, create and enter for the owner only. */
+export const DATA_DIRECTORY_MODE = 0o700;
+
 /** A data directory holds about seven files; more open descriptors than this means a leak. */
 const DESCRIPTORS_CACHED_MAX = 16;
 
@@ -60,7 +71,10 @@ export class FsDisk implements Disk {
     this.location = directory;
     this.prefetched = new Map(options.prefetched ?? []);
     try {
-      if (options.create === true) mkdirSync(directory, { recursive: true });
+      // The mode applies to every directory `recursive` creates, not only the last.
+      if (options.create === true) {
+        mkdirSync(directory, { recursive: true, mode: DATA_DIRECTORY_MODE });
+      }
       if (!statSync(directory).isDirectory()) throw new Error('not a directory');
     } catch (error) {
       throw new DiskError('open', directory, error);
@@ -84,8 +98,10 @@ export class FsDisk implements Disk {
     const path = this.path(name);
     let fd: number;
     try {
-      // Not 'a+': O_APPEND makes Linux ignore the position of positional writes.
-      fd = openSync(path, create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR, 0o644);
+      // Not 'a+': O_APPEND makes Linux ignore the position of positional writes. The mode
+      // matters on create only (DATA_FILE_MODE: the files hold password hashes).
+      const flags = create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR;
+      fd = openSync(path, flags, DATA_FILE_MODE);
     } catch (error) {
       this.fail(operation, name, error);
     }
