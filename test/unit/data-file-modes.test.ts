@@ -1,15 +1,29 @@
 /**
  * Data file modes: a data directory holds every user's Argon2id password hash, so what a replica
- * creates there is the owner's only (files 0600, directories 0700) whatever the umask.
+ * creates there is the owner's only (files 0600, directories 0700) whatever the umask, and what
+ * an older build left readable by others is tightened when a replica opens the directory.
  *
  * The umask is 0 while these run: under a strict umask (077) a file created without an explicit
  * mode comes out 0600 anyway and the test could not fail; under 0 it shows as 0666 (0777 for a
  * directory), so only the explicit mode passes.
  */
-import { lstatSync, readdirSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FsDisk } from '../../src/storage/fs-disk.js';
+import {
+  DATA_DIRECTORY_MODE,
+  DATA_FILE_MODE,
+  FsDisk,
+  tightenDataDirModes,
+} from '../../src/storage/fs-disk.js';
 import { recover } from '../../src/storage/recovery.js';
 import { SNAPSHOT_FILE, SNAPSHOT_TRANSFER_FILE } from '../../src/storage/snapshot-file.js';
 import { SUPERBLOCK_FILES } from '../../src/storage/superblock.js';
@@ -86,5 +100,49 @@ describe('data file modes', () => {
     const expected: Record<string, string> = { '/': '700', '/replica-0': '700' };
     for (const name of names) expected[name] = '600';
     expect(found).toEqual(expected);
+  });
+
+  it('an older build\'s 0755 directory and 0644 files are tightened once, links untouched', () => {
+    const base = root();
+    const dataDir = join(base, 'replica-0');
+    mkdirSync(join(dataDir, 'staging'), { recursive: true, mode: 0o755 });
+    writeFileSync(join(dataDir, WAL_FILE), 'journal', { mode: 0o644 });
+    writeFileSync(join(dataDir, SNAPSHOT_FILE), 'snapshot', { mode: 0o666 });
+    writeFileSync(join(dataDir, 'staging', 'chunk'), 'chunk', { mode: 0o640 });
+    // Already stricter than the data mode: kept as it is.
+    writeFileSync(join(dataDir, 'superblock.a'), 'superblock', { mode: 0o400 });
+    // A link to a file outside: chmod would follow it, the walk must not.
+    const outside = join(base, 'outside.txt');
+    writeFileSync(outside, 'not ours', { mode: 0o644 });
+    symlinkSync(outside, join(dataDir, 'link'));
+    chmodSync(dataDir, 0o755);
+
+    const changed = tightenDataDirModes(dataDir);
+
+    const loose = [WAL_FILE, SNAPSHOT_FILE, 'staging', join('staging', 'chunk')];
+    expect(changed.sort()).toEqual([dataDir, ...loose.map((name) => join(dataDir, name))].sort());
+    expect(modes(dataDir)).toEqual({
+      '/': '700',
+      [`/${WAL_FILE}`]: '600',
+      [`/${SNAPSHOT_FILE}`]: '600',
+      '/staging': '700',
+      '/staging/chunk': '600',
+      '/superblock.a': '400',
+    });
+    expect(modeOf(outside)).toBe(0o644);
+    expect(tightenDataDirModes(dataDir)).toEqual([]);
+  });
+
+  it('a data directory reached through a link is still tightened', () => {
+    const base = root();
+    const real = join(base, 'real');
+    mkdirSync(real, { mode: 0o755 });
+    writeFileSync(join(real, WAL_FILE), 'journal', { mode: 0o644 });
+    const link = join(base, 'replica-0');
+    symlinkSync(real, link);
+
+    expect(tightenDataDirModes(link)).toEqual([link, join(link, WAL_FILE)]);
+    expect(statSync(real).mode & 0o777).toBe(DATA_DIRECTORY_MODE);
+    expect(statSync(join(real, WAL_FILE)).mode & 0o777).toBe(DATA_FILE_MODE);
   });
 });
