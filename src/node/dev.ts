@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { DATA_DIRECTORY_MODE } from '../storage/fs-disk.js';
 import { ensureDevClusterSecret } from './cluster-secret.js';
 import { chooseLogFormat, lineFormatter } from './log-format.js';
 
@@ -59,7 +60,9 @@ export async function dev(options: DevOptions): Promise<number> {
   if (fromEnvironment) {
     secretLine = '  cluster secret: from the environment (VRMETA_CLUSTER_SECRET / VRMETA_CLUSTER_SECRET_FILE)';
   } else {
-    mkdirSync(options.dataDir, { recursive: true });
+    // The replicas' own directories are tightened by each replica at boot; this one holds the
+    // cluster secret beside them.
+    mkdirSync(options.dataDir, { recursive: true, mode: DATA_DIRECTORY_MODE });
     let secretFile: ReturnType<typeof ensureDevClusterSecret>;
     try {
       secretFile = ensureDevClusterSecret(options.dataDir);

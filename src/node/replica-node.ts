@@ -24,7 +24,7 @@ import { workerCheckpointEncoder } from './checkpoint-encoder.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
-import { FsDisk } from '../storage/fs-disk.js';
+import { DATA_DIRECTORY_MODE, FsDisk, tightenDataDirModes } from '../storage/fs-disk.js';
 import type { PrefetchedFile } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
@@ -67,6 +67,24 @@ const ABDICATE_WAIT_MS = 500;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** How many tightened paths the boot warning names (the count is always complete). */
+const TIGHTENED_PATHS_LOGGED_MAX = 8;
+
+/**
+ * Makes the data directory, or makes an existing one the owner's only, before anything in it is
+ * read (it holds every password hash; fs-disk.ts, "Permissions"). The operator is told once what
+ * changed, in case a backup or a tool read it as another user.
+ */
+function openDataDir(dataDir: string, logger: PinoLogger): void {
+  mkdirSync(dataDir, { recursive: true, mode: DATA_DIRECTORY_MODE });
+  const tightened = tightenDataDirModes(dataDir);
+  if (tightened.length === 0) return;
+  logger.warn(
+    { dataDir, tightened: tightened.length, paths: tightened.slice(0, TIGHTENED_PATHS_LOGGED_MAX) },
+    'data directory was readable by others: tightened to 0700 directories and 0600 files',
+  );
 }
 
 /** How far a peer's last reported commit trails ours (0 when it is ahead); null when unheard. */
@@ -176,7 +194,7 @@ export class ReplicaNode implements NodeApi {
     this.clusterName = config.clusterName;
     this.cluster = cluster;
     this.kernels = options.kernels ?? loadKernels(config.kernels);
-    mkdirSync(config.dataDir, { recursive: true });
+    openDataDir(config.dataDir, this.logger);
     this.disk = new FsDisk(config.dataDir, { create: true, ...(options.prefetched === undefined ? {} : { prefetched: options.prefetched }) });
     const coreLogger = this.coreLogger();
     const replicaConfigValue: ReplicaConfig = replicaConfig({

@@ -91,7 +91,8 @@ export type DiskOperation =
   | 'remove'
   | 'fsync_directory'
   | 'list'
-  | 'open';
+  | 'open'
+  | 'chmod';
 
 /** An IO call failed. Names the operation and the path; `cause` carries the platform error. */
 export class DiskError extends Error {

@@ -12,6 +12,7 @@
  * - Every failure is a DiskError naming the operation, the full path and the platform error.
  */
 import {
+  chmodSync,
   close,
   closeSync,
   constants,
@@ -20,6 +21,7 @@ import {
   fsync,
   fsyncSync,
   ftruncateSync,
+  lstatSync,
   mkdirSync,
   open,
   openSync,
@@ -34,6 +36,20 @@ import { open as openAsync } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { assert } from '../stdx/assert.js';
 import { assertFileName, DiskError, FsyncError, type Disk, type DiskFileReader, type DiskOperation } from './disk.js';
+
+/*
+ * Permissions. The snapshot and the WAL hold every user's Argon2id password hash, so another
+ * local account reading them could attack the hashes offline: data files are the owner's only,
+ * and so are data directories, which also keeps others from learning file names and sizes. The
+ * modes are passed explicitly on create (the umask can only narrow them); a directory an older
+ * build left readable (0644 files, a 0755 directory) is tightened by `tightenDataDirModes`.
+ */
+/** Read and write for the owner only. */
+export const DATA_FILE_MODE = 0o600;
+/** List, create and enter for the owner only. */
+export const DATA_DIRECTORY_MODE = 0o700;
+/** The permission bits checked (setuid, setgid and sticky included: none belongs on data). */
+const PERMISSION_BITS = 0o7777;
 
 /** A data directory holds about seven files; more open descriptors than this means a leak. */
 const DESCRIPTORS_CACHED_MAX = 16;
@@ -60,7 +76,10 @@ export class FsDisk implements Disk {
     this.location = directory;
     this.prefetched = new Map(options.prefetched ?? []);
     try {
-      if (options.create === true) mkdirSync(directory, { recursive: true });
+      // The mode applies to every directory `recursive` creates, not only the last.
+      if (options.create === true) {
+        mkdirSync(directory, { recursive: true, mode: DATA_DIRECTORY_MODE });
+      }
       if (!statSync(directory).isDirectory()) throw new Error('not a directory');
     } catch (error) {
       throw new DiskError('open', directory, error);
@@ -84,8 +103,10 @@ export class FsDisk implements Disk {
     const path = this.path(name);
     let fd: number;
     try {
-      // Not 'a+': O_APPEND makes Linux ignore the position of positional writes.
-      fd = openSync(path, create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR, 0o644);
+      // Not 'a+': O_APPEND makes Linux ignore the position of positional writes. The mode
+      // matters on create only (DATA_FILE_MODE: the files hold password hashes).
+      const flags = create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR;
+      fd = openSync(path, flags, DATA_FILE_MODE);
     } catch (error) {
       this.fail(operation, name, error);
     }
@@ -306,6 +327,50 @@ export class FsDisk implements Disk {
     this.readers.clear();
     this.closed = true;
   }
+}
+
+/**
+ * Chmods `directory`, and every regular file and directory under it, to the data modes wherever
+ * the current mode grants a bit the data mode does not (a stricter mode, say 0400, is kept).
+ * Returns the paths changed, for the caller's one warning line.
+ *
+ * Symbolic links inside the directory are neither followed nor changed: chmod follows links, and
+ * a link in the data directory must not make a boot change a file elsewhere. Not following them
+ * also means the walk cannot loop. `directory` itself may be a link (the operator chose that
+ * path). A failed chmod is a DiskError: a replica does not start on a directory it cannot make
+ * private.
+ */
+export function tightenDataDirModes(directory: string): string[] {
+  const changed: string[] = [];
+  const visit = (path: string): void => {
+    let stats;
+    try {
+      stats = path === directory ? statSync(path) : lstatSync(path);
+    } catch (error) {
+      throw new DiskError('open', path, error);
+    }
+    const isDirectory = stats.isDirectory();
+    if (!isDirectory && !stats.isFile()) return;
+    const mode = isDirectory ? DATA_DIRECTORY_MODE : DATA_FILE_MODE;
+    if ((stats.mode & PERMISSION_BITS & ~mode) !== 0) {
+      try {
+        chmodSync(path, stats.mode & mode);
+      } catch (error) {
+        throw new DiskError('chmod', path, error);
+      }
+      changed.push(path);
+    }
+    if (!isDirectory) return;
+    let names: string[];
+    try {
+      names = readdirSync(path).sort();
+    } catch (error) {
+      throw new DiskError('list', path, error);
+    }
+    for (const name of names) visit(join(path, name));
+  };
+  visit(directory);
+  return changed;
 }
 
 /**
