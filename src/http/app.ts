@@ -49,7 +49,7 @@ import { UNMATCHED_ROUTE, createMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
 import { LazyRequestLogger } from './request-logger.js';
-import { verifyPassword } from './secrets.js';
+import type { PasswordVerifier } from './secrets.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
@@ -89,8 +89,8 @@ export interface BuildAppOptions {
   readonly https?: import('node:tls').TlsOptions;
   /** GET /metrics without a bearer (`metrics_public`); by default it needs one, as Iggy's does. */
   readonly metricsPublic?: boolean;
-  /** Tests: a verification they control (default: Argon2id, src/http/secrets.ts). */
-  readonly passwordVerifier?: (passwordHash: string, password: string) => Promise<boolean>;
+  /** Tests: a verification they control, wrapping `node.verifyPassword` (the default). */
+  readonly passwordVerifier?: PasswordVerifier;
   /** Browser access (cors.ts): Iggy's default, any origin, unless the config lists origins. */
   readonly cors?: CorsOptions;
 }
@@ -139,7 +139,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
   const ctx = createContext({
     node,
     passwordGate,
-    passwordVerifier: options.passwordVerifier ?? verifyPassword,
+    passwordVerifier:
+      options.passwordVerifier ?? ((passwordHash, password) => node.verifyPassword(passwordHash, password)),
     auth: new Authenticator(node, {
       jwtSecret: options.jwtSecret,
       accessTokenExpirySeconds: options.accessTokenExpirySeconds ?? ACCESS_TOKEN_EXPIRY_SECONDS_DEFAULT,

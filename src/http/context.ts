@@ -18,6 +18,7 @@ import type { Forwarder } from './forward.js';
 import type { HttpMetrics } from './metrics.js';
 import type { NodeApi } from './node-api.js';
 import type { PasswordGate } from './password-gate.js';
+import type { PasswordVerifier } from './secrets.js';
 import type { SystemInfo } from './system-info.js';
 
 /** What a context is built from and keeps as it is. */
@@ -57,8 +58,8 @@ export interface HttpContext extends HttpContextFields {
 }
 
 export interface HttpContextParts extends HttpContextFields {
-  /** The unbounded verification (src/http/secrets.ts), or a test's. */
-  readonly passwordVerifier: (passwordHash: string, password: string) => Promise<boolean>;
+  /** The unbounded verification (`node.verifyPassword`), or a test's wrapping it. */
+  readonly passwordVerifier: PasswordVerifier;
 }
 
 export function createContext(parts: HttpContextParts): HttpContext {

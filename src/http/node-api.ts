@@ -11,6 +11,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
+import type { PasswordVerifier } from './secrets.js';
 
 /** The credential a request authenticated with: a JWT id, or the hash of a personal access token. */
 export type SessionKey = string;
@@ -109,6 +110,12 @@ export interface NodeApi {
   readonly clusterName: string;
   /** The replicated state as applied locally: reads, precheck, credentials. */
   readonly state: MetadataStateMachine;
+  /**
+   * Every password check against a hash from `state` goes through this (unbounded: the edges run
+   * it under their password gate): root's stored hash is a marker this replica maps to its own
+   * configured password (secrets.ts `createPasswordVerifier`), which a plain Argon2 verify refuses.
+   */
+  readonly verifyPassword: PasswordVerifier;
   /** The current view (the `iggy-view` header). */
   view(): number;
   isPrimary(): boolean;

@@ -2,12 +2,13 @@
  * Secrets, on the node that receives a request, before anything is proposed.
  *
  * The replicated log and every snapshot hold only derived values: Argon2id PHC strings for
- * passwords and the SHA-256 of each personal access token. Plaintext passwords are hashed here;
- * a raw token is generated here, its hash goes into the op body, and the token itself is handed
- * back to the caller once (the HTTP layer splices it into the reply after commit). This module is
- * the only non-deterministic part of the metadata path (random salts and tokens), which is why it
- * lives with the auth layer (src/http) and not in the pure src/metadata; the binary protocol's
- * sessions (src/node) use it from here.
+ * passwords (root's is a marker until root changes it: `createPasswordVerifier`) and the SHA-256
+ * of each personal access token. Plaintext passwords are hashed here; a raw token is generated
+ * here, its hash goes into the op body, and the token itself is handed back to the caller once
+ * (the HTTP layer splices it into the reply after commit). This module is the only
+ * non-deterministic part of the metadata path (random salts and tokens), which is why it lives
+ * with the auth layer (src/http) and not in the pure src/metadata; the binary protocol's sessions
+ * (src/node) use it from here.
  *
  * Argon2id parameters are Iggy's (Rust `argon2` crate defaults, also OWASP's recommendation):
  * m = 19 MiB, t = 2, p = 1, 32-byte output, 16-byte salt.
@@ -20,7 +21,14 @@ import { encodeRequest } from '../metadata/operation-codec.js';
 import { Operation, type Identifier } from '../metadata/operations.js';
 import type { PermissionsSnapshot } from '../format/snapshot-model.js';
 import { UserStatus } from '../format/snapshot-model.js';
-import { PAT_TOKEN_HASH_SIZE, validatePassword, validatePatName, validateUserStatus, validateUsername } from '../metadata/validation.js';
+import {
+  GENESIS_PASSWORD_MARKER,
+  PAT_TOKEN_HASH_SIZE,
+  validatePassword,
+  validatePatName,
+  validateUserStatus,
+  validateUsername,
+} from '../metadata/validation.js';
 
 /** `Algorithm.Argon2id` (a const enum in the package's types, so spelled out here). */
 const ARGON2ID = 2 as Algorithm;
@@ -31,7 +39,6 @@ export const ARGON2_OPTIONS: Readonly<Options> = Object.freeze({
   parallelism: 1,
   outputLen: 32,
 });
-export const ARGON2_SALT_SIZE = 16;
 
 /** Raw token entropy: 32 random bytes, rendered base64url (43 characters). */
 export const PAT_TOKEN_BYTES = 32;
@@ -60,28 +67,23 @@ export async function verifyPassword(passwordHash: string, password: string): Pr
   }
 }
 
-/**
- * The salt of the root user's password hash: every replica derives the same one from the cluster
- * id, so every replica's genesis state (and so its first checkpoint) is byte-identical without any
- * replica having to tell the others its hash. It is per cluster, so two clusters with the default
- * password still store different hashes.
- */
-export function rootPasswordSalt(clusterId: bigint | string): Uint8Array {
-  const digest = createHash('sha256').update('vrmeta/root-password-salt/v1\0');
-  if (typeof clusterId === 'bigint') {
-    const bytes = Buffer.alloc(16);
-    bytes.writeBigUInt64LE(clusterId & 0xffff_ffff_ffff_ffffn, 0);
-    bytes.writeBigUInt64LE(clusterId >> 64n, 8);
-    digest.update('u128\0').update(bytes);
-  } else {
-    digest.update('name\0').update(clusterId, 'utf8');
-  }
-  return new Uint8Array(digest.digest().subarray(0, ARGON2_SALT_SIZE));
-}
+/** Every password check of a node: `passwordHash` is what the state stores for the user. */
+export type PasswordVerifier = (passwordHash: string, password: string) => Promise<boolean>;
 
-/** The genesis hash of the root password (DESIGN.md §2.3: `iggy` unless VRMETA_ROOT_PASSWORD). */
-export async function rootPasswordHash(clusterId: bigint | string, password: string): Promise<string> {
-  return hash(password, { ...ARGON2_OPTIONS, salt: rootPasswordSalt(clusterId) });
+/**
+ * The node's one password verification. Root's stored hash is `GENESIS_PASSWORD_MARKER` until
+ * root changes its password (the genesis state must be byte-identical on every replica, so it
+ * holds no hash); that marker is checked against `genesisHash`, this replica's configured root
+ * password hashed with a random salt at boot and kept in memory only, so no two replicas or
+ * clusters store or share a hash of the default password. Any other stored hash, a deterministic
+ * root hash in a data directory written by an earlier version included, verifies as it is.
+ */
+export function createPasswordVerifier(genesisHash: Promise<string> | string): PasswordVerifier {
+  return async (passwordHash, password) => {
+    const resolved = passwordHash === GENESIS_PASSWORD_MARKER ? await genesisHash : passwordHash;
+    assert(resolved !== GENESIS_PASSWORD_MARKER, 'the genesis hash is a hash, not the marker');
+    return verifyPassword(resolved, password);
+  };
 }
 
 export function personalAccessTokenHash(token: string): Uint8Array {
@@ -141,14 +143,15 @@ export async function changePasswordBody(
   userId: Identifier,
   currentPassword: string,
   newPassword: string,
-  verify: (passwordHash: string, password: string) => Promise<boolean> = verifyPassword,
+  verify: PasswordVerifier,
 ): Promise<BodyResult> {
   for (const code of [validatePassword(currentPassword), validatePassword(newPassword)]) {
     if (code !== ErrorCode.ok) return { ok: false, errorCode: code };
   }
   const currentPasswordHash = source.passwordHashOf(userId);
   if (currentPasswordHash === null) return { ok: false, errorCode: ErrorCode.resourceNotFound };
-  // `verify` is the HTTP edge's bounded verification (password-gate.ts), which may throw its 429.
+  // `verify` is the edge's bounded verification (password-gate.ts), which may throw its 429, over
+  // the node's verifier: root's stored hash may be the genesis marker, named as current as it is.
   if (!(await verify(currentPasswordHash, currentPassword))) return { ok: false, errorCode: ErrorCode.invalidCredentials };
   const newPasswordHash = await hashPassword(newPassword);
   return { ok: true, body: encodeRequest({ operation: Operation.changePassword, userId, currentPasswordHash, newPasswordHash }) };

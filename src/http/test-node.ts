@@ -17,7 +17,8 @@
 import { encodeStreamDetails } from '../metadata/binary-responses.js';
 import { Operation } from '../metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../metadata/state-machine.js';
-import { rootPasswordHash } from './secrets.js';
+import { GENESIS_PASSWORD_MARKER } from '../metadata/validation.js';
+import { createPasswordVerifier, hashPassword, type PasswordVerifier } from './secrets.js';
 import { assert } from '../stdx/assert.js';
 import type {
   ClientSessionInfo,
@@ -52,6 +53,8 @@ interface Session {
 
 export interface TestNodeOptions {
   readonly state: MetadataStateMachine;
+  /** Maps root's genesis marker as a replica's does (secrets.ts `createPasswordVerifier`). */
+  readonly verifyPassword: PasswordVerifier;
   readonly replica?: number;
   readonly clusterName?: string;
   readonly primary?: boolean;
@@ -68,6 +71,7 @@ export class TestNode implements NodeApi {
   readonly replica: number;
   readonly clusterName: string;
   readonly state: MetadataStateMachine;
+  readonly verifyPassword: PasswordVerifier;
   primary: boolean;
   primaryHttp: string | null;
   currentView: number;
@@ -93,6 +97,7 @@ export class TestNode implements NodeApi {
 
   constructor(options: TestNodeOptions) {
     this.state = options.state;
+    this.verifyPassword = options.verifyPassword;
     this.replica = options.replica ?? 0;
     this.clusterName = options.clusterName ?? 'vrmeta-test';
     this.primary = options.primary ?? true;
@@ -265,15 +270,15 @@ export class TestNode implements NodeApi {
   }
 }
 
-export interface CreateTestNodeOptions extends Omit<TestNodeOptions, 'state'> {
-  /** Root's password (DESIGN.md §2.3 default `iggy`); hashed with Argon2id like a real genesis. */
+export interface CreateTestNodeOptions extends Omit<TestNodeOptions, 'state' | 'verifyPassword'> {
+  /** Root's password (DESIGN.md §2.3 default `iggy`); a replica's genesis: the marker + a verifier. */
   readonly rootPassword?: string;
   readonly stateOptions?: MetadataStateMachineOptions;
 }
 
 /**
- * Genesis root hashes, per password: Argon2id is deliberately slow and tests make many nodes.
- * Bounded by the distinct passwords tests use (one or two).
+ * Root's in-memory genesis hashes, per password (random salts, as a replica's): Argon2id is
+ * deliberately slow and tests make many nodes. Bounded by the distinct passwords tests use.
  */
 const genesisHashes = new Map<string, Promise<string>>();
 
@@ -281,11 +286,13 @@ export async function createTestNode(options: CreateTestNodeOptions = {}): Promi
   const password = options.rootPassword ?? 'iggy';
   let hash = genesisHashes.get(password);
   if (hash === undefined) {
-    hash = rootPasswordHash('vrmeta-test', password);
+    hash = hashPassword(password);
     genesisHashes.set(password, hash);
   }
-  const state = new MetadataStateMachine({ rootUsername: 'iggy', rootPasswordHash: await hash }, options.stateOptions ?? {});
-  return new TestNode({ ...options, state });
+  const verifyPassword = createPasswordVerifier(await hash);
+  const genesis = { rootUsername: 'iggy', rootPasswordHash: GENESIS_PASSWORD_MARKER };
+  const state = new MetadataStateMachine(genesis, options.stateOptions ?? {});
+  return new TestNode({ ...options, state, verifyPassword });
 }
 
 /** A committed outcome carrying an id (a create's reply starts with it), for scripted writes. */

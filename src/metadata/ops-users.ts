@@ -25,6 +25,7 @@ import { canManageUsers } from './permissions.js';
 import { U64_MAX, type UserStatus } from '../format/snapshot-model.js';
 import { ROOT_USER_ID, freezePermissions, hexOf, resolveUser } from './state.js';
 import {
+  validateCurrentPasswordHash,
   validatePasswordHash,
   validatePatName,
   validateUserStatus,
@@ -97,7 +98,7 @@ export function deleteUser(ctx: OpContext, request: DeleteUserRequest): ApplyRes
 
 export function changePassword(ctx: OpContext, request: ChangePasswordRequest): ApplyResult {
   const invalid = firstError(
-    validatePasswordHash(request.currentPasswordHash),
+    validateCurrentPasswordHash(request.currentPasswordHash),
     validatePasswordHash(request.newPasswordHash),
   );
   if (invalid !== ErrorCode.ok) return rejected(invalid);

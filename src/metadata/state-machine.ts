@@ -74,7 +74,7 @@ import { snapshotOf, stateFromSnapshot } from './state-snapshot.js';
 import { StatsRegistry, type PartitionStats, type StatsDelta } from './stats-registry.js';
 import {
   METADATA_LIMITS,
-  validatePasswordHash,
+  validateCurrentPasswordHash,
   validateUsername,
   type MetadataLimits,
 } from './validation.js';
@@ -82,7 +82,10 @@ import {
 /** The first-boot state every replica derives identically (DESIGN.md §2.3: root `iggy`). */
 export interface Genesis {
   readonly rootUsername: string;
-  /** Argon2id PHC string, derived deterministically from the cluster id (src/http/secrets.ts). */
+  /**
+   * `GENESIS_PASSWORD_MARKER` on a replica (identical everywhere, no hash at all), or an Argon2id
+   * PHC string (tests that want a known hash).
+   */
   readonly rootPasswordHash: string;
 }
 
@@ -135,8 +138,8 @@ export class MetadataStateMachine implements StateMachine {
       'root username is 3..=50 bytes',
     );
     assert(
-      validatePasswordHash(genesis.rootPasswordHash) === ErrorCode.ok,
-      'root password hash is an Argon2id PHC string',
+      validateCurrentPasswordHash(genesis.rootPasswordHash) === ErrorCode.ok,
+      'root password hash is the genesis marker or an Argon2id PHC string',
     );
     this.state = new MetadataState(this.limits);
     const root = this.state.users.insert((id) => ({

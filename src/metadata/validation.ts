@@ -175,8 +175,27 @@ export function isArgon2idPhc(hash: string): boolean {
   return hash.length <= PASSWORD_HASH_SIZE_MAX && ARGON2ID_PHC.test(hash);
 }
 
+/** CreateUser's hash and ChangePassword's new one: Argon2id only, never the genesis marker. */
 export function validatePasswordHash(hash: string): ErrorCode {
   return isArgon2idPhc(hash) ? ErrorCode.ok : ErrorCode.invalidPassword;
+}
+
+/**
+ * Root's password as each replica was configured with it, until root changes it. Stored as root's
+ * password hash at genesis instead of a hash: every replica's genesis state must be byte-identical,
+ * so a hash there would need a salt every replica derives alike, which made every cluster with the
+ * default password store the same hash. Each replica hashes its configured password with a random
+ * salt in memory instead (src/http/secrets.ts `createPasswordVerifier` maps the marker to it).
+ * Not a PHC string (no `$argon2id$` prefix), so nothing mistakes it for one.
+ */
+export const GENESIS_PASSWORD_MARKER = '$vrmeta$genesis$v1';
+
+/**
+ * ChangePassword's current hash names what is stored, and root's stored hash may be the marker:
+ * accepted here only, so no op can ever store the marker for anyone.
+ */
+export function validateCurrentPasswordHash(hash: string): ErrorCode {
+  return hash === GENESIS_PASSWORD_MARKER ? ErrorCode.ok : validatePasswordHash(hash);
 }
 
 /** CreateTopic admits 0..=1000 partitions (a topic without partitions is legal in Iggy). */

@@ -24,6 +24,7 @@ import { workerCheckpointEncoder } from './checkpoint-encoder.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
+import { GENESIS_PASSWORD_MARKER } from '../metadata/validation.js';
 import { DATA_DIRECTORY_MODE, FsDisk, tightenDataDirModes } from '../storage/fs-disk.js';
 import type { PrefetchedFile } from '../storage/fs-disk.js';
 import { recover, toReplicaBootState } from '../storage/recovery.js';
@@ -47,7 +48,7 @@ import { CHUNK_READ_AHEAD, CHUNK_READS_PER_OFFER_MAX } from '../vsr/transfer-ser
 import { ClientSessions } from './client-sessions.js';
 import type { NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
-import { rootPasswordHash, verifyPassword } from '../http/secrets.js';
+import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
@@ -139,6 +140,8 @@ export class ReplicaNode implements NodeApi {
   readonly binary: BinarySessions;
   /** Bounds Argon2id verifications of both edges (HTTP's app takes this same gate). */
   readonly passwordGate: PasswordGate;
+  /** Unbounded; both edges run it under `passwordGate`. Maps root's genesis marker (secrets.ts). */
+  readonly verifyPassword: PasswordVerifier;
   /** Latency histograms and counters of this node (registered on its app's /metrics registry). */
   readonly metrics: NodeMetrics;
   private clientListener: ClientListener | null = null;
@@ -181,11 +184,16 @@ export class ReplicaNode implements NodeApi {
 
   static async create(options: ReplicaNodeOptions): Promise<ReplicaNode> {
     const cluster = clusterIdOf(options.config.clusterName);
-    const rootHash = await rootPasswordHash(cluster, options.rootPassword ?? DEFAULT_ROOT_PASSWORD);
-    return new ReplicaNode(options, cluster, rootHash);
+    // A random salt, in memory only: the state stores GENESIS_PASSWORD_MARKER for root instead.
+    const genesisHash = await hashPassword(options.rootPassword ?? DEFAULT_ROOT_PASSWORD);
+    return new ReplicaNode(options, cluster, createPasswordVerifier(genesisHash));
   }
 
-  private constructor(options: ReplicaNodeOptions, cluster: bigint, rootHash: string) {
+  private constructor(
+    options: ReplicaNodeOptions,
+    cluster: bigint,
+    verifyPassword: PasswordVerifier,
+  ) {
     const { config } = options;
     this.config = config;
     this.passwordGate = options.passwordGate ?? new PasswordGate(PASSWORD_GATE_DEFAULTS);
@@ -237,7 +245,11 @@ export class ReplicaNode implements NodeApi {
     this.storage.onFsync = (seconds) => this.metrics.observeFsync(seconds);
     // A chunk's frame goes back to the pool once the chunk is in the transfer file.
     this.storage.onTransferWritten = (bytes) => this.framePool.release(bytes);
-    this.state = new MetadataStateMachine({ rootUsername: DEFAULT_ROOT_USERNAME, rootPasswordHash: rootHash });
+    this.verifyPassword = verifyPassword;
+    this.state = new MetadataStateMachine({
+      rootUsername: DEFAULT_ROOT_USERNAME,
+      rootPasswordHash: GENESIS_PASSWORD_MARKER,
+    });
     this.sessions = new ClientSessions(
       {
         cluster,
@@ -316,7 +328,7 @@ export class ReplicaNode implements NodeApi {
       log: (level, event, fields) => this.logger[level]({ component: 'tcp', ...fields }, event),
       verifyPassword: async (passwordHash, password) => {
         try {
-          return await this.passwordGate.run(() => verifyPassword(passwordHash, password));
+          return await this.passwordGate.run(() => this.verifyPassword(passwordHash, password));
         } catch (error) {
           if (error instanceof HttpError && error.statusCode === 429) return 'busy';
           throw error;

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODE, OP, RawClient, name, numericId, requestFrame, result, randomClientId } from '../support/iggy-frames.js';
+import { GENESIS_PASSWORD_MARKER } from '../../src/metadata/validation.js';
 import { Cluster, sleep } from './harness.js';
 import { createStreams, expectAcknowledgedEverywhere, holdConnections, pipelineReads, tokenLogin, underAttack } from './hostile-support.js';
 
@@ -280,6 +281,8 @@ describe('hostile load: at rest', () => {
         for (let index = 0; index < 60; index++) await root.createStream(`s-${index}`);
         await lone.waitFor('a checkpoint', async () => (await lone.status(0)).checkpoint_op > 0, 30_000);
         const snapshot = readFileSync(join(lone.dataDir(0), 'snapshot.bin')).toString('latin1');
+        // Root is there, its password stored as the marker every replica maps to its own hash.
+        expect(snapshot).toContain(GENESIS_PASSWORD_MARKER);
         hashes.push(new Set(snapshot.match(/\$argon2id\$[^\s"\x00-\x1f]{40,}/g) ?? []));
       } finally {
         await lone.stopAll();

@@ -9,13 +9,16 @@
  *     snapshot bytes on disk, and the same journal entries;
  *   - cluster secret: replicas authenticate; a replica restarted with a wrong secret never joins
  *     (the others keep committing, it never becomes ready), and back with the right one it
- *     catches up.
+ *     catches up;
+ *   - root's password: the genesis marker verifies against each replica's own hash, and a change
+ *     made through a backup holds on every replica.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { ErrorCode } from '../../src/metadata/errors.js';
 import { IggyHttpError, type VrmetaClient } from '../../src/http/client.js';
 import { createTestNode } from '../../src/http/test-node.js';
 import { loadKernels } from '../../src/kernels/index.js';
@@ -280,4 +283,26 @@ describe.sequential('a 3-replica cluster (cluster secret, ts + wasm kernels)', (
       for (const name of names) expect((await cluster.client(outsider).getStream(name)).name).toBe(name);
     });
   }, 120_000);
+
+  it("root's password: each replica checks the genesis marker against its own hash; a change through a backup holds on every replica", async () => {
+    await cluster.explain(async () => {
+      const primary = await cluster.primary();
+      const backup = cluster.indices().find((index) => index !== primary)!;
+      const invalidCredentials = { status: 400, id: ErrorCode.invalidCredentials };
+      // The default password, verified against each replica's own random-salted in-memory hash.
+      for (const index of cluster.indices()) await cluster.login(index);
+      const root = await cluster.login(backup);
+      expect(await refused(() => root.changePassword(0, 'not-iggy', 'root-pass-2'))).toEqual(invalidCredentials);
+      await root.changePassword(0, 'iggy', 'root-pass-2');
+      await cluster.waitForConverged(cluster.indices(), 20_000, 'the new root password applied');
+      for (const index of cluster.indices()) {
+        expect(await refused(() => cluster.login(index)), `old password on ${index}`).toEqual(invalidCredentials);
+        await cluster.login(index, 'iggy', 'root-pass-2');
+      }
+      // Back to the default, now as a stored hash (what later logins of the harness use).
+      await (await cluster.login(primary, 'iggy', 'root-pass-2')).changePassword(0, 'root-pass-2', 'iggy');
+      await cluster.waitForConverged(cluster.indices(), 20_000, 'the default root password back');
+      for (const index of cluster.indices()) await cluster.login(index);
+    });
+  }, 60_000);
 });

@@ -14,7 +14,7 @@ import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
 import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
-import { METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
+import { GENESIS_PASSWORD_MARKER, METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 import { fakeHash, fullSnapshot, GENESIS, tokenHash } from '../unit/metadata-fixtures.js';
 import { ReferenceModel } from './metadata-reference-model.js';
@@ -50,7 +50,12 @@ const topicId = ident(resourceName);
 const groupId = ident(resourceName);
 const userId = ident(fc.constantFrom('iggy', 'alice', 'bob', 'carol'));
 const username = fc.constantFrom('alice', 'bob', 'carol', 'ab', 'dave');
-const passwordHash = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 3 }).map(fakeHash) }, { weight: 1, arbitrary: fc.constant('plaintext') });
+// The genesis marker is root's stored hash: only a ChangePassword's current hash may name it.
+const passwordHash = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: 1, max: 3 }).map(fakeHash) },
+  { weight: 1, arbitrary: fc.constant('plaintext') },
+  { weight: 2, arbitrary: fc.constant(GENESIS_PASSWORD_MARKER) },
+);
 const permissions: fc.Arbitrary<PermissionsSnapshot | null> = fc.option(
   fc.record({
     global: fc.constantFrom(0, 0x04, 0x10, 0x20, 0x40, 0x80, 0x3ff),

@@ -91,6 +91,8 @@ function bytes(text: string): number {
   return new TextEncoder().encode(text).length;
 }
 
+/** Root's stored hash at genesis (validation.ts GENESIS_PASSWORD_MARKER), restated. */
+const GENESIS_MARKER = '$vrmeta$genesis$v1';
 const PHC = /^\$argon2id\$v=19\$m=\d{1,10},t=\d{1,10},p=\d{1,3}\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{16,}$/;
 
 export class ReferenceModel {
@@ -382,7 +384,8 @@ export class ReferenceModel {
       }
       case Operation.changePassword: {
         const phc = (hash: string): boolean => PHC.test(hash) && hash.length <= 256;
-        if (!phc(request.currentPasswordHash) || !phc(request.newPasswordHash)) return [44, null];
+        const current = request.currentPasswordHash;
+        if (!(phc(current) || current === GENESIS_MARKER) || !phc(request.newPasswordHash)) return [44, null];
         const user = find(this.users, request.userId);
         if (!user) return [20, null];
         if (user.id !== actor.id && !this.canManageUsers(actor)) return [41, null];

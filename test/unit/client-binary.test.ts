@@ -8,6 +8,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { IggyBinaryError, VrmetaClient } from '../../src/http/client.js';
+import { ErrorCode } from '../../src/metadata/errors.js';
+import { idOf } from '../../src/metadata/operations.js';
+import { GENESIS_PASSWORD_MARKER, isArgon2idPhc } from '../../src/metadata/validation.js';
 import { BinaryClient } from '../../src/transport/binary-client.js';
 import { startBinaryNode, type BinaryNode } from '../support/binary-node.js';
 
@@ -67,6 +70,24 @@ describe('VrmetaClient over the binary protocol', () => {
     await expect(binary.getStream('both-ways')).rejects.toMatchObject({ code: 1009 });
     await expect(binary.createStream('')).rejects.toBeInstanceOf(IggyBinaryError);
     await expect(binary.getClusterStatus()).rejects.toThrow(/HTTP only/);
+  });
+
+  it("root's ChangePassword from the genesis marker: verified against the node's own hash, then a stored hash on both edges", async () => {
+    expect(server.node.state.passwordHashOf(idOf(0))).toBe(GENESIS_PASSWORD_MARKER);
+    await expect(binary.changePassword(0, 'not-iggy', 'root-pass-2')).rejects.toMatchObject({ code: ErrorCode.invalidCredentials });
+    await binary.changePassword(0, 'iggy', 'root-pass-2');
+    expect(isArgon2idPhc(server.node.state.passwordHashOf(idOf(0))!)).toBe(true);
+    const fresh = new VrmetaClient({ tcp: [`127.0.0.1:${server.port}`] });
+    try {
+      await expect(fresh.login('iggy', 'iggy')).rejects.toBeInstanceOf(IggyBinaryError);
+    } finally {
+      fresh.close();
+    }
+    const again = new VrmetaClient({ baseUrl: http.baseUrl });
+    await again.login('iggy', 'root-pass-2');
+    // Back to the default (now a stored hash, as in a data directory of an earlier version).
+    await again.changePassword(0, 'root-pass-2', 'iggy');
+    await new VrmetaClient({ baseUrl: http.baseUrl }).login('iggy', 'iggy');
   });
 
   it('a write whose reply is lost with its connection is retried on a new one and answered from the cache', async () => {

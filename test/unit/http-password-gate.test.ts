@@ -8,11 +8,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/http/errors.js';
 import { ARGON2_VERIFY_CONCURRENCY_MAX, ARGON2_VERIFY_QUEUE_MAX, ARGON2_VERIFY_STARTS_PER_SECOND_MAX, PasswordGate, type GateClock } from '../../src/http/password-gate.js';
-import { verifyPassword } from '../../src/http/secrets.js';
+import type { PasswordVerifier } from '../../src/http/secrets.js';
 import { expectErrorShape, harness, type Harness, type Reply } from './http-fixtures.js';
 
-/** A verification the test holds open: each call waits until `release()`. */
+/**
+ * A verification the test holds open: each call waits until `release()`, then runs `through`
+ * (the node's verifier, set once the harness exists: it maps root's genesis marker).
+ */
 function heldVerifier() {
+  let through: PasswordVerifier | null = null;
   const calls: string[] = [];
   let held = false;
   let releaseAll: () => void = () => {};
@@ -27,10 +31,14 @@ function heldVerifier() {
       held = false;
       releaseAll();
     },
+    through(verifier: PasswordVerifier) {
+      through = verifier;
+    },
     verify: async (passwordHash: string, password: string): Promise<boolean> => {
       calls.push(password);
       if (held) await released;
-      return verifyPassword(passwordHash, password);
+      if (through === null) throw new Error('heldVerifier: through() was not called');
+      return through(passwordHash, password);
     },
   };
 }
@@ -151,6 +159,7 @@ describe('logins and password changes under the gate', () => {
     const verifier = heldVerifier();
     // The rate bound is tested above on a manual clock; here only the counts matter.
     h = await harness({ app: { passwordVerifier: verifier.verify, passwordGate: { startsPerSecondMax: Infinity } } });
+    verifier.through(h.node.verifyPassword);
     const token = await h.rootToken();
     verifier.calls.length = 0;
     verifier.hold();
@@ -210,6 +219,7 @@ describe('logins and password changes under the gate', () => {
   it('change-password verifies through the gate too', async () => {
     const verifier = heldVerifier();
     h = await harness({ app: { passwordVerifier: verifier.verify, passwordGate: { concurrencyMax: 1, queueMax: 0, startsPerSecondMax: Infinity } } });
+    verifier.through(h.node.verifyPassword);
     const token = await h.rootToken();
     verifier.calls.length = 0;
     verifier.hold();

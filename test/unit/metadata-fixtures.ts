@@ -9,7 +9,7 @@ import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../../src/metadata/state-machine.js';
 import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
-import type { MetadataLimits } from '../../src/metadata/validation.js';
+import { GENESIS_PASSWORD_MARKER, type MetadataLimits } from '../../src/metadata/validation.js';
 import type { ApplyResult, StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
@@ -30,8 +30,10 @@ export function fakeHash(seed: number): string {
   return `$argon2id$v=19$m=19456,t=2,p=1$${salt}$${digest}`;
 }
 
+/** A known PHC for a genesis with an explicit root hash (still accepted there). */
 export const ROOT_HASH = fakeHash(0);
-export const GENESIS = { rootUsername: 'iggy', rootPasswordHash: ROOT_HASH } as const;
+/** A replica's genesis: root's stored hash is the marker, identical on every replica. */
+export const GENESIS = { rootUsername: 'iggy', rootPasswordHash: GENESIS_PASSWORD_MARKER } as const;
 export const ROOT = 0;
 
 export function newMachine(limits?: Partial<MetadataLimits>): MetadataStateMachine {

@@ -9,15 +9,14 @@ import { ErrorCode } from '../../src/metadata/errors.js';
 import { decodeRequest } from '../../src/metadata/operation-codec.js';
 import { idOf, nameOf, Operation } from '../../src/metadata/operations.js';
 import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
-import { isArgon2idPhc } from '../../src/metadata/validation.js';
+import { GENESIS_PASSWORD_MARKER, isArgon2idPhc } from '../../src/metadata/validation.js';
 import {
   changePasswordBody,
+  createPasswordVerifier,
   createPersonalAccessTokenBody,
   createUserBody,
   hashPassword,
   personalAccessTokenHash,
-  rootPasswordHash,
-  rootPasswordSalt,
   verifyPassword,
 } from '../../src/http/secrets.js';
 import { fullSnapshot } from './metadata-fixtures.js';
@@ -33,8 +32,9 @@ function contains(haystack: Uint8Array, needle: string): boolean {
   return false;
 }
 
-async function machine(clusterId = 7n): Promise<MetadataStateMachine> {
-  return new MetadataStateMachine({ rootUsername: 'iggy', rootPasswordHash: await rootPasswordHash(clusterId, 'iggy') });
+/** A replica's genesis: root's stored hash is the marker. */
+function machine(): MetadataStateMachine {
+  return new MetadataStateMachine({ rootUsername: 'iggy', rootPasswordHash: GENESIS_PASSWORD_MARKER });
 }
 
 let op = 0;
@@ -54,24 +54,61 @@ describe('secrets: password hashing', () => {
     expect(await hashPassword('correct horse')).not.toBe(hash);
   });
 
-  it('the root hash is deterministic per cluster, so every replica has the same genesis state', async () => {
-    const [a, b, c] = await Promise.all([rootPasswordHash(7n, 'iggy'), rootPasswordHash(7n, 'iggy'), rootPasswordHash(8n, 'iggy')]);
-    expect(a).toBe(b);
-    expect(a).not.toBe(c);
-    expect(await verifyPassword(a, 'iggy')).toBe(true);
-    expect(rootPasswordSalt('cluster-a')).not.toEqual(rootPasswordSalt('cluster-b'));
-    expect(rootPasswordSalt(1n << 100n)).toHaveLength(16);
-    const left = snapshotEncodeTs(fullSnapshot((await machine()).snapshot()));
-    const right = snapshotEncodeTs(fullSnapshot((await machine()).snapshot()));
+  it('the genesis state holds the marker and no hash, so it is identical on every replica', () => {
+    const left = snapshotEncodeTs(fullSnapshot(machine().snapshot()));
+    const right = snapshotEncodeTs(fullSnapshot(machine().snapshot()));
     expect(left).toEqual(right);
     expect(contains(left, 'iggy')).toBe(true); // the username is there...
-    expect(contains(left, '$argon2id$')).toBe(true); // ...with the hash, and the password only as that
+    expect(contains(left, GENESIS_PASSWORD_MARKER)).toBe(true); // ...with the marker...
+    expect(contains(left, '$argon2id$')).toBe(false); // ...and no hash of root's password at all
+  });
+});
+
+describe('secrets: the password verifier maps root genesis marker to this replica hash', () => {
+  it('the marker verifies the configured password against the in-memory hash, and refuses a wrong one', async () => {
+    const verify = createPasswordVerifier(hashPassword('configured-pass'));
+    expect(await verify(GENESIS_PASSWORD_MARKER, 'configured-pass')).toBe(true);
+    expect(await verify(GENESIS_PASSWORD_MARKER, 'iggy')).toBe(false);
+    // Without the mapping the marker is no hash: a plain verification refuses everything.
+    expect(await verifyPassword(GENESIS_PASSWORD_MARKER, 'configured-pass')).toBe(false);
+  });
+
+  it('two replicas configured alike hold different genesis hashes (a random salt each)', async () => {
+    const [left, right] = await Promise.all([hashPassword('iggy'), hashPassword('iggy')]);
+    expect(isArgon2idPhc(left) && isArgon2idPhc(right)).toBe(true);
+    expect(left).not.toBe(right);
+    for (const genesisHash of [left, right]) expect(await createPasswordVerifier(genesisHash)(GENESIS_PASSWORD_MARKER, 'iggy')).toBe(true);
+  });
+
+  it('a stored PHC verifies as it is: a root hash written by an earlier version keeps working', async () => {
+    const verify = createPasswordVerifier(hashPassword('iggy'));
+    const stored = await hashPassword('old-root-pass');
+    expect(await verify(stored, 'old-root-pass')).toBe(true);
+    expect(await verify(stored, 'iggy')).toBe(false);
+    expect(await verify('not a hash', 'iggy')).toBe(false);
+  });
+
+  it("root's ChangePassword names the marker as current; once applied, root's stored hash is a random-salted PHC", async () => {
+    const sm = machine();
+    const verify = createPasswordVerifier(hashPassword('iggy'));
+    expect(await changePasswordBody(sm, idOf(0), 'not-iggy', 'new-root-pass', verify)).toEqual({ ok: false, errorCode: ErrorCode.invalidCredentials });
+    const built = await changePasswordBody(sm, idOf(0), 'iggy', 'new-root-pass', verify);
+    expect(built.ok).toBe(true);
+    if (!built.ok) return;
+    const decoded = decodeRequest(Operation.changePassword, built.body);
+    expect(decoded.ok && decoded.request.operation === Operation.changePassword && decoded.request.currentPasswordHash).toBe(GENESIS_PASSWORD_MARKER);
+    expect(apply(sm, 0, Operation.changePassword, built.body)).toBe(0);
+    const stored = sm.passwordHashOf(idOf(0))!;
+    expect(isArgon2idPhc(stored)).toBe(true);
+    expect(await verify(stored, 'new-root-pass')).toBe(true);
+    expect(await verify(stored, 'iggy')).toBe(false);
+    expect(await verify(GENESIS_PASSWORD_MARKER, 'new-root-pass')).toBe(false);
   });
 });
 
 describe('secrets: operation bodies and snapshots carry no plaintext', () => {
   it('create user: the body and the snapshot hold a PHC hash, not the password', async () => {
-    const sm = await machine();
+    const sm = machine();
     const password = 'S3cret-Pa55word';
     const built = await createUserBody({ username: 'alice', password });
     expect(built.ok).toBe(true);
@@ -92,13 +129,14 @@ describe('secrets: operation bodies and snapshots carry no plaintext', () => {
   });
 
   it('change password: verified on the receiving node; the body holds neither password', async () => {
-    const sm = await machine();
+    const sm = machine();
     const created = await createUserBody({ username: 'alice', password: 'old-password' });
     expect(created.ok && apply(sm, 0, Operation.createUser, created.body)).toBe(0);
-    expect(await changePasswordBody(sm, nameOf('alice'), 'not-it', 'new-password')).toEqual({ ok: false, errorCode: ErrorCode.invalidCredentials });
-    expect(await changePasswordBody(sm, nameOf('bob'), 'old-password', 'new-password')).toEqual({ ok: false, errorCode: ErrorCode.resourceNotFound });
-    expect(await changePasswordBody(sm, nameOf('alice'), 'old-password', 'no')).toEqual({ ok: false, errorCode: ErrorCode.invalidPassword });
-    const built = await changePasswordBody(sm, nameOf('alice'), 'old-password', 'new-password');
+    const verify = createPasswordVerifier(hashPassword('iggy'));
+    expect(await changePasswordBody(sm, nameOf('alice'), 'not-it', 'new-password', verify)).toEqual({ ok: false, errorCode: ErrorCode.invalidCredentials });
+    expect(await changePasswordBody(sm, nameOf('bob'), 'old-password', 'new-password', verify)).toEqual({ ok: false, errorCode: ErrorCode.resourceNotFound });
+    expect(await changePasswordBody(sm, nameOf('alice'), 'old-password', 'no', verify)).toEqual({ ok: false, errorCode: ErrorCode.invalidPassword });
+    const built = await changePasswordBody(sm, nameOf('alice'), 'old-password', 'new-password', verify);
     expect(built.ok).toBe(true);
     if (!built.ok) return;
     expect(contains(built.body, 'old-password')).toBe(false);
@@ -111,7 +149,7 @@ describe('secrets: operation bodies and snapshots carry no plaintext', () => {
   });
 
   it('personal access token: only its SHA-256 is replicated; the raw token is returned once', async () => {
-    const sm = await machine();
+    const sm = machine();
     const built = createPersonalAccessTokenBody('ci-token', 0n);
     expect(built.ok).toBe(true);
     if (!built.ok) return;

@@ -13,6 +13,7 @@ import { createdIdOf } from '../../src/metadata/create-replies.js';
 import { idOf, nameOf, Operation } from '../../src/metadata/operations.js';
 import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { MetadataStateMachine, ROOT_CREATED_AT_US } from '../../src/metadata/state-machine.js';
+import { GENESIS_PASSWORD_MARKER, isArgon2idPhc } from '../../src/metadata/validation.js';
 import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/format/snapshot-model.js';
 import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
 import { Driver, ROOT, ROOT_HASH, fakeHash, fullSnapshot, newMachine, req, tokenHash } from './metadata-fixtures.js';
@@ -37,7 +38,7 @@ describe('metadata state machine: genesis', () => {
       {
         id: 0,
         username: 'iggy',
-        passwordHash: ROOT_HASH,
+        passwordHash: GENESIS_PASSWORD_MARKER,
         status: 1,
         createdAtUs: ROOT_CREATED_AT_US,
         permissions: { global: 0x3ff, streams: [] },
@@ -78,9 +79,10 @@ describe('metadata state machine: genesis', () => {
     expect(left).toEqual(right);
   });
 
-  it('refuses a genesis whose root hash is not an Argon2id PHC string', () => {
+  it('refuses a genesis whose root hash is neither the marker nor an Argon2id PHC string', () => {
     expect(() => newMachineWith('iggy', 'iggy')).toThrow(/Argon2id/);
     expect(() => newMachineWith('ig', ROOT_HASH)).toThrow(/root username/);
+    expect(newMachineWith('iggy', ROOT_HASH).passwordHashOf(idOf(ROOT))).toBe(ROOT_HASH);
   });
 });
 
@@ -334,6 +336,24 @@ describe('metadata state machine: users and tokens', () => {
     expect(driver.code(alice, req.changePassword(alice, fakeHash(100), fakeHash(102)))).toBe(ErrorCode.invalidCredentials);
     expect(driver.code(alice, req.changePassword(bob, fakeHash(200), fakeHash(201)))).toBe(ErrorCode.unauthorized);
     expect(driver.code(ROOT, req.changePassword(bob, fakeHash(200), fakeHash(201)))).toBe(0);
+  });
+
+  it('the genesis marker is accepted only as the current hash of a ChangePassword, never stored by an op', () => {
+    const driver = new Driver();
+    const marker = GENESIS_PASSWORD_MARKER;
+    expect(driver.code(ROOT, req.createUser('alice', null, marker))).toBe(ErrorCode.invalidPassword);
+    expect(driver.sm.credentials('alice')).toBeNull();
+    expect(driver.code(ROOT, req.changePassword(ROOT, marker, marker))).toBe(ErrorCode.invalidPassword);
+    expect(driver.code(ROOT, req.changePassword(ROOT, fakeHash(1), fakeHash(2)))).toBe(ErrorCode.invalidCredentials);
+    const bob = driver.created(ROOT, req.createUser('bob', null, fakeHash(200)));
+    // Only root's stored hash can be the marker: naming it as bob's current one proves nothing.
+    expect(driver.code(ROOT, req.changePassword(bob, marker, fakeHash(201)))).toBe(ErrorCode.invalidCredentials);
+    expect(driver.sm.passwordHashOf(idOf(ROOT))).toBe(marker);
+    expect(driver.code(ROOT, req.changePassword(ROOT, marker, fakeHash(3)))).toBe(0);
+    expect(driver.sm.passwordHashOf(idOf(ROOT))).toBe(fakeHash(3));
+    expect(isArgon2idPhc(driver.sm.passwordHashOf(idOf(ROOT))!)).toBe(true);
+    // Changed once: the marker is no longer root's stored hash either.
+    expect(driver.code(ROOT, req.changePassword(ROOT, marker, fakeHash(4)))).toBe(ErrorCode.invalidCredentials);
   });
 });
 
