@@ -34,6 +34,13 @@ import { decodeRegisterPayload, encodeRegisterBody, parseResultBody } from '../v
 
 /** How long a write waits for its committed reply before answering "outcome unknown". */
 export const WRITE_TIMEOUT_MS = 10_000;
+/**
+ * A write without a reply this long is sent again, same request number and body, as a VSR client
+ * retransmits: a primary may drop a request (its queue full, the client's previous one still in
+ * flight, a view starting), and one drop must not cost the whole WRITE_TIMEOUT_MS. The client
+ * table answers a copy of a committed request with its cached reply, never a second apply.
+ */
+export const WRITE_RETRANSMIT_MS = 500;
 /** Sessions per credential unless configured (`http_sessions_per_credential`). */
 export const SESSIONS_PER_CREDENTIAL_DEFAULT = 64;
 /** How long a pool's extra session may stay unused before it is logged out. */
@@ -65,6 +72,8 @@ export interface SessionLimits {
   readonly sessionsPerUserMax?: number;
   readonly idleTimeoutMs?: number;
   readonly writeTimeoutMs?: number;
+  /** Default WRITE_RETRANSMIT_MS. */
+  readonly writeRetransmitMs?: number;
   /** Writes waiting for a session, over all credentials (default WRITES_QUEUED_MAX). */
   readonly writesQueuedMax?: number;
 }
@@ -127,6 +136,7 @@ export class ClientSessions {
   private readonly sessionsPerUserMax: number;
   private readonly idleTimeoutMs: number;
   private readonly writeTimeoutMs: number;
+  private readonly writeRetransmitMs: number;
   private readonly writesQueuedMax: number;
   private readonly pools = new Map<SessionKey, Pool>();
   private readonly byClient = new Map<bigint, Session>();
@@ -153,6 +163,7 @@ export class ClientSessions {
     assert(this.sessionsPerUserMax >= 1, 'at least one session per user');
     this.idleTimeoutMs = limits.idleTimeoutMs ?? SESSION_IDLE_TIMEOUT_MS;
     this.writeTimeoutMs = limits.writeTimeoutMs ?? WRITE_TIMEOUT_MS;
+    this.writeRetransmitMs = limits.writeRetransmitMs ?? WRITE_RETRANSMIT_MS;
     this.writesQueuedMax = limits.writesQueuedMax ?? WRITES_QUEUED_MAX;
   }
 
@@ -563,9 +574,19 @@ export class ClientSessions {
     const id = `${session.clientId}:${request}`;
     const ended = this.host.startRequest?.();
     return new Promise<{ body: Uint8Array } | { outcome: WriteOutcome }>((resolveCall) => {
+      let retransmit: ReturnType<typeof setTimeout> | null = null;
       const resolve = (value: { body: Uint8Array } | { outcome: WriteOutcome }): void => {
+        if (retransmit !== null) clearTimeout(retransmit);
         ended?.(requestOutcome(value));
         resolveCall(value);
+      };
+      // Not a Register: a second one of a committed Register would open the session anew.
+      const again = (): void => {
+        retransmit = setTimeout(() => {
+          if (!this.pending.has(id)) return;
+          if (this.host.canAccept()) this.host.submit(requestHeader, requestBody);
+          again();
+        }, this.writeRetransmitMs);
       };
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -593,6 +614,7 @@ export class ClientSessions {
         return;
       }
       this.host.submit(requestHeader, requestBody);
+      if (!register) again();
     });
   }
 }
