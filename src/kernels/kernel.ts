@@ -8,6 +8,7 @@
  * costs about as much as hashing, so callers on hot paths (file and socket reads) read straight
  * into a `KernelBuffer`. Results never alias WASM memory: returned arrays are owned by the caller.
  */
+import type { BatchFault } from '../format/message-batch.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 
 export type KernelsName = 'wasm' | 'ts';
@@ -99,6 +100,30 @@ export interface KernelBuffer {
   release(): void;
 }
 
+/**
+ * A message batch's validating read (src/format/message-batch.ts): the layout first (`walkBatch`'s
+ * rules and fault names), then every frame's checksum in order, then the batch checksum against
+ * the stored one. The first failure wins; `position` is the byte offset of the frame at fault (0
+ * for the header).
+ */
+export type BatchVerify =
+  | { readonly status: 'valid'; readonly messageCount: number; readonly checksum: bigint }
+  | {
+      readonly status: 'layout';
+      readonly fault: BatchFault;
+      readonly position: number;
+      /** The frame at fault, or -1 for the header. */
+      readonly messageIndex: number;
+    }
+  | {
+      readonly status: 'message_checksum';
+      readonly messageIndex: number;
+      readonly position: number;
+      readonly stored: bigint;
+      readonly computed: bigint;
+    }
+  | { readonly status: 'batch_checksum'; readonly stored: bigint; readonly computed: bigint };
+
 export interface Kernels {
   readonly name: KernelsName;
   /** Which build runs: the SIMD or scalar WASM module, or the TypeScript kernels. */
@@ -115,6 +140,14 @@ export interface Kernels {
   chunkManifest(artifact: Uint8Array, chunkSize: number): ChunkManifest;
   /** Verifies a WAL image (concatenated prepares) and classifies the first failure. */
   journalScan(image: Uint8Array): JournalScan;
+  /** Verifies one whole message batch (exactly `batch.byteLength` bytes): see BatchVerify. */
+  messageBatchVerify(batch: Uint8Array): BatchVerify;
+  /**
+   * The batch checksum of a batch whose layout is valid, over its header and the frames' stored
+   * checksums (no frame is re-hashed): what a stamp recomputes. Throws on a batch whose layout
+   * is not valid (callers verify untrusted bytes first).
+   */
+  messageBatchChecksum(batch: Uint8Array): bigint;
   /** Canonical msgpack of the snapshot (see snapshot-model.ts). */
   snapshotEncode(snapshot: MetadataSnapshot): Uint8Array;
   /** A buffer in WASM memory (plain memory for the TS kernels). */

@@ -6,6 +6,7 @@ import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { chunkManifestTs } from './chunk-manifest-ts.js';
 import type { KernelBuffer, Kernels } from './kernel.js';
 import { journalScanTs } from './journal-scan-ts.js';
+import { messageBatchChecksumTs, messageBatchVerifyTs } from './message-batch-ts.js';
 import { snapshotEncodeTs } from './snapshot-encode-ts.js';
 import { trailerSealWith, trailerSplitWith, trailerWriteWith } from './trailer.js';
 import { xxh3_64 } from './xxh3-ts.js';
@@ -31,6 +32,12 @@ export function createTsKernels(): Kernels {
     },
     journalScan(image: Uint8Array) {
       return journalScanTs(image);
+    },
+    messageBatchVerify(batch: Uint8Array) {
+      return messageBatchVerifyTs(batch);
+    },
+    messageBatchChecksum(batch: Uint8Array): bigint {
+      return messageBatchChecksumTs(batch);
     },
     snapshotEncode(snapshot: MetadataSnapshot): Uint8Array {
       return snapshotEncodeTs(snapshot);
