@@ -767,6 +767,21 @@ const MUTATIONS = [
       seed(730075348166, 'all faults, current rules', 'a primary at its checkpoint whose anchor was lost with a crash after an install, among peers holding that op only as state, led forever and admitted nothing'),
     ],
   },
+  {
+    id: 'F7',
+    defect: 'also',
+    reverts: 'a backup acknowledges a re-replicated prepare at or below its commit that it holds durably (seed 3789050367638)',
+    edits: [
+      {
+        file: REPLICA,
+        search: "      if (!held) return this.drop('prepare_committed_not_held', header);\n      this.sendPrepareOkFor(header);\n",
+        replace: "      if (!held) return this.drop('prepare_committed_not_held', header);\n",
+      },
+    ],
+    pins: [
+      seed(3789050367638, 'all faults, current rules', 'a backup that had committed a prepare a new primary re-replicated never acknowledged it: that primary waited forever for a quorum'),
+    ],
+  },
 ];
 
 // A fix with several halves, reverted whole: the simulator is asked to find the defect itself.

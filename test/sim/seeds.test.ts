@@ -99,6 +99,7 @@ describe('regression seeds', () => {
     [3_507_385_961_706, 'two empty replicas of four never heard each other probe from view 0 and missed the first view: no nack quorum, 190 view changes'],
     [2_451_952_207_327, "a lagging follower that applied its view's head never claimed the log view (A13, found again after the schedules moved: its fix reverted, a replica stays behind its commit)"],
     [730_075_348_166, 'a primary at its checkpoint whose anchor was lost with a crash after an install, among peers holding that op only as state, led forever and admitted nothing'],
+    [3_789_050_367_638, 'a backup that had committed a prepare a new primary re-replicated never acknowledged it: that primary waited forever for a quorum'],
   ])('seed %i (all faults, current rules): %s', (seed) => {
     const result = simulateSeed(seed, kernels);
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
