@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { BATCH_SIZE_MAX } from '../../src/format/message-batch.js';
 import { createTsKernels } from '../../src/kernels/kernels-ts.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
+import { alignUp, HEAP_ALIGNMENT } from '../../src/kernels/wasm-heap.js';
 import { RECYCLE_BYTES, WasmInstance } from '../../src/kernels/wasm-instance.js';
 import { referenceSnapshot } from '../../src/testing/snapshot-fixtures.js';
 import { encodeBatch, type TestMessage } from '../support/message-batches.js';
@@ -147,6 +148,22 @@ describe('WASM memory with a message batch of BATCH_SIZE_MAX', () => {
     buffer.release();
     await nextTurn();
     expect(instance.recycles).toBe(1);
+  });
+
+  it('in a KernelBuffer that fills memory, is still read when the call grows memory for its slots', () => {
+    const instance = new WasmInstance('simd');
+    const wasm = createWasmKernels(instance);
+    const buffer = wasm.allocate(batch.byteLength);
+    buffer.bytes().set(batch);
+    const heapStart = alignUp(instance.exports.heap_base(), HEAP_ALIGNMENT);
+    const rest = instance.memoryBytes - heapStart - instance.heap.bytesInUse;
+    const filler = rest > 0 ? wasm.allocate(rest) : null;
+    const full = instance.memoryBytes;
+    // The view is taken before the call; growing memory for the result block detaches it.
+    expect(wasm.messageBatchVerify(buffer.bytes())).toEqual(expected);
+    expect(instance.memoryBytes).toBeGreaterThan(full);
+    filler?.release();
+    buffer.release();
   });
 
   it('past BATCH_SIZE_MAX, is refused like the TS kernels without being copied in', () => {
