@@ -14,7 +14,9 @@
 // walk reads the header only after len >= 256 and a frame header only after 48 bytes remain,
 // and it admits a frame only when its whole size fits before len; sizes are summed in u64, so
 // lengths near 2^32 cannot wrap. The hashing passes run only after the walk accepted the layout,
-// so they re-read only frames it proved in bounds.
+// so they re-read only frames it proved in bounds. One exception to the range, on purpose: for
+// len > BATCH_SIZE_MAX the adapter stages only the first 256 bytes, since walkHeader refuses such
+// a length (batch_length out of bounds, or not len) before it reads past the header.
 import { xxh3_64 } from './xxh3';
 import {
   STATE_SIZE,
