@@ -45,7 +45,7 @@ import {
 // @ts-ignore: decorator
 @inline const STATE_STRIPES: usize = 532;
 // @ts-ignore: decorator
-@inline const STATE_SIZE: usize = 544;
+@inline export const STATE_SIZE: usize = 544;
 
 // The digest works on copies: a state can be digested and then updated further.
 const DIGEST_ACC: usize = memory.data(64, 16);

@@ -48,7 +48,7 @@ export function registerBenchCommands(bench: Command): void {
 
   bench
     .command('kernels')
-    .description('XXH3, journal scan, chunk manifest and snapshot encode: wasm vs ts vs npm peers vs memcpy')
+    .description('XXH3, journal scan, chunk manifest, message batch and snapshot encode: wasm vs ts vs npm peers vs memcpy')
     .option('--json', 'print the report as JSON')
     .option('--smoke', 'tiny inputs (keeps the bench running in the test suite; numbers meaningless)')
     .option('--time-ms <ms>', 'sampling time per variant', positiveInteger)

@@ -17,6 +17,12 @@ import type { Kernels } from '../src/kernels/kernel.js';
 import { createTsKernels } from '../src/kernels/kernels-ts.js';
 import { createWasmKernels } from '../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../src/kernels/wasm-instance.js';
+import {
+  BATCH_HEADER_SIZE,
+  MESSAGE_HEADER_SIZE,
+  setBatchChecksum,
+  writeBatchHeader,
+} from '../src/format/message-batch.js';
 import { referenceSnapshot } from '../src/testing/snapshot-fixtures.js';
 import { buildImage } from '../src/testing/wal-image.js';
 
@@ -287,6 +293,96 @@ async function benchChunks(wasm: Kernels, ts: Kernels, options: KernelBenchOptio
   return rows;
 }
 
+/** A producer's batch of `count` messages of `payloadSize` random bytes, sealed by `ts`. */
+function messageBatch(ts: Kernels, count: number, payloadSize: number): Uint8Array {
+  const frameSize = MESSAGE_HEADER_SIZE + payloadSize;
+  const batch = new Uint8Array(BATCH_HEADER_SIZE + count * frameSize);
+  batch.set(randomBytes(count * frameSize, 11), BATCH_HEADER_SIZE);
+  const data = new DataView(batch.buffer);
+  for (let index = 0; index < count; index++) {
+    const at = BATCH_HEADER_SIZE + index * frameSize;
+    data.setUint32(at + 24, index, true);
+    data.setUint32(at + 28, index, true);
+    data.setUint32(at + 32, 0, true);
+    data.setUint32(at + 36, payloadSize, true);
+    data.setBigUint64(at + 40, 0n, true);
+    data.setBigUint64(at, ts.xxh3_64(batch.subarray(at + 8, at + frameSize)), true);
+  }
+  const header = {
+    partitionId: 1,
+    baseOffset: 1_000_000,
+    baseTimestampUs: 1_700_000_000_000_000,
+    originTimestampUs: 1_700_000_000_000_000,
+    batchLength: batch.byteLength,
+    batchChecksum: 0n,
+    messageCount: count,
+  };
+  writeBatchHeader(batch, 0, header);
+  setBatchChecksum(batch, ts.messageBatchChecksum(batch));
+  return batch;
+}
+
+/**
+ * Message batches (1000 x 1 KiB payloads): verify (walk + every frame hashed + batch checksum),
+ * checksum (walk + batch checksum only, what a stamp costs) and a poll's slice of half the batch,
+ * WASM SIMD and scalar builds against the TS kernels.
+ */
+async function benchMessageBatch(
+  wasm: Kernels,
+  scalar: Kernels,
+  ts: Kernels,
+  options: KernelBenchOptions,
+): Promise<KernelBenchRow[]> {
+  const count = options.smoke ? 50 : 1000;
+  const batch = messageBatch(ts, count, 1024);
+  const expected = ts.messageBatchVerify(batch);
+  if (expected.status !== 'valid' || expected.messageCount !== count) throw new Error('bench batch does not verify');
+  const resident = wasm.allocate(batch.byteLength);
+  resident.bytes().set(batch);
+  const residentScalar = scalar.allocate(batch.byteLength);
+  residentScalar.bytes().set(batch);
+  for (const [name, kernels, input] of [
+    ['simd resident', wasm, () => resident.bytes()],
+    ['simd copy-in', wasm, () => batch],
+    ['scalar resident', scalar, () => residentScalar.bytes()],
+  ] as const) {
+    const verify = kernels.messageBatchVerify(input());
+    check(verify.status === 'valid' && verify.checksum === expected.checksum && verify.messageCount === count, `wasm ${name} verify`);
+    check(kernels.messageBatchChecksum(input()) === expected.checksum, `wasm ${name} checksum`);
+    const slice = kernels.messageBatchSlice(input(), count / 2, count);
+    check(Buffer.compare(slice, ts.messageBatchSlice(batch, count / 2, count)) === 0, `wasm ${name} slice`);
+  }
+  const copy = Buffer.alloc(batch.byteLength);
+  const source = Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength);
+  const memcpy: Variant = { name: 'memcpy (Buffer.copy)', kind: 'memcpy', opsPerRun: 1, run: () => source.copy(copy) };
+  const label = `${count} x 1 KiB (${formatBytes(batch.byteLength)})`;
+  const rows: KernelBenchRow[] = [];
+  const kernels: [string, (kernels: Kernels, input: Uint8Array) => unknown][] = [
+    ['verify', (k, input) => k.messageBatchVerify(input)],
+    ['checksum', (k, input) => k.messageBatchChecksum(input)],
+    ['slice (second half)', (k, input) => k.messageBatchSlice(input, count / 2, count)],
+  ];
+  for (const [suite, call] of kernels) {
+    rows.push(
+      ...(await measure(
+        `message batch ${suite} ${label}`,
+        batch.byteLength,
+        [
+          { name: 'wasm simd (in WASM memory)', kind: 'ours', opsPerRun: 1, run: () => call(wasm, resident.bytes()) },
+          { name: 'wasm simd (copy-in)', kind: 'ours', opsPerRun: 1, run: () => call(wasm, batch) },
+          { name: 'wasm scalar (in WASM memory)', kind: 'ours', opsPerRun: 1, run: () => call(scalar, residentScalar.bytes()) },
+          { name: 'ts', kind: 'ours', opsPerRun: 1, run: () => call(ts, batch) },
+          memcpy,
+        ],
+        options,
+      )),
+    );
+  }
+  resident.release();
+  residentScalar.release();
+  return rows;
+}
+
 interface Msgpackr {
   Packr: new (options: { useRecords: boolean }) => { pack(value: unknown): Uint8Array };
 }
@@ -369,6 +465,9 @@ export async function runKernelBench(options: KernelBenchOptions): Promise<Kerne
   rows.push(...(await benchJournal(wasm, ts, options)));
   log('chunk manifest ...');
   rows.push(...(await benchChunks(wasm, ts, options)));
+  log('message batch ...');
+  const scalar = createWasmKernels(new WasmInstance('scalar'));
+  rows.push(...(await benchMessageBatch(wasm, scalar, ts, options)));
   log('snapshot encode ...');
   rows.push(...(await benchSnapshot(wasm, ts, options, log)));
   return { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', smoke: options.smoke, rows };

@@ -13,7 +13,8 @@
  *   frame: checksum u64 @0 (XXH3-64 of frame[8..end]) · id u128 @8 · offset_delta u32 @24 ·
  *   timestamp_delta u32 @28 · user_headers_length u32 @32 · payload_length u32 @36 · reserved
  *   u64 @40, zero · then the payload, then the user headers. `offset_delta` is the frame's index
- *   in the batch as written by the producer (a poll may slice a batch, keeping the deltas).
+ *   in the batch as written by the producer (a poll may slice a batch, keeping the deltas: see
+ *   `BatchDeltas`).
  *
  * The batch checksum is XXH3-64 of `partition_id ‖ base_offset ‖ base_timestamp ‖
  * origin_timestamp ‖ batch_length` (u64 each) `‖ message_count` (u32) `‖` every frame's stored
@@ -94,8 +95,9 @@ export const BatchFault = {
   frameTruncated: 'frame_truncated',
   frameReserved: 'frame_reserved',
   /**
-   * A frame's `offset_delta` is not its index: offsets are base + delta, so any other value would
-   * give the partition holes or repeats (the SDKs write the index).
+   * A frame's `offset_delta` is not its index (for a slice: the first frame's delta plus its
+   * index, below BATCH_MESSAGES_MAX): offsets are base + delta, so any other value would give the
+   * partition holes or repeats (the SDKs write the index).
    */
   offsetDelta: 'offset_delta',
   /** The frames end before `batch_length`, or more frames than `message_count`. */
@@ -105,6 +107,20 @@ export const BatchFault = {
   empty: 'empty',
 } as const;
 export type BatchFault = (typeof BatchFault)[keyof typeof BatchFault];
+
+/**
+ * Which `offset_delta` values a walk accepts. Two rule sets, because a batch has two lives:
+ * - `index`: every delta is the frame's index (0, 1, ...). What producers write, what admission
+ *   requires, and so what the journal, the log and the segment files hold: each stored batch was
+ *   admitted whole.
+ * - `contiguous`: the deltas run on by one from the first frame's, each below BATCH_MESSAGES_MAX
+ *   (an index some batch can hold). A poll reply's slice of a stored batch (reference §5.3) keeps
+ *   the deltas of the frames it holds, so its first delta is where it was cut. The set is closed
+ *   under slicing, so a slice of a slice walks too. Never for admission: a producer's batch with
+ *   a first delta of 3 would take offsets base + 3.. and leave base .. base + 2 unassigned.
+ */
+export const BatchDeltas = { index: 'index', contiguous: 'contiguous' } as const;
+export type BatchDeltas = (typeof BatchDeltas)[keyof typeof BatchDeltas];
 
 function view(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -236,12 +252,26 @@ function frameBodyLength(data: DataView, at: number): number {
 }
 
 /**
- * Checks the layout of the whole batch `bytes` (exactly one batch): the header's rules, then that
- * `message_count` frames, reserved bytes zero, tile the blob exactly. Returns each frame's start.
- * No hashing: this is the readable statement of the rules the verify kernels enforce, and their
- * TypeScript implementation walks with it.
+ * Whether the frame at `messageIndex` carries a delta the rule set accepts, given the first
+ * frame's (`firstDelta`, equal to `delta` for the first frame itself).
  */
-export function walkBatch(bytes: Uint8Array): BatchWalk {
+function deltaAccepted(
+  deltas: BatchDeltas,
+  delta: number,
+  firstDelta: number,
+  messageIndex: number,
+): boolean {
+  const expected = deltas === BatchDeltas.index ? messageIndex : firstDelta + messageIndex;
+  return delta === expected && delta < BATCH_MESSAGES_MAX;
+}
+
+/**
+ * Checks the layout of the whole batch `bytes` (exactly one batch): the header's rules, then that
+ * `message_count` frames, reserved bytes zero, deltas as `deltas` says, tile the blob exactly.
+ * Returns each frame's start. No hashing: this is the readable statement of the rules the verify
+ * kernels enforce, and their TypeScript implementation walks with it.
+ */
+export function walkBatch(bytes: Uint8Array, deltas: BatchDeltas = BatchDeltas.index): BatchWalk {
   const read = readBatchHeader(bytes, 0);
   if (!read.ok) return wholeBatchFault(read.fault);
   const { header } = read;
@@ -250,6 +280,7 @@ export function walkBatch(bytes: Uint8Array): BatchWalk {
   const data = view(bytes);
   const frameStarts: number[] = [];
   let position = BATCH_HEADER_SIZE;
+  let firstDelta = 0;
   while (position < bytes.byteLength) {
     const messageIndex = frameStarts.length;
     if (messageIndex === header.messageCount) {
@@ -265,7 +296,9 @@ export function walkBatch(bytes: Uint8Array): BatchWalk {
     if (!allZero(bytes, position + MessageHeaderOffset.reserved, position + MESSAGE_HEADER_SIZE)) {
       return { ok: false, fault: BatchFault.frameReserved, position, messageIndex };
     }
-    if (data.getUint32(position + MessageHeaderOffset.offsetDelta, true) !== messageIndex) {
+    const delta = data.getUint32(position + MessageHeaderOffset.offsetDelta, true);
+    if (messageIndex === 0) firstDelta = delta;
+    if (!deltaAccepted(deltas, delta, firstDelta, messageIndex)) {
       return { ok: false, fault: BatchFault.offsetDelta, position, messageIndex };
     }
     frameStarts.push(position);

@@ -8,7 +8,7 @@
  * costs about as much as hashing, so callers on hot paths (file and socket reads) read straight
  * into a `KernelBuffer`. Results never alias WASM memory: returned arrays are owned by the caller.
  */
-import type { BatchFault } from '../format/message-batch.js';
+import type { BatchDeltas, BatchFault } from '../format/message-batch.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 
 export type KernelsName = 'wasm' | 'ts';
@@ -140,14 +140,26 @@ export interface Kernels {
   chunkManifest(artifact: Uint8Array, chunkSize: number): ChunkManifest;
   /** Verifies a WAL image (concatenated prepares) and classifies the first failure. */
   journalScan(image: Uint8Array): JournalScan;
-  /** Verifies one whole message batch (exactly `batch.byteLength` bytes): see BatchVerify. */
-  messageBatchVerify(batch: Uint8Array): BatchVerify;
+  /**
+   * Verifies one whole message batch (exactly `batch.byteLength` bytes): see BatchVerify.
+   * `deltas` picks the offset-delta rules (`BatchDeltas`): `index` (the default) for producer and
+   * stored batches, `contiguous` for a poll reply's slice.
+   */
+  messageBatchVerify(batch: Uint8Array, deltas?: BatchDeltas): BatchVerify;
   /**
    * The batch checksum of a batch whose layout is valid, over its header and the frames' stored
    * checksums (no frame is re-hashed): what a stamp recomputes. Throws on a batch whose layout
    * is not valid (callers verify untrusted bytes first).
    */
-  messageBatchChecksum(batch: Uint8Array): bigint;
+  messageBatchChecksum(batch: Uint8Array, deltas?: BatchDeltas): bigint;
+  /**
+   * Frames [fromIndex, fromIndex + count) of a verified batch, `count` clamped to its
+   * `message_count`, as a new batch (reference §5.3 "Slicing"): the header with `batch_length`,
+   * `message_count` and `batch_checksum` rewritten, the frames as they are (deltas kept, so the
+   * result verifies under `contiguous` deltas). Throws when `fromIndex` is not below the batch's
+   * count, `count` is below 1, or the layout is not valid (frames are not re-hashed).
+   */
+  messageBatchSlice(batch: Uint8Array, fromIndex: number, count: number): Uint8Array;
   /** Canonical msgpack of the snapshot (see snapshot-model.ts). */
   snapshotEncode(snapshot: MetadataSnapshot): Uint8Array;
   /** A buffer in WASM memory (plain memory for the TS kernels). */

@@ -2,11 +2,12 @@
  * The TypeScript kernels: the readable reference that the WASM build must match byte for byte,
  * and the fallback when WebAssembly (or its SIMD build) is unavailable.
  */
+import type { BatchDeltas } from '../format/message-batch.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { chunkManifestTs } from './chunk-manifest-ts.js';
 import type { KernelBuffer, Kernels } from './kernel.js';
 import { journalScanTs } from './journal-scan-ts.js';
-import { messageBatchChecksumTs, messageBatchVerifyTs } from './message-batch-ts.js';
+import { messageBatchChecksumTs, messageBatchSliceTs, messageBatchVerifyTs } from './message-batch-ts.js';
 import { snapshotEncodeTs } from './snapshot-encode-ts.js';
 import { trailerSealWith, trailerSplitWith, trailerWriteWith } from './trailer.js';
 import { xxh3_64 } from './xxh3-ts.js';
@@ -33,11 +34,14 @@ export function createTsKernels(): Kernels {
     journalScan(image: Uint8Array) {
       return journalScanTs(image);
     },
-    messageBatchVerify(batch: Uint8Array) {
-      return messageBatchVerifyTs(batch);
+    messageBatchVerify(batch: Uint8Array, deltas?: BatchDeltas) {
+      return messageBatchVerifyTs(batch, deltas);
     },
-    messageBatchChecksum(batch: Uint8Array): bigint {
-      return messageBatchChecksumTs(batch);
+    messageBatchChecksum(batch: Uint8Array, deltas?: BatchDeltas): bigint {
+      return messageBatchChecksumTs(batch, deltas);
+    },
+    messageBatchSlice(batch: Uint8Array, fromIndex: number, count: number): Uint8Array {
+      return messageBatchSliceTs(batch, fromIndex, count);
     },
     snapshotEncode(snapshot: MetadataSnapshot): Uint8Array {
       return snapshotEncodeTs(snapshot);

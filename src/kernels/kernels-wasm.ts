@@ -12,6 +12,7 @@
  * - `xxh3_stream_init(state, seed: u64)`, `xxh3_stream_update(state, ptr, len)`,
  *   `xxh3_stream_digest(state): u64`: streaming XXH3-64 over a `xxh3_stream_state_size()`-byte
  *   state block (assembly/xxh3-stream.ts).
+ * - message batches (`message_batch_verify`, `_checksum`, `_slice`): see message-batch-wasm.ts.
  * - snapshot encoding: see snapshot-encode-wasm.ts.
  *
  * Results are copied out before returning: nothing handed to callers aliases WASM memory.
@@ -24,12 +25,13 @@
  * hash at 64 MiB) nor leaves an instance to recycle.
  */
 import { MESSAGE_SIZE_MAX } from '../constants.js';
-import { messageBatchChecksumTs, messageBatchVerifyTs } from './message-batch-ts.js';
+import { BatchDeltas } from '../format/message-batch.js';
 import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { ChunkManifest, JournalScan, Kernels, TrailerSplit } from './kernel.js';
 import { TRAILER_SIZE } from './kernel.js';
 import { journalFailureFromCodes } from './journal-scan-ts.js';
+import { createMessageBatchWasm, MESSAGE_BATCH_EXPORTS } from './message-batch-wasm.js';
 import { trailerSplitWith, trailerWriteChecksum } from './trailer.js';
 import { snapshotEncodeWasm } from './snapshot-encode-wasm.js';
 import { ScratchSlot, WasmInstance } from './wasm-instance.js';
@@ -76,6 +78,7 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     'xxh3_stream_init',
     'xxh3_stream_update',
     'xxh3_stream_digest',
+    ...MESSAGE_BATCH_EXPORTS,
   ];
   for (const name of exportNames) {
     assert(typeof (instance.exports as Record<string, unknown>)[name] === 'function', `export ${name}`);
@@ -95,6 +98,7 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
     return new DataView(bytes.buffer, resultPtr, RESULT_BLOCK_SIZE);
   }
   const stateSize = (instance.exports as unknown as AbiExports).xxh3_stream_state_size();
+  const messageBatch = createMessageBatchWasm(instance);
   assert(stateSize > 0 && stateSize % 16 === 0, 'stream state size');
 
   function streamed(bytes: Uint8Array): boolean {
@@ -249,12 +253,14 @@ export function createWasmKernels(instance = new WasmInstance('simd')): Kernels 
       };
     },
 
-    // The AssemblyScript build of these two is not in yet: the TypeScript reference runs.
-    messageBatchVerify(batch: Uint8Array) {
-      return messageBatchVerifyTs(batch);
+    messageBatchVerify(batch: Uint8Array, deltas: BatchDeltas = BatchDeltas.index) {
+      return messageBatch.verify(batch, deltas);
     },
-    messageBatchChecksum(batch: Uint8Array): bigint {
-      return messageBatchChecksumTs(batch);
+    messageBatchChecksum(batch: Uint8Array, deltas: BatchDeltas = BatchDeltas.index): bigint {
+      return messageBatch.checksum(batch, deltas);
+    },
+    messageBatchSlice(batch: Uint8Array, fromIndex: number, count: number): Uint8Array {
+      return messageBatch.slice(batch, fromIndex, count);
     },
 
     snapshotEncode(snapshot: MetadataSnapshot): Uint8Array {

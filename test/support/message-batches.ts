@@ -18,6 +18,11 @@ export interface TestBatchFields {
   readonly baseOffset?: number;
   readonly baseTimestampUs?: number;
   readonly originTimestampUs?: number;
+  /**
+   * The first frame's offset_delta (default 0; a producer's batch). A poll's slice of a batch
+   * keeps its frames' deltas, so its frames are those of the whole batch from index `firstDelta`.
+   */
+  readonly firstDelta?: number;
 }
 
 function u64(data: DataView, at: number, value: number | bigint): void {
@@ -44,7 +49,7 @@ export function encodeFrame(message: TestMessage, index: number): Uint8Array {
 
 /** A whole batch with a correct batch checksum. */
 export function encodeBatch(messages: readonly TestMessage[], fields: TestBatchFields = {}): Uint8Array {
-  const frames = messages.map((message, index) => encodeFrame(message, index));
+  const frames = messages.map((message, index) => encodeFrame(message, (fields.firstDelta ?? 0) + index));
   const blob = frames.reduce((sum, frame) => sum + frame.byteLength, 0);
   const batch = new Uint8Array(256 + blob);
   const data = new DataView(batch.buffer);
