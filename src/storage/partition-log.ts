@@ -533,15 +533,21 @@ export class PartitionLog {
     let expected = start?.offset ?? segment.startOffset;
     while (position < segment.fileSizeBytes) {
       const read = readBatchAt(this.disk, this.kernels, file, position, segment.fileSizeBytes);
+      const atIndexed = start !== null && position === start.position;
+      const misplaced =
+        read.ok &&
+        (read.header.baseOffset !== expected ||
+          read.header.partitionId !== this.partitionId ||
+          (atIndexed && read.header.baseTimestampUs !== start.timestampUs));
+      if (atIndexed && (!read.ok || misplaced)) {
+        // The index pointed at something other than the batch it names. It is derived data, so
+        // the log decides: walk the segment from its first batch.
+        this.indexUnusable(segmentIndexName(segment.startOffset), -1);
+        return this.walk(segment, null, visit);
+      }
       if (!read.ok) return { file, position, reason: read.reason };
       const { header } = read;
-      const indexed = start === null || position !== start.position || header.baseTimestampUs === start.timestampUs;
-      if (header.baseOffset !== expected || header.partitionId !== this.partitionId || !indexed) {
-        if (start !== null && position === start.position) {
-          // The index pointed at another batch: it is derived data, so fall back to the log.
-          this.indexUnusable(segmentIndexName(segment.startOffset), -1);
-          return this.walk(segment, null, visit);
-        }
+      if (misplaced) {
         return { file, position, reason: `misplaced batch: offset ${header.baseOffset}, expected ${expected}` };
       }
       const outcome = visit(header, read.batch);

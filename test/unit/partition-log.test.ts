@@ -236,7 +236,7 @@ describe.each(kernelVariants())('partition log crashes ($label kernels)', ({ ker
       }
       log.flush();
       maintaining = true;
-      log.removeOldestSegments(1);
+      log.removeOldestSegments(2);
       log.purge();
     };
     const probe = new SimDisk(new Prng(99));
