@@ -32,9 +32,11 @@
  *
  * Purge (§3.9): the partition restarts at offset 0, as in the reference (its superblock frontier
  * goes to 0 and the log resets to one empty segment at 0). Clearing consumer offsets is the
- * caller's part (partition-offsets.ts). Removal goes newest first, each unlink made durable
- * before the next, so a crash inside a purge leaves a prefix of the old log (never a hole):
- * boot accepts it and the caller, which knows a purge was under way, runs it again.
+ * caller's part (partition-offsets.ts). Removal goes oldest first, each unlink made durable
+ * before the next, so a crash inside a purge leaves a suffix of the old log: never a hole, and
+ * never an end offset that went back (which would let offsets be reused for other messages
+ * before the purge completed). Boot accepts it as it would after retention, and the caller, which
+ * knows a purge was under way, runs it again.
  *
  * Any IO failure of a write path poisons the instance (as the WAL): its view of the files may be
  * wrong, so everything is refused until it is reopened.
@@ -440,9 +442,8 @@ export class PartitionLog {
     this.pending = [];
     this.pendingBytes = 0;
     while (this.segments.length > 0) {
-      const newest = this.segments[this.segments.length - 1]!;
-      this.unlinkSegment(newest);
-      this.segments.pop();
+      this.unlinkSegment(this.segments[0]!);
+      this.segments.shift();
     }
     try {
       createEmptySegment(this.disk, 0);

@@ -115,7 +115,10 @@ describe.each(kernelVariants())('partition recovery ($label kernels)', ({ kernel
     const log0 = name20(0, 'log');
     const end = disk.size(log0);
     const torn = next(batches);
-    disk.write(log0, end, torn.bytes.subarray(0, tornBytes)); // never fsynced: a flush that died
+    // What a flush that died leaves once the device wrote part of it: durable torn bytes, so
+    // that only the truncation's own fsync can make the cut survive the next crash.
+    disk.write(log0, end, torn.bytes.subarray(0, tornBytes));
+    disk.fsync(log0);
     const { log, logger } = openLog(disk, kernels, ONE_SEGMENT);
     expect(log.openReport.tornTail).toEqual({ segment: log0, position: end, reason, droppedBytes: tornBytes });
     expect(logger.records.map((record) => record.event)).toContain('partition_torn_tail_truncated');
