@@ -47,7 +47,7 @@ import { assert } from '../stdx/assert.js';
 import type { Logger } from '../vsr/io.js';
 import type { Disk } from './disk.js';
 import { readUntilStable, StoragePoisoned } from './durable-file.js';
-import { rebuildIndex, scanSegment, type SegmentScan } from './partition-scan.js';
+import { judgeScanFailure, rebuildIndex, scanSegment, type SegmentScan } from './partition-scan.js';
 import {
   INDEX_ENTRY_SIZE,
   indexEntryOf,
@@ -692,26 +692,8 @@ function refuseOrTruncate(disk: Disk, scan: SegmentScan, isLast: boolean, logger
   const failure = scan.failure;
   assert(failure !== null, 'a failure to classify');
   const file = segmentLogName(scan.startOffset);
-  const verified = `${scan.batchCount} batches verified before it`;
-  if (failure.kind === 'misplaced') {
-    throw new StorageRefusal(file, RefusalReason.segmentBatchMisplaced, `batch verifies but ${failure.reason}; ${verified}`, failure.position);
-  }
-  if (!isLast) {
-    throw new StorageRefusal(
-      file,
-      RefusalReason.segmentSealedCorrupt,
-      `batch fails verification (${failure.reason}) in a sealed segment (a later segment exists); ${verified}`,
-      failure.position,
-    );
-  }
-  if (failure.validAfter !== null) {
-    throw new StorageRefusal(
-      file,
-      RefusalReason.segmentInteriorCorruption,
-      `batch fails verification (${failure.reason}) and a valid batch follows at ${failure.validAfter}; ${verified}`,
-      failure.position,
-    );
-  }
+  const judged = judgeScanFailure(scan, isLast);
+  if (judged.verdict === 'refuse') throw new StorageRefusal(file, judged.reason, judged.detail, failure.position);
   const tornTail = { segment: file, position: failure.position, reason: failure.reason, droppedBytes: scan.fileSizeBytes - scan.validEnd };
   logger.log('warn', 'partition_torn_tail_truncated', tornTail);
   disk.truncate(file, scan.validEnd);

@@ -15,6 +15,7 @@ import { BATCH_HEADER_SIZE, batchLastOffset, readBatchHeader } from '../format/m
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
 import type { Disk } from './disk.js';
+import { RefusalReason } from './refusal.js';
 import {
   BATCH_SIZE_MIN,
   FileWindow,
@@ -238,4 +239,31 @@ export function rebuildIndex(disk: Disk, startOffset: number, validEnd: number):
   disk.truncate(file, entries * INDEX_ENTRY_SIZE);
   disk.fsync(file);
   return { entries, created };
+}
+
+export type ScanVerdict =
+  | { readonly verdict: 'torn_tail' }
+  | { readonly verdict: 'refuse'; readonly reason: RefusalReason; readonly detail: string };
+
+/**
+ * What boot does with a scan's failure (shared with `vrmeta inspect partition`, so that "inspect
+ * says valid" means "boot accepts it"): only damage with nothing valid after it, in the last
+ * segment, is a torn tail.
+ */
+export function judgeScanFailure(scan: SegmentScan, isLast: boolean): ScanVerdict {
+  const failure = scan.failure;
+  assert(failure !== null, 'a failure to judge');
+  const verified = `${scan.batchCount} batches verified before it`;
+  if (failure.kind === 'misplaced') {
+    return { verdict: 'refuse', reason: RefusalReason.segmentBatchMisplaced, detail: `batch verifies but ${failure.reason}; ${verified}` };
+  }
+  if (!isLast) {
+    const detail = `batch fails verification (${failure.reason}) in a sealed segment (a later segment exists); ${verified}`;
+    return { verdict: 'refuse', reason: RefusalReason.segmentSealedCorrupt, detail };
+  }
+  if (failure.validAfter !== null) {
+    const detail = `batch fails verification (${failure.reason}) and a valid batch follows at ${failure.validAfter}; ${verified}`;
+    return { verdict: 'refuse', reason: RefusalReason.segmentInteriorCorruption, detail };
+  }
+  return { verdict: 'torn_tail' };
 }
