@@ -255,8 +255,8 @@ export class PartitionLog {
     const header = verified.header;
     assert(header.partitionId === this.partitionId, `partition append of partition ${header.partitionId}`);
     assert(header.baseOffset === this.nextOffset, `partition append at ${header.baseOffset}, next offset ${this.nextOffset}`);
+    assert(header.baseTimestampUs >= this.newestTimestampUs(), 'partition append goes back in time');
     let segment = this.lastSegment();
-    assert(header.baseTimestampUs >= segment.maxTimestampUs, 'partition append goes back in time');
     if (segment.sealed) segment = this.startSegment(header.baseOffset);
     if (this.pending.length > 0 && this.pendingBytes + batch.byteLength > this.pendingBytesMax) this.flush();
     this.pending.push({ batch: batch.slice(), header, position: segment.sizeBytes });
@@ -472,6 +472,18 @@ export class PartitionLog {
     const segment: Segment = { ...emptySegment(startOffset), filesDurable: false };
     this.segments.push(segment);
     return segment;
+  }
+
+  /**
+   * base_timestamp of the newest batch, 0 when there is none. Not just the last segment's: after a
+   * crash lost a new segment's first flush, the last segment is empty and its predecessor is not.
+   */
+  private newestTimestampUs(): number {
+    for (let index = this.segments.length - 1; index >= 0; index -= 1) {
+      const segment = this.segments[index]!;
+      if (segment.batchCount > 0) return segment.maxTimestampUs;
+    }
+    return 0;
   }
 
   private lastSegment(): Segment {

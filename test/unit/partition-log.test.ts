@@ -179,6 +179,23 @@ describe('partition log appends', () => {
     expect(log.nextOffset).toBe(3);
   });
 
+  it('keeps time monotone across segments, even when the last segment is empty', () => {
+    const disk = new SimDisk(new Prng(1));
+    const batches = batchRun([3, 3, 3]);
+    const { log } = openLog(disk, kernels, 1);
+    appendAll(log, batches); // every batch seals its segment: the next append starts a new one
+    expect(log.stats().segmentsCount).toBe(3);
+    // What a crash leaves when a new segment's files were created but its first flush was lost.
+    disk.write(name20(9, 'log'), 0, new Uint8Array(0));
+    disk.write(name20(9, 'index'), 0, new Uint8Array(0));
+    const reopened = openLog(disk, kernels, 1).log;
+    expect(reopened.stats().segmentsCount).toBe(4);
+    expect(reopened.nextOffset).toBe(9);
+    expect(() => reopened.append(stampedBatch(9, 1, batches[2]!.timestampUs - 1).bytes)).toThrow(AssertionError);
+    reopened.append(stampedBatch(9, 1, batches[2]!.timestampUs).bytes);
+    expect(reopened.findByTimestamp(batches[2]!.timestampUs)).toEqual({ ok: true, batch: batches[2]!.bytes });
+  });
+
   it('flushes on its own once the pending bytes would exceed the bound', () => {
     const disk = new SimDisk(new Prng(1));
     const batches = batchRun([2, 2, 2]);
