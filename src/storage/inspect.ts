@@ -296,6 +296,7 @@ export function inspectPartition(disk: Disk, kernels: Kernels): { exitCode: Insp
   const notes: string[] = [];
   const segments: Record<string, unknown>[] = [];
   let previousLast: number | null = null;
+  let newestTimestampUs = 0;
   let messagesCount = 0;
   let sizeBytes = 0;
   for (const [ordinal, start] of starts.entries()) {
@@ -303,7 +304,8 @@ export function inspectPartition(disk: Disk, kernels: Kernels): { exitCode: Insp
     if (previousLast !== null && start !== previousLast + 1) {
       problems.push(`${file}: segment_discontinuity: starts at ${start}, the previous segment ends at ${previousLast}`);
     }
-    const scan = scanSegment(disk, kernels, start, partitionId);
+    const scan = scanSegment(disk, kernels, start, partitionId, newestTimestampUs);
+    if (scan.batchCount > 0) newestTimestampUs = scan.maxTimestampUs;
     let status = 'valid';
     if (scan.failure !== null) {
       const judged = judgeScanFailure(scan, ordinal === starts.length - 1);

@@ -648,6 +648,7 @@ function openSegments(disk: Disk, kernels: Kernels, options: PartitionLogOptions
   const segments: Segment[] = [];
   let tornTail: PartitionOpenReport['tornTail'] = null;
   let indexCreated = false;
+  let newestTimestampUs = 0;
   for (const [ordinal, startOffset] of starts.entries()) {
     const isLast = ordinal === starts.length - 1;
     const previous = segments[segments.length - 1];
@@ -655,7 +656,7 @@ function openSegments(disk: Disk, kernels: Kernels, options: PartitionLogOptions
     const file = segmentLogName(startOffset);
     const scan = readUntilStable(
       file,
-      () => scanSegment(disk, kernels, startOffset, options.partitionId),
+      () => scanSegment(disk, kernels, startOffset, options.partitionId, newestTimestampUs),
       (result) => result.failure === null,
       scanKey,
     );
@@ -668,6 +669,7 @@ function openSegments(disk: Disk, kernels: Kernels, options: PartitionLogOptions
       indexesRebuilt.push({ segment: file, reason: scan.indexProblem });
       logger.log('warn', 'partition_index_rebuilt', { segment: file, reason: scan.indexProblem, entries: rebuilt.entries });
     }
+    if (scan.batchCount > 0) newestTimestampUs = scan.maxTimestampUs;
     segments.push({
       startOffset,
       lastOffset: scan.lastOffset,

@@ -110,13 +110,28 @@ interface WalkState {
   maxTimestampUs: number;
 }
 
-/** Walks and verifies one segment, reading it once through a bounded window. */
-export function scanSegment(disk: Disk, kernels: Kernels, startOffset: number, partitionId: number): SegmentScan {
+/**
+ * Walks and verifies one segment, reading it once through a bounded window. `floorTimestampUs`:
+ * the previous segment's newest base_timestamp (time never goes back across segments either).
+ */
+export function scanSegment(
+  disk: Disk,
+  kernels: Kernels,
+  startOffset: number,
+  partitionId: number,
+  floorTimestampUs = 0,
+): SegmentScan {
   const file = segmentLogName(startOffset);
   const fileSizeBytes = disk.size(file);
   const window = new FileWindow(disk, file, fileSizeBytes);
   const index = new IndexCheck(disk, segmentIndexName(startOffset));
-  const walk: WalkState = { position: 0, expectedOffset: startOffset, batchCount: 0, messageCount: 0, maxTimestampUs: 0 };
+  const walk: WalkState = {
+    position: 0,
+    expectedOffset: startOffset,
+    batchCount: 0,
+    messageCount: 0,
+    maxTimestampUs: floorTimestampUs,
+  };
   let failure: SegmentScanFailure | null = null;
   while (walk.position < fileSizeBytes && failure === null) {
     failure = walkOne(kernels, window, walk, partitionId, index);
@@ -131,7 +146,7 @@ export function scanSegment(disk: Disk, kernels: Kernels, startOffset: number, p
     batchCount: walk.batchCount,
     messageCount: walk.messageCount,
     lastOffset: walk.expectedOffset - 1,
-    maxTimestampUs: walk.maxTimestampUs,
+    maxTimestampUs: walk.batchCount > 0 ? walk.maxTimestampUs : 0,
     failure,
     indexProblem: index.finish(walk.batchCount),
   };

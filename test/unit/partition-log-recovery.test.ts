@@ -204,6 +204,18 @@ describe.each(kernelVariants())('partition recovery ($label kernels)', ({ kernel
     }
   });
 
+  it('refuses a segment whose first batch is older than its predecessor\'s newest', () => {
+    const disk = new SimDisk(new Prng(8));
+    const { log } = openLog(disk, kernels, 1);
+    appendAll(log, batchRun([2, 2]));
+    disk.write(name20(4, 'log'), 0, stampedBatch(4, 1, BASE_TIME_US).bytes); // older than offset 2's
+    disk.fsync(name20(4, 'log'));
+    const refusal = refusalOf(() => openLog(disk, kernels, 1));
+    expect(refusal.reason).toBe(RefusalReason.segmentBatchMisplaced);
+    expect(refusal.file).toBe(name20(4, 'log'));
+    expect(refusal.detail).toMatch(/timestamp .* before/);
+  });
+
   it('refuses a hole and an overlap between segments, naming both segments', () => {
     const batches = batchRun(COUNTS);
     const segments = expectedSegments(batches, SEGMENT_BYTES);
