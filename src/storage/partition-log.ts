@@ -149,6 +149,17 @@ interface Segment {
   filesDurable: boolean;
 }
 
+interface FlushPlan {
+  readonly segment: Segment;
+  readonly log: string;
+  readonly index: string;
+  /** The flush creates the segment's files: the directory is fsynced too. */
+  readonly createsFiles: boolean;
+  readonly sizeBytes: number;
+  readonly batchCount: number;
+  readonly lastOffset: number;
+}
+
 interface PendingBatch {
   readonly batch: Uint8Array;
   readonly header: BatchHeader;
@@ -172,6 +183,8 @@ export class PartitionLog {
   private pending: PendingBatch[] = [];
   private pendingBytes = 0;
   private poisonedBy: unknown = null;
+  /** An async flush is between its writes and its last fsync. */
+  private flushing = false;
   readonly openReport: PartitionOpenReport;
 
   private constructor(disk: Disk, kernels: Kernels, options: PartitionLogOptions, opened: Opened) {
@@ -247,7 +260,7 @@ export class PartitionLog {
    * before the previous batch's. Durable only after the next `flush` (or a rotation's).
    */
   append(batch: Uint8Array): void {
-    this.checkUsable();
+    this.checkWritable();
     // Re-verified here, once, because a batch that does not verify would be written, read back
     // as damage at the next boot, and either truncated as a torn tail or refuse boot.
     const verified = verifiedBatch(this.kernels, batch);
@@ -281,9 +294,61 @@ export class PartitionLog {
    * of the directory when this flush created the files. For the caller's group commit.
    */
   flush(): void {
-    this.checkUsable();
+    this.checkWritable();
+    const plan = this.writePending();
+    if (plan === null) return;
+    try {
+      this.disk.fsync(plan.log);
+      this.disk.fsync(plan.index);
+      if (plan.createsFiles) this.disk.fsyncDirectory();
+    } catch (error) {
+      this.poison(error);
+      throw error;
+    }
+    this.flushed(plan);
+  }
+
+  /** The disk can run `flushAsync`'s fsyncs off the event loop. */
+  get canFlushAsync(): boolean {
+    return this.disk.fsyncAsync !== undefined && this.disk.fsyncDirectoryAsync !== undefined;
+  }
+
+  /**
+   * `flush` with its fsyncs on the thread pool (the writes into the page cache stay synchronous):
+   * `done` runs on a later turn with null once the batches are durable, or with the error (the
+   * log is then poisoned, as after a failed `flush`). Reads may run meanwhile; any other call is
+   * a bug until `done` (an append could otherwise flush the same bytes a second time).
+   */
+  flushAsync(done: (error: Error | null) => void): void {
+    this.checkWritable();
+    const fsyncAsync = this.disk.fsyncAsync;
+    const fsyncDirectoryAsync = this.disk.fsyncDirectoryAsync;
+    assert(fsyncAsync !== undefined && fsyncDirectoryAsync !== undefined, 'flushAsync needs a disk with async fsyncs');
+    const plan = this.writePending();
+    if (plan === null) {
+      setImmediate(() => done(null));
+      return;
+    }
+    this.flushing = true;
+    const finish = (error: Error | null): void => {
+      this.flushing = false;
+      if (error !== null) this.poison(error);
+      else this.flushed(plan);
+      done(error);
+    };
+    fsyncAsync.call(this.disk, plan.log, (logError) => {
+      if (logError !== null) return finish(logError);
+      fsyncAsync.call(this.disk, plan.index, (indexError) => {
+        if (indexError !== null || !plan.createsFiles) return finish(indexError);
+        fsyncDirectoryAsync.call(this.disk, finish);
+      });
+    });
+  }
+
+  /** Writes the pending batches (one write per file), nothing synced; null when nothing to do. */
+  private writePending(): FlushPlan | null {
     const segment = this.lastSegment();
-    if (this.pending.length === 0 && segment.filesDurable) return;
+    if (this.pending.length === 0 && segment.filesDurable) return null;
     const log = segmentLogName(segment.startOffset);
     const index = segmentIndexName(segment.startOffset);
     const logImage = new Uint8Array(this.pendingBytes);
@@ -298,16 +363,27 @@ export class PartitionLog {
     try {
       this.disk.write(log, segment.fileSizeBytes, logImage);
       this.disk.write(index, segment.fileBatchCount * INDEX_ENTRY_SIZE, indexImage);
-      this.disk.fsync(log);
-      this.disk.fsync(index);
-      if (!segment.filesDurable) this.disk.fsyncDirectory();
     } catch (error) {
       this.poison(error);
       throw error;
     }
-    segment.fileSizeBytes += logImage.byteLength;
-    segment.fileBatchCount += this.pending.length;
-    segment.fileLastOffset = segment.lastOffset;
+    return {
+      segment,
+      log,
+      index,
+      createsFiles: !segment.filesDurable,
+      sizeBytes: logImage.byteLength,
+      batchCount: this.pending.length,
+      lastOffset: segment.lastOffset,
+    };
+  }
+
+  private flushed(plan: FlushPlan): void {
+    const { segment } = plan;
+    assert(this.pending.length === plan.batchCount && segment === this.lastSegment(), 'nothing appended during a flush');
+    segment.fileSizeBytes += plan.sizeBytes;
+    segment.fileBatchCount += plan.batchCount;
+    segment.fileLastOffset = plan.lastOffset;
     segment.filesDurable = true;
     this.pending = [];
     this.pendingBytes = 0;
@@ -417,7 +493,7 @@ export class PartitionLog {
    * each unlink made durable before the next, so a crash leaves a suffix: never a hole.
    */
   removeOldestSegments(count: number): { readonly messagesCount: number; readonly sizeBytes: number } {
-    this.checkUsable();
+    this.checkWritable();
     assert(Number.isSafeInteger(count) && count >= 0 && count <= this.removableSegmentCount, `remove ${count} segments`);
     let messagesCount = 0;
     let sizeBytes = 0;
@@ -438,7 +514,7 @@ export class PartitionLog {
    * when this returns. Pending batches are dropped too.
    */
   purge(): void {
-    this.checkUsable();
+    this.checkWritable();
     this.pending = [];
     this.pendingBytes = 0;
     while (this.segments.length > 0) {
@@ -574,6 +650,12 @@ export class PartitionLog {
       if (visit(entry.header, entry.batch) === 'stop') return 'stop';
     }
     return null;
+  }
+
+  /** As `checkUsable`, for calls that write: none may run inside an async flush. */
+  private checkWritable(): void {
+    this.checkUsable();
+    assert(!this.flushing, 'partition log write during an async flush');
   }
 
   private checkUsable(): void {

@@ -4,7 +4,8 @@
  * retention). Recovery and damage: partition-log-recovery.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Disk } from '../../src/storage/disk.js';
+import { FsyncError, type Disk } from '../../src/storage/disk.js';
+import { StoragePoisoned } from '../../src/storage/durable-file.js';
 import { FsDisk } from '../../src/storage/fs-disk.js';
 import { PartitionLog } from '../../src/storage/partition-log.js';
 import { SimDisk } from '../../src/storage/sim-disk.js';
@@ -346,5 +347,83 @@ describe('partition log maintenance', () => {
     expect(log.overBudgetSegmentCount(sealed - bytes(segments[0]!) - 1)).toBe(2);
     expect(log.overBudgetSegmentCount(0)).toBe(segments.length - 1);
     expect(log.overBudgetSegmentCount(0, lastOf(segments[1]!))).toBe(2);
+  });
+});
+
+/** SimDisk with its fsyncs offered off the calling turn, as FsDisk offers them. */
+class AsyncSimDisk extends SimDisk {
+  fsyncAsync(name: string, done: (error: FsyncError | null) => void): void {
+    setImmediate(() => done(this.settle(() => this.fsync(name))));
+  }
+
+  fsyncDirectoryAsync(done: (error: FsyncError | null) => void): void {
+    setImmediate(() => done(this.settle(() => this.fsyncDirectory())));
+  }
+
+  private settle(sync: () => void): FsyncError | null {
+    try {
+      sync();
+      return null;
+    } catch (error) {
+      if (error instanceof FsyncError) return error;
+      throw error;
+    }
+  }
+}
+
+const flushAsync = (log: PartitionLog): Promise<Error | null> => new Promise((resolve) => log.flushAsync(resolve));
+
+describe('partition log async flush', () => {
+  const kernels = tsKernels();
+
+  it('is durable only once done ran, refuses writes meanwhile, and serves reads meanwhile', async () => {
+    const disk = new AsyncSimDisk(new Prng(11), { lostWriteProbability: 1, lostDirectoryOperationProbability: 1 });
+    const batches = batchRun(COUNTS);
+    const { log } = openLog(disk, kernels, SEGMENT_BYTES);
+    expect(log.canFlushAsync).toBe(true);
+    appendAll(log, batches.slice(0, 2));
+    let answered: Error | null | undefined;
+    log.flushAsync((error) => {
+      answered = error;
+    });
+    expect(answered).toBeUndefined();
+    expect(log.stats().durableEndOffset).toBeNull();
+    expect(() => log.append(batches[2]!.bytes)).toThrow(AssertionError);
+    expect(readAllBatches(log)).toEqual(bytesOf(batches.slice(0, 2)));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(answered).toBeNull();
+    expect(log.stats().durableEndOffset).toBe(3);
+    // The rest, across rotations (a flush that creates files fsyncs the directory too).
+    for (const batch of batches.slice(2)) {
+      log.append(batch.bytes);
+      expect(await flushAsync(log)).toBeNull();
+    }
+    disk.crash(); // every unsynced write and directory operation is lost
+    expect(readAllBatches(openLog(disk, kernels, SEGMENT_BYTES).log)).toEqual(bytesOf(batches));
+  });
+
+  it('a failed async fsync poisons the log', async () => {
+    const disk = new AsyncSimDisk(new Prng(12));
+    const { log } = openLog(disk, kernels, SEGMENT_BYTES);
+    log.append(stampedBatch(0, 2).bytes);
+    disk.failNextFsync(name20(0, 'index'));
+    expect(await flushAsync(log)).toBeInstanceOf(FsyncError);
+    expect(log.poisoned).toBe(true);
+    expect(() => log.readFrom(0, 1, 10)).toThrow(StoragePoisoned);
+  });
+
+  it('runs on FsDisk, which offers async fsyncs', async () => {
+    const directory = tempDirectory('vrmeta-partition-');
+    cleanups.push(directory.cleanup);
+    const disk = new FsDisk(directory.path);
+    cleanups.push(() => disk.close());
+    const batches = batchRun(COUNTS);
+    const { log } = openLog(disk, kernels, SEGMENT_BYTES);
+    appendAll(log, batches);
+    expect(await flushAsync(log)).toBeNull();
+    expect(log.stats().durableEndOffset).toBe(log.nextOffset - 1);
+    const again = new FsDisk(directory.path);
+    cleanups.push(() => again.close());
+    expect(readAllBatches(openLog(again, kernels, SEGMENT_BYTES).log)).toEqual(bytesOf(batches));
   });
 });
