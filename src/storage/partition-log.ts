@@ -41,7 +41,7 @@
  * Any IO failure of a write path poisons the instance (as the WAL): its view of the files may be
  * wrong, so everything is refused until it is reopened.
  */
-import { BATCH_SIZE_MAX, batchLastOffset, readBatchHeader, type BatchHeader } from '../format/message-batch.js';
+import { batchLastOffset, type BatchHeader } from '../format/message-batch.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
 import type { Logger } from '../vsr/io.js';
@@ -809,12 +809,4 @@ function removeOrphanIndexes(disk: Disk, names: readonly string[], logStarts: Re
   }
   if (removed.length > 0) disk.fsyncDirectory();
   return removed;
-}
-
-/** The header of a stored batch record (tests and tools; the batch must be whole). */
-export function storedBatchHeader(batch: Uint8Array): BatchHeader {
-  assert(batch.byteLength <= BATCH_SIZE_MAX, 'one batch');
-  const read = readBatchHeader(batch, 0);
-  assert(read.ok, 'a stored batch has a valid header');
-  return read.header;
 }

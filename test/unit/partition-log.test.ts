@@ -105,6 +105,17 @@ describe.each(diskCases)('partition log round trips ($label)', ({ make }) => {
     const sizeBytes = batches.reduce((sum, batch) => sum + batch.bytes.byteLength, 0);
     const stats = { messagesCount: total, sizeBytes, segmentsCount: segments.length, startOffset: 0, endOffset: total - 1, durableEndOffset: total - 1 };
     expect(log.stats()).toEqual(stats);
+    expect(log.segmentInfos()).toEqual(
+      segments.map((segment, index) => ({
+        startOffset: segment[0]!.baseOffset,
+        lastOffset: segment[segment.length - 1]!.baseOffset + segment[segment.length - 1]!.count - 1,
+        sizeBytes: concat(bytesOf(segment)).byteLength,
+        batchCount: segment.length,
+        maxTimestampUs: segment[segment.length - 1]!.timestampUs,
+        // The last one is sealed too when its bytes reached the size: the next append rotates.
+        sealed: index < segments.length - 1 || concat(bytesOf(segment)).byteLength >= SEGMENT_BYTES,
+      })),
+    );
     expect(readAllBatches(log)).toEqual(bytesOf(batches));
 
     const reopened = openLog(reopen(), kernels, SEGMENT_BYTES).log;
