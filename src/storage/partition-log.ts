@@ -637,7 +637,8 @@ export class PartitionLog {
       if (!read.ok) return { file, position, reason: read.reason };
       const { header } = read;
       if (misplaced) {
-        return { file, position, reason: `misplaced batch: offset ${header.baseOffset}, expected ${expected}` };
+        const found = `partition ${header.partitionId} offset ${header.baseOffset}`;
+        return { file, position, reason: `misplaced batch: ${found}, expected partition ${this.partitionId} offset ${expected}` };
       }
       const outcome = visit(header, read.batch);
       if (outcome === 'stop') return 'stop';
