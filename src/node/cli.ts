@@ -88,9 +88,9 @@ program
 
 program
   .command('inspect')
-  .description('verify and print a data file; exit 1 on corruption')
-  .argument('<kind>', 'snapshot | wal | superblock')
-  .argument('<path>', 'the file or the data directory')
+  .description('verify and print a data file or a partition directory; exit 1 on corruption')
+  .argument('<kind>', 'snapshot | wal | superblock | partition')
+  .argument('<path>', 'the file, the data directory, or (partition) the partition directory')
   .option('--json', 'print JSON')
   .action(async (kind: string, path: string, options: { json?: boolean }) => {
     const { runInspect } = await import('../storage/inspect.js');

@@ -1,10 +1,12 @@
 /**
- * `vrmeta inspect snapshot|wal|superblock PATH [--json]`: verify a data file without changing it
- * and print what it holds. Uses the same verification as boot (journal scan, trailer split, the
- * superblock verdict), so "inspect says valid" means "boot accepts it".
+ * `vrmeta inspect snapshot|wal|superblock|partition PATH [--json]`: verify a data file (or a
+ * partition directory) without changing it and print what it holds. Uses the same verification as
+ * boot (journal scan, trailer split, the superblock verdict, the segment walk and its judgement),
+ * so "inspect says valid" means "boot accepts it".
  *
- * Exit codes: 0 valid (including a WAL with a torn tail, which boot truncates; the report says
- * so), 1 corrupt (boot would refuse), 2 usage error (unknown kind, nothing at PATH).
+ * Exit codes: 0 valid (including a WAL or last segment with a torn tail, which boot truncates, and
+ * an index boot rebuilds; the report says so), 1 corrupt (boot would refuse), 2 usage error
+ * (unknown kind, nothing at PATH).
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../format/snapshot-codec.js';
@@ -17,8 +19,11 @@ import { REFUSAL_REMEDY } from './refusal.js';
 import { SNAPSHOT_FILE } from './snapshot-file.js';
 import { judgeSuperblock, readSlot, SUPERBLOCK_FILES, type SlotRead, type StoredVsrState } from './superblock.js';
 import { WAL_FILE } from './wal.js';
+import { judgeScanFailure, scanSegment } from './partition-scan.js';
+import { parseSegmentName, readBatchAt, segmentLogName } from './partition-segment.js';
+import { decodeOffsetRecord, OFFSET_RECORD_SIZE, parseOffsetFileName } from './partition-offsets.js';
 
-export const INSPECT_KINDS = ['snapshot', 'wal', 'superblock'] as const;
+export const INSPECT_KINDS = ['snapshot', 'wal', 'superblock', 'partition'] as const;
 export type InspectKind = (typeof INSPECT_KINDS)[number];
 
 export const InspectExit = { valid: 0, corrupt: 1, usage: 2 } as const;
@@ -26,6 +31,8 @@ export type InspectExit = (typeof InspectExit)[keyof typeof InspectExit];
 
 /** `--json` lists at most this many WAL entries; the summary covers the rest. */
 export const INSPECT_WAL_ENTRIES_MAX = 1024;
+/** The report lists at most this many segments and offset files; the summary covers the rest. */
+export const INSPECT_PARTITION_ITEMS_MAX = 1024;
 
 export interface InspectResult {
   readonly exitCode: InspectExit;
@@ -45,9 +52,14 @@ export function runInspect(kind: string, path: string, options: { json: boolean;
   }
   const resolved = resolveDataPath(path);
   if (!resolved.exists) return usage(`nothing at ${path}`, options.json);
+  if (kind === 'partition' && resolved.name !== null) return usage(`${path} is not a partition directory`, options.json);
   const disk = new FsDisk(resolved.directory);
   try {
     const typed = kind as InspectKind;
+    if (typed === 'partition') {
+      const { exitCode, report } = inspectPartition(disk, options.kernels);
+      return { exitCode, report, output: options.json ? JSON.stringify(report, null, 2) : formatText(report) };
+    }
     const defaultName = typed === 'wal' ? WAL_FILE : SNAPSHOT_FILE;
     const name = resolved.name ?? defaultName;
     if (typed !== 'superblock' && !disk.exists(name)) return usage(`no ${name} in ${resolved.directory}`, options.json);
@@ -254,6 +266,112 @@ export function inspectSuperblock(disk: Disk, kernels: Kernels): { exitCode: Ins
       report['note'] = `boot refuses; remedy: ${REFUSAL_REMEDY}`;
       return { exitCode: InspectExit.corrupt, report };
   }
+}
+
+// -------------------------------------------------------------------------------------------------
+
+/** The partition id boot would check every batch against: the first batch's, when it reads. */
+function peekPartitionId(disk: Disk, kernels: Kernels, firstStart: number | undefined): number {
+  if (firstStart === undefined) return 0;
+  const file = segmentLogName(firstStart);
+  const first = readBatchAt(disk, kernels, file, 0, disk.size(file));
+  return first.ok ? first.header.partitionId : 0;
+}
+
+/**
+ * A partition directory, read-only: every segment walked and judged as boot judges it, the
+ * contiguity between segments, the indexes boot would rebuild, and the consumer offset files.
+ */
+export function inspectPartition(disk: Disk, kernels: Kernels): { exitCode: InspectExit; report: Record<string, unknown> } {
+  const names = disk.list();
+  const starts = names.map((name) => parseSegmentName(name, 'log')).filter((start) => start !== null);
+  starts.sort((a, b) => a - b);
+  const logStarts = new Set(starts);
+  const orphanIndexes = names.filter((name) => {
+    const start = parseSegmentName(name, 'index');
+    return start !== null && !logStarts.has(start);
+  });
+  const partitionId = peekPartitionId(disk, kernels, starts[0]);
+  const problems: string[] = [];
+  const notes: string[] = [];
+  const segments: Record<string, unknown>[] = [];
+  let previousLast: number | null = null;
+  let newestTimestampUs = 0;
+  let messagesCount = 0;
+  let sizeBytes = 0;
+  for (const [ordinal, start] of starts.entries()) {
+    const file = segmentLogName(start);
+    if (previousLast !== null && start !== previousLast + 1) {
+      problems.push(`${file}: segment_discontinuity: starts at ${start}, the previous segment ends at ${previousLast}`);
+    }
+    const scan = scanSegment(disk, kernels, start, partitionId, newestTimestampUs);
+    if (scan.batchCount > 0) newestTimestampUs = scan.maxTimestampUs;
+    let status = 'valid';
+    if (scan.failure !== null) {
+      const judged = judgeScanFailure(scan, ordinal === starts.length - 1);
+      const at = `at ${scan.failure.position}`;
+      if (judged.verdict === 'refuse') {
+        status = judged.reason;
+        problems.push(`${file}: ${judged.reason} ${at}: ${judged.detail}`);
+      } else {
+        status = 'torn_tail';
+        notes.push(`${file}: torn tail ${at} (${scan.failure.reason}): boot truncates ${scan.fileSizeBytes - scan.validEnd} bytes`);
+      }
+    }
+    if (scan.indexProblem !== null) notes.push(`${file}: index ${scan.indexProblem}: boot rebuilds it from the log`);
+    if (segments.length < INSPECT_PARTITION_ITEMS_MAX) {
+      segments.push({
+        file,
+        status,
+        startOffset: start,
+        lastOffset: scan.lastOffset,
+        batches: scan.batchCount,
+        messages: scan.messageCount,
+        sizeBytes: scan.validEnd,
+        maxTimestampUs: scan.maxTimestampUs,
+        index: scan.indexProblem ?? 'ok',
+      });
+    }
+    previousLast = scan.lastOffset;
+    messagesCount += scan.messageCount;
+    sizeBytes += scan.validEnd;
+  }
+  for (const name of orphanIndexes) notes.push(`${name}: no .log: boot removes it`);
+  if (starts.length === 0) notes.push('no segment: boot creates an empty one at offset 0');
+  const offsets = inspectOffsetFiles(disk, kernels, names, problems);
+  const report: Record<string, unknown> = {
+    kind: 'partition',
+    status: problems.length > 0 ? 'corrupt' : 'valid',
+    partitionId,
+    segmentsCount: starts.length,
+    messagesCount,
+    sizeBytes,
+    startOffset: starts[0] ?? null,
+    endOffset: previousLast !== null && previousLast >= 0 ? previousLast : null,
+    segments,
+    offsets,
+    problems,
+    notes,
+  };
+  if (problems.length > 0) report['note'] = `boot refuses; remedy: ${REFUSAL_REMEDY}`;
+  return { exitCode: problems.length > 0 ? InspectExit.corrupt : InspectExit.valid, report };
+}
+
+function inspectOffsetFiles(disk: Disk, kernels: Kernels, names: readonly string[], problems: string[]): Record<string, unknown>[] {
+  const offsets: Record<string, unknown>[] = [];
+  for (const name of names) {
+    const key = parseOffsetFileName(name);
+    if (key === null) continue;
+    const size = disk.size(name);
+    const read = size === OFFSET_RECORD_SIZE ? decodeOffsetRecord(kernels, disk.readAll(name)) : null;
+    if (read === null || !read.ok) {
+      const detail = read === null ? `${size} bytes, expected ${OFFSET_RECORD_SIZE}` : read.reason;
+      problems.push(`${name}: consumer_offset_corrupt: ${detail}`);
+      continue;
+    }
+    if (offsets.length < INSPECT_PARTITION_ITEMS_MAX) offsets.push({ file: name, kind: key.kind, id: key.id, offset: read.offset });
+  }
+  return offsets;
 }
 
 // -------------------------------------------------------------------------------------------------

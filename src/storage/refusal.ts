@@ -47,11 +47,46 @@ export const RefusalReason = {
   checkpointAheadOfSnapshot: 'checkpoint_ahead_of_snapshot',
   /** Same checkpoint op, different checksum: the snapshot is not the one the superblock names. */
   checkpointChecksumMismatch: 'checkpoint_checksum_mismatch',
+  /**
+   * A partition segment's `.log` has a damaged batch with a verifying batch after it: flushed,
+   * possibly acknowledged messages were damaged at rest.
+   */
+  segmentInteriorCorruption: 'segment_interior_corruption',
+  /**
+   * A sealed segment (one with a successor) has a damaged batch anywhere, its tail included: a
+   * segment is flushed before its successor is created, so no crash can leave it torn.
+   */
+  segmentSealedCorrupt: 'segment_sealed_corrupt',
+  /**
+   * A batch verifies but does not belong where it is: another partition's id, an offset that does
+   * not continue the segment's, or a timestamp before its predecessor's.
+   */
+  segmentBatchMisplaced: 'segment_batch_misplaced',
+  /** Consecutive segments leave a hole in the offsets or overlap (next start != end + 1). */
+  segmentDiscontinuity: 'segment_discontinuity',
+  /** The partition directory holds more segments than the store is willing to track. */
+  segmentCountTooLarge: 'segment_count_too_large',
+  /** A consumer or group offset file does not verify (wrong size or checksum). */
+  consumerOffsetCorrupt: 'consumer_offset_corrupt',
 } as const;
 export type RefusalReason = (typeof RefusalReason)[keyof typeof RefusalReason];
 
 export const REFUSAL_REMEDY =
   'wipe the data directory and restart the replica with --rejoin; it rejoins by state transfer';
+
+/**
+ * Reasons whose operator action differs from the general one. A hole or overlap between segments
+ * is not bit rot: files were removed, copied in or renamed by hand, and may still exist.
+ */
+const REFUSAL_REMEDIES: Partial<Record<RefusalReason, string>> = {
+  [RefusalReason.segmentDiscontinuity]:
+    'put back the segment files that were moved (the `.log` names are the start offsets); ' +
+    `if they are lost, ${REFUSAL_REMEDY}`,
+};
+
+export function refusalRemedy(reason: RefusalReason): string {
+  return REFUSAL_REMEDIES[reason] ?? REFUSAL_REMEDY;
+}
 
 export class StorageRefusal extends Error {
   override name = 'StorageRefusal';
@@ -63,12 +98,14 @@ export class StorageRefusal extends Error {
   readonly detail: string;
   /** The data directory, once known (recovery adds it so the message names the full path). */
   readonly directory: string | null;
-  readonly remedy = REFUSAL_REMEDY;
+  readonly remedy: string;
 
   constructor(file: string, reason: RefusalReason, detail: string, offset: number | null = null, directory: string | null = null) {
     const at = offset === null ? '' : ` at offset ${offset}`;
     const path = directory === null ? file : `${directory}/${file}`;
-    super(`refusing to boot: ${path}: ${reason}${at}: ${detail}; remedy: ${REFUSAL_REMEDY}`);
+    const remedy = refusalRemedy(reason);
+    super(`refusing to boot: ${path}: ${reason}${at}: ${detail}; remedy: ${remedy}`);
+    this.remedy = remedy;
     this.file = file;
     this.reason = reason;
     this.offset = offset;
