@@ -20,6 +20,8 @@ import { decodeFrame, type DecodedFrame } from '../vsr/frame.js';
 import type { Logger, LogLevel, StorageResult } from '../vsr/io.js';
 import { Replica, StorageFailure, type ReplicaBootState } from '../vsr/replica.js';
 import type { StateMachine } from '../vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
+import { METADATA_CHECKPOINT_CODEC } from '../storage/metadata-checkpoint-codec.js';
 import { ClusterChecker } from './checkers.js';
 import { CLIENT_NODE_BASE, NetworkSim } from './network-sim.js';
 import { SimClient } from './sim-client.js';
@@ -41,11 +43,17 @@ export const SIM_TIMEOUTS: TimeoutTicks = {
 };
 
 /** One replica slot of the cluster: what survives its crashes, and its fault bookkeeping. */
+/**
+ * The simulated replicas' snapshot type: the test and metadata state machines share the metadata
+ * snapshot model, so checkpoints run the real canonical encoder.
+ */
+type SimSnapshot = MetadataMachineSnapshot;
+
 export interface SimReplica {
   readonly index: number;
-  readonly store: DiskReplicaStore;
-  storage: StorageSim;
-  replica: Replica | null;
+  readonly store: DiskReplicaStore<SimSnapshot>;
+  storage: StorageSim<SimSnapshot>;
+  replica: Replica<SimSnapshot> | null;
   crashes: number;
   /** Set when the disk was lost: the cluster's commit point the replica must reach again. */
   wipedCatchUpOp: number | null;
@@ -146,7 +154,7 @@ export class Cluster {
   protected hooks: ClusterHooks = HOOKS_NONE;
 
   /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
-  stateMachineFactory: (index: number) => StateMachine = () => new TestStateMachine();
+  stateMachineFactory: (index: number) => StateMachine<SimSnapshot> = () => new TestStateMachine();
 
   /** Scenario hook: every reply or eviction a replica sends to any client, before delivery. */
   onClientFrame: ((replica: number, client: bigint, frame: Uint8Array) => void) | null = null;
@@ -225,12 +233,16 @@ export class Cluster {
           replicaCount: options.replicaCount,
           journalSlots: options.journalSlots,
         },
+        METADATA_CHECKPOINT_CODEC,
         {
           tornWriteProbability: options.tornWriteProbability,
           lostWriteProbability: options.lostWriteProbability,
         },
       ),
-      storage: new StorageSim(new Prng(seed * 31 + index + 2), options.storageLatencyMaxTicks),
+      storage: new StorageSim<SimSnapshot>(
+        new Prng(seed * 31 + index + 2),
+        options.storageLatencyMaxTicks,
+      ),
       replica: null,
       crashes: 0,
       wipedCatchUpOp: null,
@@ -261,7 +273,7 @@ export class Cluster {
   private start(entry: SimReplica): void {
     const index = entry.index;
     const storagePrng = new Prng(this.prng.nextU32());
-    const storage = new StorageSim(storagePrng, this.options.storageLatencyMaxTicks);
+    const storage = new StorageSim<SimSnapshot>(storagePrng, this.options.storageLatencyMaxTicks);
     storage.superblockFailureProbability =
       entry.superblockFailingUntil > this.tickNow ? 1 : this.options.superblockFailureProbability;
     entry.storage = storage;
@@ -304,7 +316,7 @@ export class Cluster {
   }
 
   /** Boots a replica's store; a refused boot is wiped first, as an operator would. */
-  private boot(entry: SimReplica): ReplicaBootState {
+  private boot(entry: SimReplica): ReplicaBootState<SimSnapshot> {
     try {
       return entry.store.boot(this.kernels);
     } catch (error) {
@@ -376,7 +388,7 @@ export class Cluster {
     this.start(entry);
   }
 
-  private retire(replica: Replica): void {
+  private retire(replica: Replica<SimSnapshot>): void {
     this.viewChangesRetired += replica.counters.viewChanges;
     this.checkpointsRetired += replica.counters.checkpoints;
     this.repairsRetired += replica.counters.repairsRequested;
@@ -384,7 +396,7 @@ export class Cluster {
   }
 
   /** Runs `fn` against a replica; a StorageFailure is fail-stop (crash), anything else a bug. */
-  private guard(entry: SimReplica, fn: (replica: Replica) => void): void {
+  private guard(entry: SimReplica, fn: (replica: Replica<SimSnapshot>) => void): void {
     const replica = entry.replica;
     if (replica === null) return;
     try {
@@ -415,7 +427,7 @@ export class Cluster {
   private tickReplica(entry: SimReplica): void {
     if (entry.replica === null) return;
     try {
-      entry.storage.tick(entry.store, (id: number, result: StorageResult) =>
+      entry.storage.tick(entry.store, (id: number, result: StorageResult<SimSnapshot>) =>
         this.guard(entry, (replica) => replica.onStorageDone(id, result)),
       );
     } catch (error) {
@@ -477,7 +489,7 @@ export class Cluster {
     this.commitMaxEver = Math.max(this.commitMaxEver, replica.commitMax);
   }
 
-  replica(index: number): Replica {
+  replica(index: number): Replica<SimSnapshot> {
     const replica = this.replicas[index]!.replica;
     assert(replica !== null, `replica ${index} is up`);
     return replica;
@@ -492,8 +504,8 @@ export class Cluster {
   counts(): ClusterCounts {
     const live = this.replicas
       .map((entry) => entry.replica)
-      .filter((replica): replica is Replica => replica !== null);
-    const sum = (count: (replica: Replica) => number): number =>
+      .filter((replica): replica is Replica<SimSnapshot> => replica !== null);
+    const sum = (count: (replica: Replica<SimSnapshot>) => number): number =>
       live.reduce((total, replica) => total + count(replica), 0);
     return {
       commits: this.checker.historyLength,

@@ -17,6 +17,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { AssertionError } from '../stdx/assert.js';
 import type { ReplicaEvent } from '../vsr/events.js';
 import type { Replica } from '../vsr/replica.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { CheckFailure } from './checkers.js';
 import {
   Cluster,
@@ -212,7 +213,7 @@ export class ClusterSim extends Cluster {
   }
 
   /** Between them, `replicas` hold every acknowledged op above what any of them applied. */
-  private holdsAcknowledged(replicas: readonly Replica[]): boolean {
+  private holdsAcknowledged(replicas: readonly Replica<MetadataMachineSnapshot>[]): boolean {
     const applied = Math.max(...replicas.map((replica) => replica.commitMin));
     for (let op = applied + 1; op <= this.checker.ackedOpMax; op++) {
       const canonical = this.checker.canonicalChecksum(op);
