@@ -261,6 +261,7 @@ export class StorageDriver<S> implements Storage<S> {
       if (!this.scheduled) this.drain();
     };
     if (request.kind === 'checkpoint_write') {
+      assert(request.model.op === request.op, 'checkpoint_write op matches its model');
       const write = (written: CheckpointWritten): void => {
         snapshotFile.writeAsync(written.payload, written.checksum, live, (result) =>
           finish(typeof result === 'bigint' ? null : result, { ok: true, checkpoint: written }),

@@ -51,6 +51,7 @@ export function executeStorageRequest<S>(handles: DurableHandles<S>, request: St
         handles.superblock.write(request.state, { stateTransfer: request.stateTransfer });
         break;
       case 'checkpoint_write': {
+        assert(request.model.op === request.op, 'checkpoint_write op matches its model');
         const { kernels, codec } = handles.snapshotFile;
         const written = encodeCheckpoint(kernels, codec, request.model, request.chunkSize);
         handles.snapshotFile.write(written.payload, written.checksum);
