@@ -65,6 +65,12 @@ export interface MetadataSnapshot {
   readonly revokedTokens: readonly RevokedTokenSnapshot[];
 }
 
+/**
+ * The part of a snapshot the metadata state machine owns; the rest (version, op, clock, client
+ * table, writer) is the replica's checkpoint model around it (src/vsr/state-machine.ts).
+ */
+export type MetadataMachineSnapshot = Pick<MetadataSnapshot, 'users' | 'streams' | 'revokedTokens'>;
+
 /** A revoked access token's id (the JWT `jti`, a UUID) as bytes. */
 export const ACCESS_TOKEN_ID_SIZE = 16;
 

@@ -17,8 +17,8 @@ import type {
   ApplyInput,
   ApplyResult,
   StateMachine,
-  StateMachineSnapshot,
 } from '../vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { ErrorCode } from './errors.js';
 import { rejected, type OpContext } from './op-context.js';
 import { decodeRequest } from './operation-codec.js';
@@ -120,7 +120,7 @@ export interface UserCredentials {
   readonly passwordHash: string;
 }
 
-export class MetadataStateMachine implements StateMachine {
+export class MetadataStateMachine implements StateMachine<MetadataMachineSnapshot> {
   /** Lives as long as the replica: restore keeps it (see stats-registry.ts). */
   readonly stats = new StatsRegistry();
   readonly queries: MetadataQueries;
@@ -269,7 +269,7 @@ export class MetadataStateMachine implements StateMachine {
     return this.changes + this.stats.version;
   }
 
-  snapshot(): StateMachineSnapshot {
+  snapshot(): MetadataMachineSnapshot {
     return snapshotOf(this.state);
   }
 
@@ -279,7 +279,7 @@ export class MetadataStateMachine implements StateMachine {
    * invariant here is corruption past every check: it fails an assertion, and because the new
    * state is built before the swap, the old one stays in place.
    */
-  restore(snapshot: StateMachineSnapshot): void {
+  restore(snapshot: MetadataMachineSnapshot): void {
     const next = stateFromSnapshot(snapshot, this.limits);
     assert(typeof next !== 'string', typeof next === 'string' ? next : '');
     this.state = next;
@@ -288,7 +288,7 @@ export class MetadataStateMachine implements StateMachine {
   }
 
   /** Null when `restore(snapshot)` would succeed, else the first invariant it violates. */
-  checkSnapshot(snapshot: StateMachineSnapshot): string | null {
+  checkSnapshot(snapshot: MetadataMachineSnapshot): string | null {
     const built = stateFromSnapshot(snapshot, this.limits);
     return typeof built === 'string' ? built : null;
   }

@@ -8,7 +8,7 @@
  * The decoder (snapshot-codec.ts) already refused anything non-canonical; these are the semantic
  * rules it cannot know.
  */
-import type { StateMachineSnapshot } from '../vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { IdSlab } from './id-slab.js';
 import { compareBytes } from '../format/snapshot-codec.js';
 import type {
@@ -45,7 +45,7 @@ function byName(left: TokenState, right: TokenState): number {
   return left.name < right.name ? -1 : left.name > right.name ? 1 : 0;
 }
 
-export function snapshotOf(state: MetadataState): StateMachineSnapshot {
+export function snapshotOf(state: MetadataState): MetadataMachineSnapshot {
   const users: UserSnapshot[] = [];
   for (const user of state.users.values()) {
     const sorted = [...user.tokens.values()].sort(byName);
@@ -146,7 +146,7 @@ function checkIds(items: readonly { readonly id: number }[], idLimit: number, wh
 
 /** A fresh state from `snapshot`, or the first invariant it violates. Never throws. */
 export function stateFromSnapshot(
-  snapshot: StateMachineSnapshot,
+  snapshot: MetadataMachineSnapshot,
   limits: MetadataLimits,
 ): MetadataState | string {
   try {
@@ -157,7 +157,7 @@ export function stateFromSnapshot(
   }
 }
 
-function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): MetadataState {
+function build(snapshot: MetadataMachineSnapshot, limits: MetadataLimits): MetadataState {
   const state = new MetadataState(limits);
   const users = usersFromSnapshot(state, snapshot.users, limits);
   const streams = streamsFromSnapshot(state, snapshot.streams, limits);
@@ -169,7 +169,7 @@ function build(snapshot: StateMachineSnapshot, limits: MetadataLimits): Metadata
 /** The users, their tokens indexed into `state` (user and token indexes) as they are checked. */
 function usersFromSnapshot(
   state: MetadataState,
-  snapshotUsers: StateMachineSnapshot['users'],
+  snapshotUsers: MetadataMachineSnapshot['users'],
   limits: MetadataLimits,
 ): [number, UserState][] {
   checkIds(snapshotUsers, limits.usersMax, 'user');
@@ -212,7 +212,7 @@ function usersFromSnapshot(
 /** The streams and their topics, stream names indexed into `state` as they are checked. */
 function streamsFromSnapshot(
   state: MetadataState,
-  snapshotStreams: StateMachineSnapshot['streams'],
+  snapshotStreams: MetadataMachineSnapshot['streams'],
   limits: MetadataLimits,
 ): [number, StreamState][] {
   checkIds(snapshotStreams, limits.streamsMax, 'stream');
@@ -246,7 +246,7 @@ function streamsFromSnapshot(
 /** The revoked tokens (jti ascending, per-user counts within the limit), into `state`. */
 function revokedTokensFromSnapshot(
   state: MetadataState,
-  revokedTokens: StateMachineSnapshot['revokedTokens'],
+  revokedTokens: MetadataMachineSnapshot['revokedTokens'],
   limits: MetadataLimits,
 ): void {
   check(revokedTokens.length <= limits.revokedTokensMax, 'has more revoked tokens than the limit');

@@ -11,17 +11,18 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { KernelsName } from '../kernels/kernel.js';
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import type { CheckpointWritten } from '../vsr/io.js';
+import type { CheckpointModel } from '../vsr/state-machine.js';
 import type { CheckpointWorkerData, CheckpointWorkerReply, CheckpointWorkerRequest } from './checkpoint-worker.js';
 
 /**
- * Starts encoding `snapshot`; `done` runs once, on a later turn, with the result or the error
+ * Starts encoding `model`; `done` runs once, on a later turn, with the result or the error
  * (a worker that failed, crashed or exited without answering). The returned function abandons
  * the encode (terminates the worker; `done` is not called afterwards).
  */
-export type CheckpointEncoder = (
-  snapshot: MetadataSnapshot,
+export type CheckpointEncoder<S> = (
+  model: CheckpointModel<S>,
   chunkSize: number,
   done: (result: CheckpointWritten | Error) => void,
 ) => () => void;
@@ -41,8 +42,15 @@ export function checkpointWorkerPath(): string {
   return found;
 }
 
-export function workerCheckpointEncoder(kernels: KernelsName, entry: string = checkpointWorkerPath()): CheckpointEncoder {
-  return (snapshot, chunkSize, done) => {
+/**
+ * The metadata plane's worker encoder: the worker (checkpoint-worker.ts) encodes with the metadata
+ * checkpoint codec, the codec of the snapshot file it writes through.
+ */
+export function workerCheckpointEncoder(
+  kernels: KernelsName,
+  entry: string = checkpointWorkerPath(),
+): CheckpointEncoder<MetadataMachineSnapshot> {
+  return (model, chunkSize, done) => {
     let settled = false;
     const settle = (result: CheckpointWritten | Error): void => {
       if (settled) return;
@@ -60,7 +68,7 @@ export function workerCheckpointEncoder(kernels: KernelsName, entry: string = ch
     });
     worker.on('error', (error) => settle(new Error(`checkpoint worker failed: ${error.message}`)));
     worker.on('exit', (code) => settle(new Error(`checkpoint worker exited (code ${code}) without a result`)));
-    const request: CheckpointWorkerRequest = { snapshot, chunkSize };
+    const request: CheckpointWorkerRequest = { model, chunkSize };
     try {
       worker.postMessage(request);
     } catch (error) {

@@ -1,22 +1,25 @@
 /**
  * The checkpoint encoder's thread (node:worker_threads): one worker per checkpoint, started by
  * `workerCheckpointEncoder` (checkpoint-encoder.ts). It receives the model captured at the
- * checkpoint op (structured clone), encodes it with the replica's kernel implementation, computes
- * the chunk manifest, posts the payload back as a transferred ArrayBuffer and exits, so its WASM
- * memory (several times the snapshot at its peak) is returned to the system at once.
+ * checkpoint op (structured clone), encodes it with the metadata checkpoint codec and the
+ * replica's kernel implementation, computes the chunk manifest, posts the payload back as a
+ * transferred ArrayBuffer and exits, so its WASM memory (several times the snapshot at its peak)
+ * is returned to the system at once.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadKernels } from '../kernels/index.js';
 import type { KernelsName } from '../kernels/kernel.js';
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
+import { METADATA_CHECKPOINT_CODEC } from '../storage/metadata-checkpoint-codec.js';
+import type { CheckpointModel } from '../vsr/state-machine.js';
 
 export interface CheckpointWorkerData {
   readonly kernels: KernelsName;
 }
 
 export interface CheckpointWorkerRequest {
-  readonly snapshot: MetadataSnapshot;
+  readonly model: CheckpointModel<MetadataMachineSnapshot>;
   readonly chunkSize: number;
 }
 
@@ -30,7 +33,7 @@ if (port !== null) {
   port.once('message', (request: CheckpointWorkerRequest) => {
     let reply: CheckpointWorkerReply;
     try {
-      const written = encodeCheckpoint(loadKernels(mode), request.snapshot, request.chunkSize);
+      const written = encodeCheckpoint(loadKernels(mode), METADATA_CHECKPOINT_CODEC, request.model, request.chunkSize);
       reply = { ok: true, payload: written.payload, checksum: written.checksum, chunkChecksums: written.chunkChecksums };
     } catch (error) {
       reply = { ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) };

@@ -151,7 +151,7 @@ export class NodeMetrics {
   private checkpoint: { op: number; bytes: number; atMs: number; written: boolean } | null = null;
   private transfer: { atMs: number; installed: number } | null = null;
   /** Storage requests whose completion matters to a metric, by id (bounded: at most two). */
-  private readonly storageRequests = new Map<number, StorageRequest>();
+  private readonly storageRequests = new Map<number, StorageRequest<unknown>>();
 
   /** `core` is read at scrape time only (the node creates the metrics before its core). */
   constructor(core: () => CoreView, sources: NodeMetricSources) {
@@ -260,7 +260,7 @@ export class NodeMetrics {
   }
 
   /** A storage request submitted by the core (a checkpoint begins with its checkpoint_write). */
-  storageSubmitted(id: number, request: StorageRequest): void {
+  storageSubmitted(id: number, request: StorageRequest<unknown>): void {
     if (request.kind === 'checkpoint_write') {
       // Its size is known when the storage encoded it (at completion).
       this.checkpoint = { op: request.op, bytes: 0, atMs: performance.now(), written: false };
@@ -270,7 +270,7 @@ export class NodeMetrics {
     }
   }
 
-  storageDone(id: number, result: StorageResult): void {
+  storageDone(id: number, result: StorageResult<unknown>): void {
     const request = this.storageRequests.get(id);
     if (request === undefined) return;
     this.storageRequests.delete(id);

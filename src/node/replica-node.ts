@@ -24,6 +24,7 @@ import { workerCheckpointEncoder } from './checkpoint-encoder.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { Operation as MetadataOperation } from '../metadata/operations.js';
 import { MetadataStateMachine } from '../metadata/state-machine.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { GENESIS_PASSWORD_MARKER } from '../metadata/validation.js';
 import { DATA_DIRECTORY_MODE, FsDisk, tightenDataDirModes } from '../storage/fs-disk.js';
 import type { PrefetchedFile } from '../storage/fs-disk.js';
@@ -132,9 +133,9 @@ export class ReplicaNode implements NodeApi {
   readonly cluster: bigint;
   readonly state: MetadataStateMachine;
   readonly kernels: Kernels;
-  readonly core: Replica;
+  readonly core: Replica<MetadataMachineSnapshot>;
   readonly bus: ReplicaBus;
-  readonly storage: StorageDriver;
+  readonly storage: StorageDriver<MetadataMachineSnapshot>;
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;

@@ -55,21 +55,22 @@ export interface StorageDriverCounters {
   failures: number;
 }
 
-type Completion = { id: number; result: StorageResult };
+type Completion<S> = { id: number; result: StorageResult<S> };
 
-export class StorageDriver implements Storage {
-  private readonly handles: DurableHandles;
-  private readonly queue: { id: number; request: StorageRequest }[] = [];
+/** `S` is the snapshot type of the state machine whose checkpoints it writes. */
+export class StorageDriver<S> implements Storage<S> {
+  private readonly handles: DurableHandles<S>;
+  private readonly queue: { id: number; request: StorageRequest<S> }[] = [];
   private scheduled = false;
   private closed = false;
   /**
    * Requests waiting for IO on the thread pool: an append run's fsync, or one durable write (the
    * token tells a stale callback). `redo` completes them synchronously (shutdown).
    */
-  private syncing: { readonly token: number; readonly ids: readonly number[]; readonly redo: () => Completion[] } | null = null;
+  private syncing: { readonly token: number; readonly ids: readonly number[]; readonly redo: () => Completion<S>[] } | null = null;
   private syncTokens = 0;
   /** Where completions go (the replica's onStorageDone); set once the replica exists. */
-  onDone: ((id: number, result: StorageResult) => void) | null = null;
+  onDone: ((id: number, result: StorageResult<S>) => void) | null = null;
   readonly counters: StorageDriverCounters = {
     requests: 0,
     walAppends: 0,
@@ -87,7 +88,7 @@ export class StorageDriver implements Storage {
   onTransferWritten: ((bytes: Uint8Array) => void) | null = null;
 
   /** Encodes checkpoints off the event loop (a worker thread); null: in-thread, synchronously. */
-  private readonly checkpointEncoder: CheckpointEncoder | null;
+  private readonly checkpointEncoder: CheckpointEncoder<S> | null;
   /**
    * The worker takes a checkpoint only when the previous snapshot was at least this large: a
    * worker's start (module load, WASM compile) costs more than encoding a small state in-thread,
@@ -98,9 +99,10 @@ export class StorageDriver implements Storage {
   private cancelEncode: (() => void) | null = null;
 
   constructor(
-    handles: DurableHandles,
+    handles: DurableHandles<S>,
     options: {
-      readonly checkpointEncoder?: CheckpointEncoder;
+      /** Must encode with the codec of `handles.snapshotFile` (same bytes, same checkpoint id). */
+      readonly checkpointEncoder?: CheckpointEncoder<S>;
       readonly checkpointWorkerMinBytes?: number;
     } = {},
   ) {
@@ -110,7 +112,7 @@ export class StorageDriver implements Storage {
     assert(this.checkpointWorkerMinBytes >= 0, 'checkpointWorkerMinBytes >= 0');
   }
 
-  submit(id: number, request: StorageRequest): void {
+  submit(id: number, request: StorageRequest<S>): void {
     assert(!this.closed, 'storage request after close');
     this.queue.push({ id, request });
     this.schedule();
@@ -153,7 +155,7 @@ export class StorageDriver implements Storage {
     this.schedule();
   }
 
-  private deliver(done: readonly Completion[]): void {
+  private deliver(done: readonly Completion<S>[]): void {
     for (const { id, result } of done) this.onDone?.(id, result);
   }
 
@@ -164,7 +166,7 @@ export class StorageDriver implements Storage {
    */
   private runBatch(async: boolean): void {
     const batch = this.queue.splice(0, REQUESTS_PER_TURN_MAX);
-    const done: Completion[] = [];
+    const done: Completion<S>[] = [];
     let index = 0;
     while (index < batch.length) {
       const first = batch[index]!;
@@ -205,7 +207,7 @@ export class StorageDriver implements Storage {
   }
 
   /** Writes a run of appends without fsync; null on success, else the run's failed completions. */
-  private writeRun(run: readonly { id: number; request: StorageRequest }[]): Completion[] | null {
+  private writeRun(run: readonly { id: number; request: StorageRequest<S> }[]): Completion<S>[] | null {
     this.counters.requests += run.length;
     try {
       for (const { request } of run) {
@@ -220,7 +222,7 @@ export class StorageDriver implements Storage {
     }
   }
 
-  private syncRun(ids: readonly number[]): Completion[] {
+  private syncRun(ids: readonly number[]): Completion<S>[] {
     try {
       const startedMs = performance.now();
       this.handles.wal.sync();
@@ -237,7 +239,7 @@ export class StorageDriver implements Storage {
    * request is another kind or the disk cannot. Completes like `syncRunAsync`: when the directory
    * fsync returns, with nothing behind it started before.
    */
-  private startDurableWrite(entry: { id: number; request: StorageRequest }): boolean {
+  private startDurableWrite(entry: { id: number; request: StorageRequest<S> }): boolean {
     const { id, request } = entry;
     const { snapshotFile, superblock, wal } = this.handles;
     const capable =
@@ -251,7 +253,7 @@ export class StorageDriver implements Storage {
     // Shutdown redoes the whole write synchronously (both are idempotent: same bytes, same slot).
     this.syncing = { token, ids: [id], redo: () => [{ id, result: executeStorageRequest(this.handles, request) }] };
     const live = (): boolean => this.syncing?.token === token && !this.closed;
-    const finish = (error: Error | null, ok: StorageResult = { ok: true }): void => {
+    const finish = (error: Error | null, ok: StorageResult<S> = { ok: true }): void => {
       assert(live(), 'a durable write completes while it is the one in flight');
       this.syncing = null;
       if (error === null) this.counters.durableWritesAsync += 1;
@@ -259,6 +261,7 @@ export class StorageDriver implements Storage {
       if (!this.scheduled) this.drain();
     };
     if (request.kind === 'checkpoint_write') {
+      assert(request.model.op === request.op, 'checkpoint_write op matches its model');
       const write = (written: CheckpointWritten): void => {
         snapshotFile.writeAsync(written.payload, written.checksum, live, (result) =>
           finish(typeof result === 'bigint' ? null : result, { ok: true, checkpoint: written }),
@@ -268,12 +271,12 @@ export class StorageDriver implements Storage {
       const encoder = previousBytes >= this.checkpointWorkerMinBytes ? this.checkpointEncoder : null;
       if (encoder === null) {
         this.counters.checkpointsEncodedInThread += 1;
-        write(encodeCheckpoint(snapshotFile.kernels, request.snapshot, request.chunkSize));
+        write(encodeCheckpoint(snapshotFile.kernels, snapshotFile.codec, request.model, request.chunkSize));
         return true;
       }
       // Encode and manifest on the worker; the payload then goes through the same durable write
       // (temp, fsync, rename, directory fsync) as every snapshot, in this request's turn.
-      this.cancelEncode = encoder(request.snapshot, request.chunkSize, (encoded) => {
+      this.cancelEncode = encoder(request.model, request.chunkSize, (encoded) => {
         this.cancelEncode = null;
         if (!live()) return;
         if (encoded instanceof Error) {
@@ -319,7 +322,7 @@ export class StorageDriver implements Storage {
   }
 
   /** IO failures complete the run with the error; anything else is a bug and stays fatal. */
-  private failRun(ids: readonly number[], error: unknown): Completion[] {
+  private failRun(ids: readonly number[], error: unknown): Completion<S>[] {
     if (!(error instanceof DiskError || error instanceof DurableWriteError || error instanceof StoragePoisoned)) throw error;
     this.counters.failures += 1;
     const message = (error as Error).message;

@@ -22,12 +22,14 @@
  *    A single-replica cluster is its own quorum: every durable prepare is committed.
  */
 import type { Kernels } from '../kernels/kernel.js';
-import { decodeSnapshot, SnapshotDecodeError } from '../format/snapshot-codec.js';
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { assert } from '../stdx/assert.js';
 import type { Logger } from '../vsr/io.js';
 import type { ReplicaBootState } from '../vsr/replica.js';
+import type { CheckpointModel } from '../vsr/state-machine.js';
+import type { CheckpointCodec } from './checkpoint-codec.js';
 import type { Disk } from './disk.js';
+import { METADATA_CHECKPOINT_CODEC } from './metadata-checkpoint-codec.js';
 import { hex } from './prepare-frame.js';
 import { RefusalReason, silentLogger, StorageRefusal } from './refusal.js';
 import { SNAPSHOT_FILE, SnapshotFile } from './snapshot-file.js';
@@ -43,18 +45,19 @@ export interface RecoveryConfig {
   readonly logger?: Logger;
 }
 
-export interface RecoveredSnapshot {
+export interface RecoveredSnapshot<S> {
   /** The payload as stored; its XXH3-64 is `checksum`. */
   readonly payload: Uint8Array;
   /** The checkpoint checksum (checkpoint id). */
   readonly checksum: bigint;
   /** The checkpoint op: the last op whose effects the snapshot contains. */
   readonly sequenceNumber: number;
-  readonly decoded: MetadataSnapshot;
+  readonly decoded: CheckpointModel<S>;
 }
 
-export interface Recovered {
-  readonly snapshot: RecoveredSnapshot | null;
+/** `S` is the snapshot type of the state machine the data directory checkpoints. */
+export interface Recovered<S> {
+  readonly snapshot: RecoveredSnapshot<S> | null;
   /** The newest durable VSR state, or null on a fresh replica. */
   readonly vsrState: StoredVsrState | null;
   /** The snapshot's op, or 0 when there is no snapshot. */
@@ -75,12 +78,18 @@ export interface Recovered {
   /** The open handles the replica keeps writing through. */
   readonly wal: Wal;
   readonly superblock: Superblock;
-  readonly snapshotFile: SnapshotFile;
+  readonly snapshotFile: SnapshotFile<S>;
 }
 
-export function recover(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recovered {
+/** Recovers a metadata-plane data directory (its checkpoints are metadata snapshots). */
+export function recover(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recovered<MetadataMachineSnapshot> {
+  return recoverWith(disk, kernels, METADATA_CHECKPOINT_CODEC, config);
+}
+
+/** Recovers a data directory whose checkpoints `codec` decodes. */
+export function recoverWith<S>(disk: Disk, kernels: Kernels, codec: CheckpointCodec<S>, config: RecoveryConfig): Recovered<S> {
   try {
-    return recoverIn(disk, kernels, config);
+    return recoverIn(disk, kernels, codec, config);
   } catch (error) {
     // Name the full path: the operator reads this line and acts on it.
     if (error instanceof StorageRefusal && error.directory === null) throw error.inDirectory(disk.location);
@@ -88,24 +97,22 @@ export function recover(disk: Disk, kernels: Kernels, config: RecoveryConfig): R
   }
 }
 
-function recoverIn(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recovered {
+function recoverIn<S>(disk: Disk, kernels: Kernels, codec: CheckpointCodec<S>, config: RecoveryConfig): Recovered<S> {
   const logger = config.logger ?? silentLogger;
 
   // 1. Snapshot.
-  const snapshotFile = new SnapshotFile(disk, kernels);
+  const snapshotFile = new SnapshotFile(disk, kernels, codec);
   // A transfer interrupted by the crash restarts from its first chunk; its partial file is garbage.
   snapshotFile.transferDiscard();
   const read = snapshotFile.read();
-  let snapshot: RecoveredSnapshot | null = null;
+  let snapshot: RecoveredSnapshot<S> | null = null;
   if (read !== null) {
-    let decoded: MetadataSnapshot;
-    try {
-      decoded = decodeSnapshot(read.payload);
-    } catch (error) {
-      if (!(error instanceof SnapshotDecodeError)) throw error;
-      throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, error.message, error.offset);
+    const result = codec.decode(read.payload);
+    if (!result.ok) {
+      throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, result.message, result.offset);
     }
-    snapshot = { payload: read.payload, checksum: read.checksum, sequenceNumber: decoded.sequenceNumber, decoded };
+    const decoded = result.model;
+    snapshot = { payload: read.payload, checksum: read.checksum, sequenceNumber: decoded.op, decoded };
   }
   const checkpointOp = snapshot?.sequenceNumber ?? 0;
 
@@ -224,7 +231,7 @@ function recoverIn(disk: Disk, kernels: Kernels, config: RecoveryConfig): Recove
  * start at the checkpoint op when the WAL holds its entry (the chain anchor), else at the op
  * after it.
  */
-export function toReplicaBootState(recovered: Recovered): ReplicaBootState {
+export function toReplicaBootState<S>(recovered: Recovered<S>): ReplicaBootState<S> {
   const frames = recovered.prepares.map((entry) => entry.frame);
   return {
     vsrState: recovered.vsrState,

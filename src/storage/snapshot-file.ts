@@ -14,8 +14,8 @@
 import type { Kernels } from '../kernels/kernel.js';
 import { TRAILER_SIZE } from '../kernels/kernel.js';
 import { trailerWriteChecksum } from '../kernels/trailer.js';
-import { decodeSnapshot, peekSnapshotVersion, SnapshotDecodeError } from '../format/snapshot-codec.js';
-import { SNAPSHOT_FORMAT_VERSIONS_READABLE, isReadableSnapshotVersion, type MetadataSnapshot } from '../format/snapshot-model.js';
+import type { CheckpointModel } from '../vsr/state-machine.js';
+import { codecReadsVersion, type CheckpointCodec } from './checkpoint-codec.js';
 import { assert } from '../stdx/assert.js';
 import { DiskError, type Disk, type DiskFileReader } from './disk.js';
 import {
@@ -73,26 +73,30 @@ export interface SnapshotRead {
 }
 
 /** Why an install was refused: the bytes received are not the accepted checkpoint. */
-export type TransferInstallResult =
-  | { readonly ok: true; readonly snapshot: MetadataSnapshot; readonly payload: Uint8Array }
+export type TransferInstallResult<S> =
+  | { readonly ok: true; readonly model: CheckpointModel<S>; readonly payload: Uint8Array }
   | { readonly ok: false; readonly error: string };
 
 type Attempt =
   | { readonly ok: true; readonly payload: Uint8Array; readonly checksum: bigint }
   | { readonly ok: false; readonly reason: RefusalReason; readonly detail: string };
 
-export class SnapshotFile {
+/** `S` is the snapshot type of the state machine whose checkpoints the file holds. */
+export class SnapshotFile<S> {
   private readonly disk: Disk;
   /** The kernels it seals with (a checkpoint is encoded with the same ones). */
   readonly kernels: Kernels;
+  /** Peeks, decodes (and, for a checkpoint write, encodes) the payload. */
+  readonly codec: CheckpointCodec<S>;
   /** What `snapshot.bin` holds as far as this instance knows: its payload size and checksum. */
   private current: { readonly payloadSizeBytes: number; readonly checksum: bigint } | null = null;
   /** Generations held open for chunk reads, oldest first (at most SNAPSHOT_GENERATIONS_HELD). */
   private readonly held: HeldGeneration[] = [];
 
-  constructor(disk: Disk, kernels: Kernels) {
+  constructor(disk: Disk, kernels: Kernels, codec: CheckpointCodec<S>) {
     this.disk = disk;
     this.kernels = kernels;
+    this.codec = codec;
   }
 
   /** The checksum and payload size of the snapshot last read or written, if any. */
@@ -175,15 +179,15 @@ export class SnapshotFile {
       (result) => (result.ok ? 'ok' : `${result.reason}:${result.detail}`),
     );
     if (!attempt.ok) throw new StorageRefusal(SNAPSHOT_FILE, attempt.reason, attempt.detail);
-    const version = peekSnapshotVersion(attempt.payload);
+    const version = this.codec.formatVersion(attempt.payload);
     if (version === null) {
       throw new StorageRefusal(SNAPSHOT_FILE, RefusalReason.snapshotUndecodable, 'no msgpack array with a version first');
     }
-    if (!isReadableSnapshotVersion(version)) {
+    if (!codecReadsVersion(this.codec, version)) {
       throw new StorageRefusal(
         SNAPSHOT_FILE,
         RefusalReason.snapshotVersion,
-        `format version ${version}, this build reads ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}`,
+        `format version ${version}, this build reads ${this.codec.versionsReadable.join(' and ')}`,
       );
     }
     this.current = { payloadSizeBytes: attempt.payload.byteLength, checksum: attempt.checksum };
@@ -277,7 +281,7 @@ export class SnapshotFile {
    * trailer appended, fsync, rename, directory fsync. Any mismatch returns an error and
    * installs nothing; IO failures throw (DurableWriteError with the stage).
    */
-  transferInstall(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult {
+  transferInstall(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult<S> {
     if (!this.disk.exists(SNAPSHOT_TRANSFER_FILE)) return { ok: false, error: 'no transfer in progress' };
     const actualSize = this.disk.size(SNAPSHOT_TRANSFER_FILE);
     if (actualSize !== sizeBytes) return { ok: false, error: `received ${actualSize} bytes, the manifest says ${sizeBytes}` };
@@ -287,19 +291,15 @@ export class SnapshotFile {
     if (count !== sizeBytes) throw new DiskError('read', SNAPSHOT_TRANSFER_FILE, new Error(`short read ${count}/${sizeBytes}`));
     const actual = this.kernels.xxh3_64(payload);
     if (actual !== checksum) return { ok: false, error: `payload hashes to ${hex(actual, 8)}, the checkpoint id is ${hex(checksum)}` };
-    const version = peekSnapshotVersion(payload);
-    if (!isReadableSnapshotVersion(version)) {
-      return { ok: false, error: `format version ${String(version)}, this build reads ${SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ')}` };
+    const version = this.codec.formatVersion(payload);
+    if (!codecReadsVersion(this.codec, version)) {
+      return { ok: false, error: `format version ${String(version)}, this build reads ${this.codec.versionsReadable.join(' and ')}` };
     }
-    let snapshot: MetadataSnapshot;
-    try {
-      snapshot = decodeSnapshot(payload);
-    } catch (error) {
-      if (!(error instanceof SnapshotDecodeError)) throw error;
-      return { ok: false, error: error.message };
-    }
-    if (snapshot.sequenceNumber !== op) {
-      return { ok: false, error: `the snapshot is for op ${snapshot.sequenceNumber}, the accepted checkpoint is op ${op}` };
+    const decoded = this.codec.decode(payload);
+    if (!decoded.ok) return { ok: false, error: decoded.message };
+    const model = decoded.model;
+    if (model.op !== op) {
+      return { ok: false, error: `the snapshot is for op ${model.op}, the accepted checkpoint is op ${op}` };
     }
     // `actual` is the payload's XXH3-64, computed above and equal to the checkpoint id: the
     // trailer needs no second pass over the payload.
@@ -321,7 +321,7 @@ export class SnapshotFile {
     }
     this.current = { payloadSizeBytes: sizeBytes, checksum: actual };
     this.holdCurrent();
-    return { ok: true, snapshot, payload };
+    return { ok: true, model, payload };
   }
 
   /** Drops an abandoned transfer's file. */

@@ -19,10 +19,11 @@ import { SNAPSHOT_FILE, type SnapshotFile } from './snapshot-file.js';
 import type { Superblock } from './superblock.js';
 import type { Wal } from './wal.js';
 
-export interface DurableHandles {
+export interface DurableHandles<S> {
   readonly wal: Wal;
   readonly superblock: Superblock;
-  readonly snapshotFile: SnapshotFile;
+  /** Its codec encodes checkpoint writes and decodes installs. */
+  readonly snapshotFile: SnapshotFile<S>;
   /**
    * Where a served chunk is read into (the node's pool of chunk buffers, given back once the
    * socket took the chunk); a fresh buffer per read without it.
@@ -30,7 +31,7 @@ export interface DurableHandles {
   readonly chunkBuffer?: ((len: number) => Uint8Array) | undefined;
 }
 
-export function executeStorageRequest(handles: DurableHandles, request: StorageRequest): StorageResult {
+export function executeStorageRequest<S>(handles: DurableHandles<S>, request: StorageRequest<S>): StorageResult<S> {
   try {
     switch (request.kind) {
       case 'wal_append':
@@ -50,7 +51,9 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
         handles.superblock.write(request.state, { stateTransfer: request.stateTransfer });
         break;
       case 'checkpoint_write': {
-        const written = encodeCheckpoint(handles.snapshotFile.kernels, request.snapshot, request.chunkSize);
+        assert(request.model.op === request.op, 'checkpoint_write op matches its model');
+        const { kernels, codec } = handles.snapshotFile;
+        const written = encodeCheckpoint(kernels, codec, request.model, request.chunkSize);
         handles.snapshotFile.write(written.payload, written.checksum);
         return { ok: true, checkpoint: written };
       }
@@ -84,7 +87,7 @@ export function executeStorageRequest(handles: DurableHandles, request: StorageR
       case 'transfer_install': {
         const installed = handles.snapshotFile.transferInstall(request.op, request.len, request.checksum);
         if (!installed.ok) return installed;
-        return { ok: true, snapshot: installed.snapshot, installedPayload: installed.payload };
+        return { ok: true, model: installed.model, installedPayload: installed.payload };
       }
       case 'transfer_discard':
         handles.snapshotFile.transferDiscard();

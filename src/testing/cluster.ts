@@ -20,6 +20,9 @@ import { decodeFrame, type DecodedFrame } from '../vsr/frame.js';
 import type { Logger, LogLevel, StorageResult } from '../vsr/io.js';
 import { Replica, StorageFailure, type ReplicaBootState } from '../vsr/replica.js';
 import type { StateMachine } from '../vsr/state-machine.js';
+import type { CheckpointCodec } from '../storage/checkpoint-codec.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
+import { METADATA_CHECKPOINT_CODEC } from '../storage/metadata-checkpoint-codec.js';
 import { ClusterChecker } from './checkers.js';
 import { CLIENT_NODE_BASE, NetworkSim } from './network-sim.js';
 import { SimClient } from './sim-client.js';
@@ -41,11 +44,27 @@ export const SIM_TIMEOUTS: TimeoutTicks = {
 };
 
 /** One replica slot of the cluster: what survives its crashes, and its fault bookkeeping. */
-export interface SimReplica {
+/**
+ * What a simulated replica runs: its state machine and the codec its storage writes checkpoints
+ * with. The default is the metadata plane's (the test state machine uses the metadata snapshot
+ * model, so checkpoints run the real canonical encoder); a test may run the same core and
+ * harness with another plane.
+ */
+export interface SimPlane<S> {
+  readonly codec: CheckpointCodec<S>;
+  readonly stateMachine: (index: number) => StateMachine<S>;
+}
+
+export const METADATA_SIM_PLANE: SimPlane<MetadataMachineSnapshot> = {
+  codec: METADATA_CHECKPOINT_CODEC,
+  stateMachine: () => new TestStateMachine(),
+};
+
+export interface SimReplica<S = MetadataMachineSnapshot> {
   readonly index: number;
-  readonly store: DiskReplicaStore;
-  storage: StorageSim;
-  replica: Replica | null;
+  readonly store: DiskReplicaStore<S>;
+  storage: StorageSim<S>;
+  replica: Replica<S> | null;
   crashes: number;
   /** Set when the disk was lost: the cluster's commit point the replica must reach again. */
   wipedCatchUpOp: number | null;
@@ -67,31 +86,35 @@ export interface SimReplica {
 }
 
 /** Where the fault schedule and the verdict plug into the harness. */
-export interface ClusterHooks {
+export interface ClusterHooks<S = MetadataMachineSnapshot> {
   /** At the start of a tick, before the network delivers (fault injection). */
   beforeTick(): void;
   /** True to drop a decoded replica-bound message on delivery (a targeted network fault). */
   drops(from: number, to: number, message: DecodedFrame): boolean;
   /** Right after a replica crashed; `untilHeal` keeps it down for the safety phase. */
-  crashed(entry: SimReplica, untilHeal: boolean): void;
+  crashed(entry: SimReplica<S>, untilHeal: boolean): void;
   /** A typed replica event, after `events` counted it. */
   event(index: number, event: ReplicaEvent, fields: Readonly<Record<string, unknown>>): void;
   /** At the end of a tick, after every replica and client ticked (book-keeping, checks). */
   afterTick(): void;
 }
 
-const HOOKS_NONE: ClusterHooks = {
-  beforeTick: () => {},
-  drops: () => false,
-  crashed: () => {},
-  event: () => {},
-  afterTick: () => {},
-};
+function hooksNone<S>(): ClusterHooks<S> {
+  return {
+    beforeTick: () => {},
+    drops: () => false,
+    crashed: () => {},
+    event: () => {},
+    afterTick: () => {},
+  };
+}
 
 /** What a caller may observe of a run without changing it. */
-export interface SimHooks {
+export interface SimHooks<S = MetadataMachineSnapshot> {
   /** Receives every log line as it happens, the replicas' debug records included. */
   readonly trace?: (line: string) => void;
+  /** The state machine and checkpoint codec (absent: METADATA_SIM_PLANE, with S its snapshot). */
+  readonly plane?: SimPlane<S>;
 }
 
 /** What a run did, summed over every replica incarnation (the counters of `SimResult`). */
@@ -113,13 +136,13 @@ export interface ClusterCounts {
 
 const LOG_LINES_MAX = 400;
 
-export class Cluster {
+export class Cluster<S = MetadataMachineSnapshot> {
   readonly options: SimOptions;
   readonly kernels: Kernels;
   /** The harness's stream: (re)start seeds, random crashes and restarts, disk damage. */
   readonly prng: Prng;
   readonly network: NetworkSim;
-  readonly replicas: SimReplica[] = [];
+  readonly replicas: SimReplica<S>[] = [];
   readonly clients: SimClient[] = [];
   readonly checker = new ClusterChecker();
   /**
@@ -143,10 +166,11 @@ export class Cluster {
   /** The highest commit_max any replica ever knew. */
   private commitMaxEver = 0;
   /** Set once by the simulator that drives the cluster (none while the constructor runs). */
-  protected hooks: ClusterHooks = HOOKS_NONE;
+  protected hooks: ClusterHooks<S> = hooksNone();
 
   /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
-  stateMachineFactory: (index: number) => StateMachine = () => new TestStateMachine();
+  stateMachineFactory: (index: number) => StateMachine<S>;
+  private readonly codec: CheckpointCodec<S>;
 
   /** Scenario hook: every reply or eviction a replica sends to any client, before delivery. */
   onClientFrame: ((replica: number, client: bigint, frame: Uint8Array) => void) | null = null;
@@ -164,8 +188,12 @@ export class Cluster {
    */
   private readonly trace: ((line: string) => void) | null;
 
-  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks = {}) {
+  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks<S> = {}) {
     this.trace = hooks.trace ?? null;
+    // Without a plane, S is its default (the metadata snapshot): the one case the cast covers.
+    const plane = hooks.plane ?? (METADATA_SIM_PLANE as unknown as SimPlane<S>);
+    this.stateMachineFactory = plane.stateMachine;
+    this.codec = plane.codec;
     this.options = options;
     this.kernels = kernels;
     this.prng = new Prng(options.seed);
@@ -212,7 +240,7 @@ export class Cluster {
     });
   }
 
-  private entryOf(cluster: bigint, index: number): SimReplica {
+  private entryOf(cluster: bigint, index: number): SimReplica<S> {
     const options = this.options;
     const seed = options.seed;
     return {
@@ -225,12 +253,16 @@ export class Cluster {
           replicaCount: options.replicaCount,
           journalSlots: options.journalSlots,
         },
+        this.codec,
         {
           tornWriteProbability: options.tornWriteProbability,
           lostWriteProbability: options.lostWriteProbability,
         },
       ),
-      storage: new StorageSim(new Prng(seed * 31 + index + 2), options.storageLatencyMaxTicks),
+      storage: new StorageSim<S>(
+        new Prng(seed * 31 + index + 2),
+        options.storageLatencyMaxTicks,
+      ),
       replica: null,
       crashes: 0,
       wipedCatchUpOp: null,
@@ -258,10 +290,10 @@ export class Cluster {
     return this.logLines;
   }
 
-  private start(entry: SimReplica): void {
+  private start(entry: SimReplica<S>): void {
     const index = entry.index;
     const storagePrng = new Prng(this.prng.nextU32());
-    const storage = new StorageSim(storagePrng, this.options.storageLatencyMaxTicks);
+    const storage = new StorageSim<S>(storagePrng, this.options.storageLatencyMaxTicks);
     storage.superblockFailureProbability =
       entry.superblockFailingUntil > this.tickNow ? 1 : this.options.superblockFailureProbability;
     entry.storage = storage;
@@ -304,7 +336,7 @@ export class Cluster {
   }
 
   /** Boots a replica's store; a refused boot is wiped first, as an operator would. */
-  private boot(entry: SimReplica): ReplicaBootState {
+  private boot(entry: SimReplica<S>): ReplicaBootState<S> {
     try {
       return entry.store.boot(this.kernels);
     } catch (error) {
@@ -351,7 +383,7 @@ export class Cluster {
     this.hooks.crashed(entry, untilHeal);
   }
 
-  private wipe(entry: SimReplica): void {
+  private wipe(entry: SimReplica<S>): void {
     entry.headAtWipe = Math.max(entry.headAtWipe ?? 0, entry.opLast);
     entry.store.wipe();
     entry.rejoinPending = true;
@@ -376,7 +408,7 @@ export class Cluster {
     this.start(entry);
   }
 
-  private retire(replica: Replica): void {
+  private retire(replica: Replica<S>): void {
     this.viewChangesRetired += replica.counters.viewChanges;
     this.checkpointsRetired += replica.counters.checkpoints;
     this.repairsRetired += replica.counters.repairsRequested;
@@ -384,7 +416,7 @@ export class Cluster {
   }
 
   /** Runs `fn` against a replica; a StorageFailure is fail-stop (crash), anything else a bug. */
-  private guard(entry: SimReplica, fn: (replica: Replica) => void): void {
+  private guard(entry: SimReplica<S>, fn: (replica: Replica<S>) => void): void {
     const replica = entry.replica;
     if (replica === null) return;
     try {
@@ -412,10 +444,10 @@ export class Cluster {
     this.hooks.afterTick();
   }
 
-  private tickReplica(entry: SimReplica): void {
+  private tickReplica(entry: SimReplica<S>): void {
     if (entry.replica === null) return;
     try {
-      entry.storage.tick(entry.store, (id: number, result: StorageResult) =>
+      entry.storage.tick(entry.store, (id: number, result: StorageResult<S>) =>
         this.guard(entry, (replica) => replica.onStorageDone(id, result)),
       );
     } catch (error) {
@@ -468,7 +500,7 @@ export class Cluster {
   }
 
   /** Book-keeping after a tick: the head a lost disk could have acknowledged, the maxima ever. */
-  observe(entry: SimReplica): void {
+  observe(entry: SimReplica<S>): void {
     const replica = entry.replica;
     if (replica === null) return;
     entry.opLast = replica.op;
@@ -477,14 +509,14 @@ export class Cluster {
     this.commitMaxEver = Math.max(this.commitMaxEver, replica.commitMax);
   }
 
-  replica(index: number): Replica {
+  replica(index: number): Replica<S> {
     const replica = this.replicas[index]!.replica;
     assert(replica !== null, `replica ${index} is up`);
     return replica;
   }
 
   /** The replica that is an active primary, if any. */
-  livePrimary(): SimReplica | null {
+  livePrimary(): SimReplica<S> | null {
     return this.replicas.find((entry) => entry.replica?.activePrimary === true) ?? null;
   }
 
@@ -492,8 +524,8 @@ export class Cluster {
   counts(): ClusterCounts {
     const live = this.replicas
       .map((entry) => entry.replica)
-      .filter((replica): replica is Replica => replica !== null);
-    const sum = (count: (replica: Replica) => number): number =>
+      .filter((replica): replica is Replica<S> => replica !== null);
+    const sum = (count: (replica: Replica<S>) => number): number =>
       live.reduce((total, replica) => total + count(replica), 0);
     return {
       commits: this.checker.historyLength,

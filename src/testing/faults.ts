@@ -19,6 +19,7 @@ import { Prng } from '../stdx/prng.js';
 import type { DecodedFrame } from '../vsr/frame.js';
 import { SNAPSHOT_FILE } from '../storage/snapshot-file.js';
 import { SUPERBLOCK_FILES } from '../storage/superblock.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import type { Cluster, SimReplica } from './cluster.js';
 import { NETWORK_NO_FAULTS } from './network-sim.js';
 import type { SimOptions } from './swarm.js';
@@ -39,8 +40,8 @@ export interface TargetedCounters {
   fullRestarts: number;
 }
 
-export class FaultInjector {
-  private readonly cluster: Cluster;
+export class FaultInjector<S = MetadataMachineSnapshot> {
+  private readonly cluster: Cluster<S>;
   private readonly options: SimOptions;
   /** Faults are injected until the cluster heals (the liveness phase). */
   enabled = true;
@@ -74,14 +75,14 @@ export class FaultInjector {
     fullRestarts: 0,
   };
 
-  constructor(cluster: Cluster) {
+  constructor(cluster: Cluster<S>) {
     this.cluster = cluster;
     this.options = cluster.options;
     this.targetedPrng = new Prng(cluster.options.seed * 7 + 6);
     this.fullRestartPrng = new Prng(cluster.options.seed * 13 + 10);
   }
 
-  private get replicas(): readonly SimReplica[] {
+  private get replicas(): readonly SimReplica<S>[] {
     return this.cluster.replicas;
   }
 
@@ -112,7 +113,7 @@ export class FaultInjector {
   }
 
   /** A random crash; some land inside a storage request (a torn multi-step write) instead. */
-  private crashRandom(entry: SimReplica): void {
+  private crashRandom(entry: SimReplica<S>): void {
     const prng = this.cluster.prng;
     if (entry.storage.inFlight > 0 && prng.chance(this.options.crashInsideRequestProbability)) {
       entry.store.disk.crashAtOperation(prng.range(1, 6));
@@ -207,7 +208,7 @@ export class FaultInjector {
   }
 
   /** Starves one of `candidates` of prepares for an exponentially drawn stretch. */
-  private starve(candidates: readonly SimReplica[], note: string): void {
+  private starve(candidates: readonly SimReplica<S>[], note: string): void {
     const prng = this.targetedPrng;
     const ticks = Math.ceil(-Math.log(1 - prng.float()) * this.options.starveMeanTicks);
     this.starving = { replica: prng.pick(candidates).index, untilTick: this.tickNow + ticks };
@@ -246,7 +247,7 @@ export class FaultInjector {
   }
 
   /** After a crash: count a long one; maybe the disk was damaged or lost with it. */
-  crashed(entry: SimReplica, untilHeal: boolean): void {
+  crashed(entry: SimReplica<S>, untilHeal: boolean): void {
     if (untilHeal) this.counters.longCrashes += 1;
     if (
       this.enabled &&
@@ -279,7 +280,7 @@ export class FaultInjector {
   }
 
   /** Disk damage at rest: lose the disk, or flip a bit in the snapshot or a superblock slot. */
-  private damageDisk(entry: SimReplica): void {
+  private damageDisk(entry: SimReplica<S>): void {
     const prng = this.cluster.prng;
     const disk = entry.store.disk;
     const candidates = [SNAPSHOT_FILE, ...SUPERBLOCK_FILES].filter(
@@ -299,7 +300,7 @@ export class FaultInjector {
    * Book-keeping after every tick, per replica: rot healed, a fetch started (maybe the primary
    * crashes), a lost disk installed a checkpoint (maybe the primary crashes later).
    */
-  observe(entry: SimReplica): void {
+  observe(entry: SimReplica<S>): void {
     const replica = entry.replica;
     if (entry.rotten) {
       const disk = entry.store.disk;
@@ -322,7 +323,7 @@ export class FaultInjector {
   }
 
   /** A replica just accepted a checkpoint to fetch: maybe the primary crashes now. */
-  private onFetchStarted(entry: SimReplica): void {
+  private onFetchStarted(entry: SimReplica<S>): void {
     if (!this.enabled || !this.formed) return;
     if (!this.targetedPrng.chance(this.options.crashPrimaryOnFetchProbability)) return;
     const primary = this.cluster.livePrimary();
@@ -333,7 +334,7 @@ export class FaultInjector {
   }
 
   /** A replica that lost its disk installed a checkpoint: maybe the primary crashes a bit later. */
-  private onRejoinInstalled(entry: SimReplica): void {
+  private onRejoinInstalled(entry: SimReplica<S>): void {
     if (!this.enabled || !this.formed || this.primaryCrashAtTick !== null) return;
     if (!this.targetedPrng.chance(this.options.crashPrimaryOnRejoinProbability)) return;
     this.primaryCrashAtTick = this.tickNow + this.targetedPrng.range(0, 200);

@@ -8,12 +8,12 @@
  * own tests cover torn and misdirected writes inside a request on the simulated disk.
  */
 import type { Kernels } from '../kernels/kernel.js';
-import { recover, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
+import type { CheckpointCodec } from '../storage/checkpoint-codec.js';
+import { recoverWith, toReplicaBootState, type RecoveryConfig } from '../storage/recovery.js';
 import { SimDisk, type SimDiskFaults } from '../storage/sim-disk.js';
 import { executeStorageRequest, type DurableHandles } from '../storage/storage-executor.js';
 import { SNAPSHOT_GENERATIONS_HELD } from '../storage/snapshot-file.js';
 import { encodeCheckpoint } from '../storage/checkpoint-encode.js';
-import { decodeSnapshot } from '../format/snapshot-codec.js';
 import { assert } from '../stdx/assert.js';
 import type { Prng } from '../stdx/prng.js';
 import { decodeHeader } from '../vsr/header.js';
@@ -22,11 +22,12 @@ import type { ReplicaBootState } from '../vsr/replica.js';
 
 const SNAPSHOT_CORRUPT_AT_REST = 'snapshot.bin: trailer checksum mismatch (corruption at rest)';
 
-export interface ReplicaStore {
+/** `S` is the snapshot type of the state machine whose checkpoints it holds. */
+export interface ReplicaStore<S> {
   /** Executes one request atomically; returns its result. */
-  execute(request: StorageRequest): StorageResult;
+  execute(request: StorageRequest<S>): StorageResult<S>;
   /** What a restarted replica boots from. */
-  boot(kernels: Kernels, replicaCount: number): ReplicaBootState;
+  boot(kernels: Kernels, replicaCount: number): ReplicaBootState<S>;
   /** True when nothing was ever written (an empty data directory). */
   readonly empty: boolean;
   /** Forget everything (a wiped data directory). */
@@ -38,8 +39,9 @@ interface StoredPrepare {
   readonly frame: Uint8Array;
 }
 
-export class MemoryReplicaStore implements ReplicaStore {
+export class MemoryReplicaStore<S> implements ReplicaStore<S> {
   private readonly kernels: Kernels;
+  private readonly codec: CheckpointCodec<S>;
   private superblock: VsrState | null = null;
   /** The snapshot file: payload plus the checksum its trailer records. */
   private snapshot: { payload: Uint8Array; checksum: bigint } | null = null;
@@ -52,8 +54,9 @@ export class MemoryReplicaStore implements ReplicaStore {
   /** The state-transfer temp file. */
   private transfer: Uint8Array = new Uint8Array(0);
 
-  constructor(kernels: Kernels) {
+  constructor(kernels: Kernels, codec: CheckpointCodec<S>) {
     this.kernels = kernels;
+    this.codec = codec;
   }
 
   /** Flips a byte of the snapshot at rest (the trailer still records the old checksum). */
@@ -86,7 +89,7 @@ export class MemoryReplicaStore implements ReplicaStore {
     while (this.held.length > SNAPSHOT_GENERATIONS_HELD) this.held.shift();
   }
 
-  execute(request: StorageRequest): StorageResult {
+  execute(request: StorageRequest<S>): StorageResult<S> {
     switch (request.kind) {
       case 'wal_append':
         this.wal.push({ op: request.op, frame: request.frame.slice() });
@@ -113,7 +116,8 @@ export class MemoryReplicaStore implements ReplicaStore {
         return { ok: true };
       case 'checkpoint_write': {
         // Encoded at completion, as the node's worker does, from the model captured at the op.
-        const written = encodeCheckpoint(this.kernels, request.snapshot, request.chunkSize);
+        const { model, chunkSize } = request;
+        const written = encodeCheckpoint(this.kernels, this.codec, model, chunkSize);
         this.replaceSnapshot({ payload: written.payload.slice(), checksum: written.checksum });
         return { ok: true, checkpoint: written };
       }
@@ -154,8 +158,8 @@ export class MemoryReplicaStore implements ReplicaStore {
 
   /** State transfer's temp file: chunk writes, the verified install, the discard. */
   private executeTransfer(
-    request: Extract<StorageRequest, { kind: `transfer_${string}` }>,
-  ): StorageResult {
+    request: Extract<StorageRequest<S>, { kind: `transfer_${string}` }>,
+  ): StorageResult<S> {
     switch (request.kind) {
       case 'transfer_write': {
         const end = request.offset + request.bytes.byteLength;
@@ -178,17 +182,13 @@ export class MemoryReplicaStore implements ReplicaStore {
         if (this.kernels.xxh3_64(payload) !== request.checksum) {
           return { ok: false, error: 'transfer: checksum mismatch' };
         }
-        let snapshot;
-        try {
-          snapshot = decodeSnapshot(payload);
-        } catch (error) {
-          return { ok: false, error: `transfer: ${(error as Error).message}` };
-        }
-        if (snapshot.sequenceNumber !== request.op) {
+        const decoded = this.codec.decode(payload);
+        if (!decoded.ok) return { ok: false, error: `transfer: ${decoded.message}` };
+        if (decoded.model.op !== request.op) {
           return { ok: false, error: 'transfer: sequence number mismatch' };
         }
         this.replaceSnapshot({ payload, checksum: request.checksum });
-        return { ok: true, snapshot };
+        return { ok: true, model: decoded.model };
       }
       case 'transfer_discard':
         this.transfer = new Uint8Array(0);
@@ -196,16 +196,18 @@ export class MemoryReplicaStore implements ReplicaStore {
     }
   }
 
-  boot(kernels: Kernels, replicaCount: number): ReplicaBootState {
+  boot(kernels: Kernels, replicaCount: number): ReplicaBootState<S> {
     // A restart holds only the file at rest: the old generations' handles died with the process.
     this.held = this.snapshot === null ? [] : [this.snapshot];
-    let snapshot: ReplicaBootState['snapshot'] = null;
+    let snapshot: ReplicaBootState<S>['snapshot'] = null;
     if (this.snapshot !== null) {
-      const decoded = decodeSnapshot(this.snapshot.payload);
       const payload = this.snapshot.payload;
-      snapshot = { payload, checksum: kernels.xxh3_64(payload), decoded };
+      const decoded = this.codec.decode(payload);
+      // Corruption at rest (corruptSnapshot) can reach a boot: refuse it, never boot from it.
+      if (!decoded.ok) throw new Error(`snapshot.bin: ${decoded.message}`);
+      snapshot = { payload, checksum: kernels.xxh3_64(payload), decoded: decoded.model };
     }
-    const floor = snapshot?.decoded.sequenceNumber ?? 0;
+    const floor = snapshot?.decoded.op ?? 0;
     // Last wins per op, then the hash-chained run from the floor (recovery.ts does the same).
     const byOp = new Map<number, Uint8Array>();
     for (const entry of this.wal) byOp.set(entry.op, entry.frame);
@@ -231,40 +233,40 @@ export class MemoryReplicaStore implements ReplicaStore {
 }
 
 /** The simulated storage a replica submits to: latency from the PRNG, FIFO completion. */
-export class StorageSim implements Storage {
+export class StorageSim<S> implements Storage<S> {
   private readonly prng: Prng;
   private readonly latencyMaxTicks: number;
-  private readonly pending: { id: number; request: StorageRequest; readyAt: number }[] = [];
+  private readonly pending: { id: number; request: StorageRequest<S>; readyAt: number }[] = [];
   private now = 0;
   /** Probability that a superblock write fails (retried by the replica). */
   superblockFailureProbability = 0;
   /** Request kinds a scenario makes fail (an IO error, the request not executed). */
-  readonly failKinds = new Set<StorageRequest['kind']>();
+  readonly failKinds = new Set<StorageRequest<S>['kind']>();
 
   /**
    * Request kinds a scenario holds: the first pending request of a held kind, and everything
    * behind it (completion stays in order), waits until its kind is released.
    */
-  readonly holdKinds = new Set<StorageRequest['kind']>();
+  readonly holdKinds = new Set<StorageRequest<S>['kind']>();
 
   constructor(prng: Prng, latencyMaxTicks: number) {
     this.prng = prng;
     this.latencyMaxTicks = latencyMaxTicks;
   }
 
-  submit(id: number, request: StorageRequest): void {
+  submit(id: number, request: StorageRequest<S>): void {
     const previous = this.pending[this.pending.length - 1]?.readyAt ?? this.now;
     const readyAt = Math.max(previous, this.now + this.prng.int(this.latencyMaxTicks + 1));
     this.pending.push({ id, request, readyAt });
   }
 
   /** Completes due requests against `store`, delivering each result through `done`. */
-  tick(store: ReplicaStore, done: (id: number, result: StorageResult) => void): void {
+  tick(store: ReplicaStore<S>, done: (id: number, result: StorageResult<S>) => void): void {
     this.now += 1;
     while (this.pending.length > 0 && this.pending[0]!.readyAt <= this.now) {
       if (this.holdKinds.has(this.pending[0]!.request.kind)) break;
       const { id, request } = this.pending.shift()!;
-      let result: StorageResult;
+      let result: StorageResult<S>;
       const superblockFailure = this.superblockFailureProbability;
       if (request.kind === 'superblock_write' && this.prng.chance(superblockFailure)) {
         result = { ok: false, error: 'simulated superblock write failure' };
@@ -285,7 +287,7 @@ export class StorageSim implements Storage {
   }
 
   /** The kinds of the requests not yet completed, in submission order. */
-  get pendingKinds(): StorageRequest['kind'][] {
+  get pendingKinds(): StorageRequest<S>['kind'][] {
     return this.pending.map(({ request }) => request.kind);
   }
 
@@ -300,17 +302,24 @@ export class StorageSim implements Storage {
  * points in the middle of a multi-step rewrite and corruption at rest all reach the same boot
  * code that production runs. Boot throws StorageRefusal when the data directory must be wiped.
  */
-export class DiskReplicaStore implements ReplicaStore {
+export class DiskReplicaStore<S> implements ReplicaStore<S> {
   disk: SimDisk;
   private readonly random: Prng;
   private readonly faults: SimDiskFaults;
   private readonly config: Omit<RecoveryConfig, 'logger'>;
-  private handles: DurableHandles | null = null;
+  private readonly codec: CheckpointCodec<S>;
+  private handles: DurableHandles<S> | null = null;
 
-  constructor(random: Prng, config: Omit<RecoveryConfig, 'logger'>, faults: SimDiskFaults = {}) {
+  constructor(
+    random: Prng,
+    config: Omit<RecoveryConfig, 'logger'>,
+    codec: CheckpointCodec<S>,
+    faults: SimDiskFaults = {},
+  ) {
     this.random = random;
     this.faults = faults;
     this.config = config;
+    this.codec = codec;
     this.disk = new SimDisk(random, faults);
   }
 
@@ -329,13 +338,13 @@ export class DiskReplicaStore implements ReplicaStore {
     this.handles = null;
   }
 
-  execute(request: StorageRequest): StorageResult {
+  execute(request: StorageRequest<S>): StorageResult<S> {
     assert(this.handles !== null, 'the store is open');
     return executeStorageRequest(this.handles, request);
   }
 
-  boot(kernels: Kernels): ReplicaBootState {
-    const recovered = recover(this.disk, kernels, this.config);
+  boot(kernels: Kernels): ReplicaBootState<S> {
+    const recovered = recoverWith(this.disk, kernels, this.codec, this.config);
     const { wal, superblock, snapshotFile } = recovered;
     this.handles = { wal, superblock, snapshotFile };
     return toReplicaBootState(recovered);

@@ -16,8 +16,8 @@ import type {
   ApplyInput,
   ApplyResult,
   StateMachine,
-  StateMachineSnapshot,
 } from '../vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 
 export const TestOperation = { createStream: 128, deleteStream: 130 } as const;
 export const TEST_ERROR_NAME_EXISTS = 1012;
@@ -29,7 +29,7 @@ const STREAMS_MAX = 10_000;
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const EMPTY = new Uint8Array(0);
 
-export class TestStateMachine implements StateMachine {
+export class TestStateMachine implements StateMachine<MetadataMachineSnapshot> {
   private streams = new Map<number, StreamSnapshot>();
   /** Clients removed by logout or eviction, in order (what the checkers compare). */
   removedClients: bigint[] = [];
@@ -74,12 +74,12 @@ export class TestStateMachine implements StateMachine {
     this.removedClients.push(clientId);
   }
 
-  snapshot(): StateMachineSnapshot {
+  snapshot(): MetadataMachineSnapshot {
     const streams = [...this.streams.values()].sort((a, b) => a.id - b.id);
     return { users: [], streams, revokedTokens: [] };
   }
 
-  restore(snapshot: StateMachineSnapshot): void {
+  restore(snapshot: MetadataMachineSnapshot): void {
     assert(
       snapshot.users.length === 0 && snapshot.revokedTokens.length === 0,
       'the test state machine has no users or tokens',

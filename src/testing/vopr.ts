@@ -17,6 +17,7 @@ import type { Kernels } from '../kernels/kernel.js';
 import { AssertionError } from '../stdx/assert.js';
 import type { ReplicaEvent } from '../vsr/events.js';
 import type { Replica } from '../vsr/replica.js';
+import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { CheckFailure } from './checkers.js';
 import {
   Cluster,
@@ -40,11 +41,11 @@ export interface SimResult extends ClusterCounts {
   readonly log: readonly string[];
 }
 
-export class ClusterSim extends Cluster {
+export class ClusterSim<S = MetadataMachineSnapshot> extends Cluster<S> {
   /** Ticks a replica may sit with commit_min < commit_max, making no progress, after healing. */
   static readonly STUCK_TICKS_MAX = 5_000;
 
-  readonly faults: FaultInjector;
+  readonly faults: FaultInjector<S>;
   /** The liveness phase began at this tick (null during the safety phase). */
   private healedAtTick: number | null = null;
   /** Per replica: since when it has been an active primary (null when it is not one). */
@@ -54,7 +55,7 @@ export class ClusterSim extends Cluster {
   /** A checker's verdict raised inside a replica call, thrown after the tick. */
   private failurePending: CheckFailure | null = null;
 
-  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks = {}) {
+  constructor(options: SimOptions, kernels: Kernels, hooks: SimHooks<S> = {}) {
     super(options, kernels, hooks);
     this.faults = new FaultInjector(this);
     this.activePrimarySince = this.replicas.map(() => null);
@@ -86,7 +87,7 @@ export class ClusterSim extends Cluster {
   }
 
   /** Since when each replica is an active primary, and when its commit_min last moved. */
-  private observeLiveness(entry: SimReplica): void {
+  private observeLiveness(entry: SimReplica<S>): void {
     const replica = entry.replica;
     if (replica === null) {
       this.activePrimarySince[entry.index] = null;
@@ -199,7 +200,7 @@ export class ClusterSim extends Cluster {
    * A replica can nack truthfully if it kept its disk, or once it applied what its lost disk
    * could have acknowledged (its head when lost) and the head of the view it adopted since.
    */
-  private nacksTruthfully(entry: SimReplica): boolean {
+  private nacksTruthfully(entry: SimReplica<S>): boolean {
     const replica = entry.replica!;
     if (!replica.nackUnknown) return true;
     const lost = entry.headAtWipe ?? this.opMaxEver;
@@ -212,7 +213,7 @@ export class ClusterSim extends Cluster {
   }
 
   /** Between them, `replicas` hold every acknowledged op above what any of them applied. */
-  private holdsAcknowledged(replicas: readonly Replica[]): boolean {
+  private holdsAcknowledged(replicas: readonly Replica<S>[]): boolean {
     const applied = Math.max(...replicas.map((replica) => replica.commitMin));
     for (let op = applied + 1; op <= this.checker.ackedOpMax; op++) {
       const canonical = this.checker.canonicalChecksum(op);

@@ -6,8 +6,8 @@
  */
 import type { ReplicaEventSink } from './events.js';
 import type { Kernels } from '../kernels/kernel.js';
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
 import type { Prng } from '../stdx/prng.js';
+import type { CheckpointModel } from './state-machine.js';
 
 /** The durable part of a replica's VSR state (the superblock's `VsrState`). */
 export interface VsrState {
@@ -50,7 +50,11 @@ export const VSR_FLAG_NACK_UNKNOWN = 1;
 export const VSR_FLAG_CHECKPOINT_ANCHOR = 2;
 export const VSR_FLAGS_KNOWN = VSR_FLAG_NACK_UNKNOWN | VSR_FLAG_CHECKPOINT_ANCHOR;
 
-export type StorageRequest =
+/**
+ * `S` is the state machine's snapshot type: only a checkpoint write carries one. A request that
+ * carries none is a `StorageRequest<never>`, which every `StorageRequest<S>` accepts.
+ */
+export type StorageRequest<S> =
   /** Append one prepare frame to the WAL and fsync. */
   | { readonly kind: 'wal_append'; readonly op: number; readonly frame: Uint8Array }
   /** Remove every WAL entry with op >= fromOp (a divergent suffix). */
@@ -63,7 +67,8 @@ export type StorageRequest =
   | { readonly kind: 'wal_drain'; readonly keepFromOp: number }
   | { readonly kind: 'superblock_write'; readonly state: VsrState; readonly stateTransfer: boolean }
   /**
-   * A checkpoint: encode `snapshot` canonically (the `snapshotEncode` kernel), compute its chunk
+   * A checkpoint: encode `model` canonically (with the storage's codec for `S`; the metadata
+   * plane's is the `snapshotEncode` kernel), compute its chunk
    * manifest at `chunkSize` (the whole-payload XXH3-64 is the checkpoint id), then write the
    * payload durably with its trailer (temp, fsync, rename, fsync dir; the trailer takes the id
    * instead of a second pass). The result's `checkpoint` carries all three. The
@@ -74,7 +79,8 @@ export type StorageRequest =
   | {
       readonly kind: 'checkpoint_write';
       readonly op: number;
-      readonly snapshot: MetadataSnapshot;
+      /** Captured at `op` (model.op === op). */
+      readonly model: CheckpointModel<S>;
       readonly chunkSize: number;
     }
   /**
@@ -115,8 +121,8 @@ export type StorageRequest =
   | { readonly kind: 'transfer_write'; readonly offset: number; readonly bytes: Uint8Array }
   /**
    * State transfer: fsync the temp file, verify its length and XXH3-64 against the manifest,
-   * decode it, then install it as `snapshot.bin` durably (trailer, rename, fsync dir). Returns the
-   * decoded snapshot. Nothing is installed on any error.
+   * decode it (a model of checkpoint `op`), then install it as `snapshot.bin` durably (trailer,
+   * rename, fsync dir). Returns the decoded model. Nothing is installed on any error.
    */
   | {
       readonly kind: 'transfer_install';
@@ -127,15 +133,15 @@ export type StorageRequest =
   /** State transfer abandoned: remove the temp file. */
   | { readonly kind: 'transfer_discard' };
 
-export type StorageResult =
+export type StorageResult<S> =
   | {
       readonly ok: true;
       /** snapshot_read: the verified payload. */
       readonly payload?: Uint8Array;
       /** snapshot_chunk_read: the bytes read (absent: that checkpoint is no longer held). */
       readonly chunk?: Uint8Array;
-      /** transfer_install: the decoded snapshot that is now durable. */
-      readonly snapshot?: MetadataSnapshot;
+      /** transfer_install: the decoded model that is now durable. */
+      readonly model?: CheckpointModel<S>;
       /**
        * transfer_install: its payload, when the storage holds it (kept for offers only under
        * ReplicaConfig.offerPayloadOnEveryReplica).
@@ -156,9 +162,9 @@ export interface CheckpointWritten {
   readonly chunkChecksums: readonly bigint[];
 }
 
-export interface Storage {
+export interface Storage<S> {
   /** Requests execute in submission order; each gets exactly one `onStorageDone`. */
-  submit(id: number, request: StorageRequest): void;
+  submit(id: number, request: StorageRequest<S>): void;
 }
 
 export interface MessageBus {
@@ -193,9 +199,9 @@ export interface Logger {
   log(level: LogLevel, event: string, fields?: Readonly<Record<string, unknown>>): void;
 }
 
-export interface ReplicaEnv {
+export interface ReplicaEnv<S> {
   readonly kernels: Kernels;
-  readonly storage: Storage;
+  readonly storage: Storage<S>;
   readonly bus: MessageBus;
   readonly clock: Clock;
   readonly prng: Prng;

@@ -20,8 +20,6 @@
  * DoViewChange, StartView) is sent only while the superblock durably holds the current view and
  * log view. This is the fence against a restarted replica contradicting a promise it forgot.
  */
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
-import { SNAPSHOT_FORMAT_VERSION } from '../format/snapshot-model.js';
 import { Command, HEADER_SIZE, HeaderOffset, MESSAGE_BODY_SIZE_MAX } from '../constants.js';
 import { assert } from '../stdx/assert.js';
 import {
@@ -91,7 +89,7 @@ import {
   encodeRegisterPayload,
   resultBody,
 } from './reply.js';
-import type { StateMachine } from './state-machine.js';
+import type { CheckpointModel, StateMachine } from './state-machine.js';
 import {
   VIEW_FENCE,
   isReplicaSendCommand,
@@ -171,13 +169,17 @@ export const ERROR_REQUEST_ALREADY_APPLIED = 59;
 /** The packed release this build writes into snapshots (provenance only). */
 export const WRITER_RELEASE = 0x0001_0000;
 
-/** What storage recovery hands the replica at boot (see src/storage/recovery.ts). */
-export interface ReplicaBootState {
+/**
+ * What storage recovery hands the replica at boot (see src/storage/recovery.ts); `S` is the state
+ * machine's snapshot type.
+ */
+export interface ReplicaBootState<S> {
   readonly vsrState: VsrState | null;
   readonly snapshot: {
     readonly payload: Uint8Array;
     readonly checksum: bigint;
-    readonly decoded: MetadataSnapshot;
+    /** The payload decoded by the storage's codec; `decoded.op` is the checkpoint op. */
+    readonly decoded: CheckpointModel<S>;
   } | null;
   /**
    * WAL prepares in op order, hash-chained, starting at the checkpoint op when the WAL still holds
@@ -219,7 +221,7 @@ type CommittedObserver = (
 type AcceptedTarget = NonNullable<TransferSession['accepted']>;
 
 /** The storage request that verifies and installs the transfer file of an accepted checkpoint. */
-function transferInstallRequest(accepted: AcceptedTarget): StorageRequest {
+function transferInstallRequest(accepted: AcceptedTarget): StorageRequest<never> {
   return {
     kind: 'transfer_install',
     op: accepted.op,
@@ -319,10 +321,14 @@ interface DroppedMessage {
   readonly op?: number;
 }
 
-export class Replica {
+/**
+ * One replica of a VSR group, generic over its state machine's snapshot type `S` (the metadata
+ * plane's, a partition group's): the protocol never looks inside `S`.
+ */
+export class Replica<S> {
   readonly config: ReplicaConfig;
-  private readonly env: ReplicaEnv;
-  readonly stateMachine: StateMachine;
+  private readonly env: ReplicaEnv<S>;
+  readonly stateMachine: StateMachine<S>;
   readonly counters: ReplicaCounters = {
     viewChanges: 0,
     viewChangesByReason: {},
@@ -507,13 +513,13 @@ export class Replica {
   private superblockStateTransfer = false;
 
   private storageIdNext = 1;
-  private readonly storagePending = new Map<number, (result: StorageResult) => void>();
+  private readonly storagePending = new Map<number, (result: StorageResult<S>) => void>();
 
   constructor(options: {
     config: ReplicaConfig;
-    env: ReplicaEnv;
-    stateMachine: StateMachine;
-    boot: ReplicaBootState;
+    env: ReplicaEnv<S>;
+    stateMachine: StateMachine<S>;
+    boot: ReplicaBootState<S>;
     /**
      * The data directory is empty because this replica's disk was lost (the operator restarts it
      * with --rejoin): until it holds the cluster's log again it must not nack, nor count toward
@@ -565,20 +571,16 @@ export class Replica {
   // ---------------------------------------------------------------- boot
 
   /** Restores the state machine, client table and checkpoint from the snapshot at rest. */
-  private bootSnapshot(boot: ReplicaBootState): void {
+  private bootSnapshot(boot: ReplicaBootState<S>): void {
     const snapshot = boot.snapshot;
     if (snapshot === null) return;
-    this.stateMachine.restore({
-      users: snapshot.decoded.users,
-      streams: snapshot.decoded.streams,
-      revokedTokens: snapshot.decoded.revokedTokens,
-    });
+    this.stateMachine.restore(snapshot.decoded.machine);
     this.clientTable = ClientTable.fromSnapshot(
       snapshot.decoded.clientTable,
       this.config.clientsTableMax,
       this.config.sessionsPerUserMax,
     );
-    this.checkpointOp = snapshot.decoded.sequenceNumber;
+    this.checkpointOp = snapshot.decoded.op;
     this.checkpointChecksum = snapshot.checksum;
     this.transferServer.bootPayload(this.checkpointOp, snapshot.checksum, snapshot.payload);
     this.checkpointIds.set(this.checkpointOp, snapshot.checksum);
@@ -594,7 +596,7 @@ export class Replica {
     }
   }
 
-  private bootJournal(boot: ReplicaBootState): void {
+  private bootJournal(boot: ReplicaBootState<S>): void {
     for (const frame of boot.prepares) {
       const decoded = decodeHeader(frame);
       assert(
@@ -623,7 +625,7 @@ export class Replica {
     this.commitJournal();
   }
 
-  private bootStatus(boot: ReplicaBootState, rejoin: boolean): void {
+  private bootStatus(boot: ReplicaBootState<S>, rejoin: boolean): void {
     const state = boot.vsrState;
     if (state !== null) {
       assert(state.cluster === this.config.cluster, 'superblock belongs to this cluster');
@@ -953,7 +955,7 @@ export class Replica {
     this.invariants();
   }
 
-  onStorageDone(id: number, result: StorageResult): void {
+  onStorageDone(id: number, result: StorageResult<S>): void {
     const continuation = this.storagePending.get(id);
     assert(continuation !== undefined, `unknown storage completion ${id}`);
     this.storagePending.delete(id);
@@ -961,14 +963,14 @@ export class Replica {
     this.invariants();
   }
 
-  private submit(request: StorageRequest, done: (result: StorageResult) => void): void {
+  private submit(request: StorageRequest<S>, done: (result: StorageResult<S>) => void): void {
     const id = this.storageIdNext++;
     this.storagePending.set(id, done);
     this.env.storage.submit(id, request);
   }
 
   /** WAL and snapshot write failures are fail-stop: the replica restarts from what is on disk. */
-  private fatal(what: string, result: StorageResult): never {
+  private fatal(what: string, result: StorageResult<S>): never {
     const error = result.ok ? 'unknown' : result.error;
     this.env.logger.log('error', 'storage failure', { what, error });
     throw new StorageFailure(`${what}: ${error}`);
@@ -1840,23 +1842,19 @@ export class Replica {
    */
   private checkpoint(header: PrepareHeader): void {
     assert(this.checkpointInProgress === null, 'commitJournal waits for the previous checkpoint');
-    const machine = this.stateMachine.snapshot();
     // The model is captured now and encoded when the storage executes the request (the node
     // driver: on a worker thread), while commits continue: nothing in it is written into by a
-    // later op (fresh records; partition columns are copy-on-write; replies are immutable).
-    const snapshot: MetadataSnapshot = {
-      version: SNAPSHOT_FORMAT_VERSION,
+    // later op (the machine's snapshot contract; replies are immutable).
+    const model: CheckpointModel<S> = {
+      op: header.op,
       createdAtUs: header.timestamp,
-      sequenceNumber: header.op,
-      users: machine.users,
-      streams: machine.streams,
-      clientTable: this.clientTable.toSnapshot(),
       writerRelease: WRITER_RELEASE,
-      revokedTokens: machine.revokedTokens,
+      clientTable: this.clientTable.toSnapshot(),
+      machine: this.stateMachine.snapshot(),
     };
     this.checkpointInProgress = { op: header.op, anchor: header.checksum, written: null };
     const chunkSize = this.config.stateChunkSize;
-    this.submit({ kind: 'checkpoint_write', op: header.op, snapshot, chunkSize }, (result) => {
+    this.submit({ kind: 'checkpoint_write', op: header.op, model, chunkSize }, (result) => {
       if (!result.ok) this.fatal('checkpoint_write', result);
       const done = this.checkpointInProgress;
       // Requests complete in order and no checkpoint starts while transferring, so an install can
@@ -3552,11 +3550,11 @@ export class Replica {
     const install = transferInstallRequest(accepted);
     this.submit(install, (result) => {
       if (this.stateTransfer.session(session.nonce, 'installing') === null) return;
-      if (!result.ok || result.snapshot === undefined) {
+      if (!result.ok || result.model === undefined) {
         this.installRefused(result.ok ? 'no snapshot' : result.error);
         return;
       }
-      const installed = { snapshot: result.snapshot, payload: result.installedPayload };
+      const installed = { model: result.model, payload: result.installedPayload };
       this.installAccepted(session, accepted, installed, startedAtTick);
     });
   }
@@ -3580,12 +3578,12 @@ export class Replica {
   private installAccepted(
     session: TransferSession,
     accepted: AcceptedTarget,
-    installed: { snapshot: MetadataSnapshot; payload: Uint8Array | undefined },
+    installed: { model: CheckpointModel<S>; payload: Uint8Array | undefined },
     startedAtTick: number,
   ): void {
-    const snapshot = installed.snapshot;
+    const model = installed.model;
     assert(
-      snapshot.sequenceNumber === accepted.op,
+      model.op === accepted.op,
       'the installed snapshot is the accepted checkpoint',
     );
     assert(accepted.op > this.commitMin, 'an install never rewinds');
@@ -3608,13 +3606,9 @@ export class Replica {
       if (!drained.ok) this.fatal('wal_drain', drained);
     });
     this.supersedeCheckpointInProgress(accepted.op);
-    this.stateMachine.restore({
-      users: snapshot.users,
-      streams: snapshot.streams,
-      revokedTokens: snapshot.revokedTokens,
-    });
+    this.stateMachine.restore(model.machine);
     this.clientTable = ClientTable.fromSnapshot(
-      snapshot.clientTable,
+      model.clientTable,
       this.config.clientsTableMax,
       this.config.sessionsPerUserMax,
     );

@@ -1,16 +1,38 @@
 /**
  * The boundary between the VSR core and the replicated state machine it drives.
  *
- * The replica owns ordering, durability and the client table; the state machine owns the
- * metadata. Everything here is synchronous and deterministic: given the same sequence of
- * `apply` calls (same op, operation, timestamp, user id and body), every replica returns the same
- * results and ends in a state whose snapshot encodes to the same bytes.
+ * The replica owns ordering, durability and the client table; the state machine owns the rest
+ * of the replicated state (the metadata plane's users and streams, a partition group's log).
+ * Everything here is synchronous and deterministic: given the same sequence of `apply` calls
+ * (same op, operation, timestamp, user id and body), every replica returns the same results and
+ * ends in a state whose snapshot encodes to the same bytes.
+ *
+ * The core is generic over the machine's snapshot type `S`: it captures `S` at a checkpoint op,
+ * hands it to the storage inside a `CheckpointModel<S>` and restores one from boot or a state
+ * transfer, but never looks inside it. The storage is given the codec of `S`, so each plane keeps
+ * its own on-disk and on-wire format while running the same view change, repair, checkpoint and
+ * state transfer.
  */
-import type { MetadataSnapshot } from '../format/snapshot-model.js';
+import type { ClientEntrySnapshot } from '../format/snapshot-model.js';
 
-/** The replicated part of a snapshot that the state machine owns (the client table is the
- * replica's). */
-export type StateMachineSnapshot = Pick<MetadataSnapshot, 'users' | 'streams' | 'revokedTokens'>;
+/**
+ * What a checkpoint persists and a state transfer ships: the replica's part (the op it was taken
+ * at, the replicated clock there, the client table, the writer's release) around the machine's
+ * snapshot. Immutable once captured: the storage may encode it on another thread while later
+ * ops commit, so nothing in it may be written into afterwards.
+ */
+export interface CheckpointModel<S> {
+  /** The checkpoint op: the last op whose effects the model contains. */
+  readonly op: number;
+  /** µs since the epoch, from the replicated clock (the checkpoint prepare's timestamp). */
+  readonly createdAtUs: number;
+  /** The packed release of the writer (provenance only). */
+  readonly writerRelease: number;
+  /** Occupied client-table slots, ordered by `slot` ascending. */
+  readonly clientTable: readonly ClientEntrySnapshot[];
+  /** The state machine's part, as `StateMachine.snapshot()` returned it. */
+  readonly machine: S;
+}
 
 export interface ApplyInput {
   /** The op number of the committed prepare. */
@@ -37,7 +59,8 @@ export interface ApplyResult {
   readonly payload: Uint8Array;
 }
 
-export interface StateMachine {
+/** A replicated state machine whose snapshot type is `S`. */
+export interface StateMachine<S> {
   /** Applies a committed operation. Never throws on bad input: rejections are results. */
   apply(input: ApplyInput): ApplyResult;
   /**
@@ -45,10 +68,13 @@ export interface StateMachine {
    * client from every consumer group, deterministically.
    */
   onClientRemoved(clientId: bigint, timestampUs: number): void;
-  /** The state as of the last applied op, in canonical order. */
-  snapshot(): StateMachineSnapshot;
+  /**
+   * The state as of the last applied op, in canonical order. Later applies must not write into
+   * what this returned (see CheckpointModel).
+   */
+  snapshot(): S;
   /** Replaces the whole state (boot from a checkpoint, or a state-transfer install). */
-  restore(snapshot: StateMachineSnapshot): void;
+  restore(snapshot: S): void;
   /**
    * The error code a retry of an already committed request of `operation` is denied with instead
    * of the cached reply, or 0 to replay the cached reply (the default when absent). For a reply

@@ -105,8 +105,11 @@ export interface TransferServerHost {
   sendTarget(requester: number, fields: TargetFields, manifestBytes?: Uint8Array): void;
   /** A sealed StateChunk frame as header + body (the body is the bytes read for it). */
   sendChunk(requester: number, header: Uint8Array, body: Uint8Array): void;
-  /** Queues a storage request; `done` runs when it completes (in submission order). */
-  submit(request: StorageRequest, done: (result: StorageResult) => void): void;
+  /**
+   * Queues a storage request; `done` runs when it completes (in submission order). Serving reads
+   * files, never a model: the requests carry no snapshot type.
+   */
+  submit(request: StorageRequest<never>, done: (result: StorageResult<unknown>) => void): void;
   emit(level: LogLevel, event: ReplicaEvent, fields?: Readonly<Record<string, unknown>>): void;
   /** The replica's `drop`: counts the reason and debug-logs it with the message. */
   drop(reason: DropReason, header: RequestStateTransferHeader | RequestStateChunkHeader): void;

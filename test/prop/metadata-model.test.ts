@@ -15,7 +15,7 @@ import { MetadataStateMachine } from '../../src/metadata/state-machine.js';
 import { decodeSnapshot } from '../../src/format/snapshot-codec.js';
 import { U64_MAX, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { GENESIS_PASSWORD_MARKER, METADATA_LIMITS, type MetadataLimits } from '../../src/metadata/validation.js';
-import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { fakeHash, fullSnapshot, GENESIS, tokenHash } from '../unit/metadata-fixtures.js';
 import { ReferenceModel } from './metadata-reference-model.js';
 
@@ -186,7 +186,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 );
 
 /** snapshot -> encode -> decode -> the state-machine part. */
-function throughBytes(part: StateMachineSnapshot, sequenceNumber: number): StateMachineSnapshot {
+function throughBytes(part: MetadataMachineSnapshot, sequenceNumber: number): MetadataMachineSnapshot {
   const decoded = decodeSnapshot(snapshotEncodeTs(fullSnapshot(part, sequenceNumber)));
   return { users: decoded.users, streams: decoded.streams, revokedTokens: decoded.revokedTokens };
 }

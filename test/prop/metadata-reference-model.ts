@@ -7,7 +7,7 @@
 import { Operation, type Identifier, type MetadataRequest } from '../../src/metadata/operations.js';
 import type { PermissionsSnapshot, StreamSnapshot, UserSnapshot } from '../../src/format/snapshot-model.js';
 import type { MetadataLimits } from '../../src/metadata/validation.js';
-import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 
 const U64_MAX = 0xffff_ffff_ffff_ffffn;
 const GIB = 1024n * 1024n * 1024n;
@@ -471,7 +471,7 @@ export class ReferenceModel {
     return true;
   }
 
-  snapshot(): StateMachineSnapshot {
+  snapshot(): MetadataMachineSnapshot {
     // The snapshot's partition column: u64 little-endian per partition, ids implicit (dense).
     const createdAtColumn = (values: number[]): Uint8Array => {
       const column = new Uint8Array(values.length * 8);

@@ -19,6 +19,7 @@
  * either refuses with a StorageRefusal or recovers, and never hands back a prepare, superblock
  * state or snapshot that was not written.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Kernels } from '../../src/kernels/kernel.js';
@@ -66,7 +67,7 @@ interface Model {
   pairing: { op: number; checksum: bigint };
 }
 
-function modelFrom(recovered: Recovered, generation: number): Model {
+function modelFrom(recovered: Recovered<MetadataMachineSnapshot>, generation: number): Model {
   const wal = new Map<number, bigint>();
   for (const entry of recovered.wal.entries()) wal.set(entry.op, entry.identity);
   const head = recovered.headOp;
@@ -96,7 +97,7 @@ function isInjectedFailure(error: unknown): boolean {
 }
 
 /** Runs `actions` until done or the first injected failure; returns the in-flight operation. */
-function runWorkload(kernels: Kernels, recovered: Recovered, model: Model, actions: readonly number[]): Inflight | null {
+function runWorkload(kernels: Kernels, recovered: Recovered<MetadataMachineSnapshot>, model: Model, actions: readonly number[]): Inflight | null {
   const { wal, superblock, snapshotFile } = recovered;
   let inflight: Inflight | null = null;
   const writeSuperblock = (state: VsrState): void => {
@@ -167,7 +168,7 @@ function runWorkload(kernels: Kernels, recovered: Recovered, model: Model, actio
 }
 
 /** Recovers, optionally crashing inside recovery first; transient read faults are on. */
-function recoverAfterCrash(disk: SimDisk, kernels: Kernels, crashInRecovery: number): Recovered {
+function recoverAfterCrash(disk: SimDisk, kernels: Kernels, crashInRecovery: number): Recovered<MetadataMachineSnapshot> {
   disk.setFaults({ fsyncFailureProbability: 0, readBitFlipProbability: 0.02 });
   if (crashInRecovery > 0) {
     disk.crashAtOperation(crashInRecovery);
@@ -184,7 +185,7 @@ function recoverAfterCrash(disk: SimDisk, kernels: Kernels, crashInRecovery: num
   return recovered;
 }
 
-function checkRecovered(recovered: Recovered, model: Model, inflight: Inflight | null): void {
+function checkRecovered(recovered: Recovered<MetadataMachineSnapshot>, model: Model, inflight: Inflight | null): void {
   // The superblock: the last acknowledged state, or the in-flight one.
   const state = recovered.vsrState === null ? null : coreState(recovered.vsrState);
   const superblockOptions = [model.superblock, ...(inflight?.kind === 'superblock' ? [inflight.state] : [])];
@@ -281,14 +282,14 @@ describe.each(kernelVariants())('storage crash consistency ($label kernels)', ({
           disk.crash();
           if (!disk.exists(file) || disk.size(file) === 0) return;
           disk.corrupt(file, offsetSeed % disk.size(file));
-          let after: Recovered;
+          let after: Recovered<MetadataMachineSnapshot>;
           try {
             after = recover(disk, kernels, CONFIG);
           } catch (error) {
             if (error instanceof StorageRefusal) return;
             throw error;
           }
-          // Recovered despite the flip (it hit the WAL's last entry, a stale entry, or bytes a
+          // Recovered<MetadataMachineSnapshot> despite the flip (it hit the WAL's last entry, a stale entry, or bytes a
           // torn tail discards): whatever came back was written and acknowledged (or in flight).
           const state = after.vsrState === null ? null : coreState(after.vsrState);
           expect([model.superblock, ...(inflight?.kind === 'superblock' ? [inflight.state] : [])]).toContainEqual(state);

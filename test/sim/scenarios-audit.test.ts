@@ -3,6 +3,7 @@
  * simulated cluster with exactly the faults it names. Each failed before its fix: A lost an
  * acknowledged op, B-D wedged the cluster, E kept a wiped replica down.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { describe, expect, it } from 'vitest';
 import { Command } from '../../src/constants.js';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
@@ -27,7 +28,7 @@ describe('audit defect A: an install during a view change never drops an op this
    * acknowledged op, and must transfer checkpoint 12.
    * `cut` filters the network from then on.
    */
-  function onlyHolderOfAnAcknowledgedOp(cut: (packet: { from: number; to: number; command: number }, actors: { r: Replica }) => 'deliver' | 'drop') {
+  function onlyHolderOfAnAcknowledgedOp(cut: (packet: { from: number; to: number; command: number }, actors: { r: Replica<MetadataMachineSnapshot> }) => 'deliver' | 'drop') {
     // One client, one request at a time: ops advance one by one, so the schedule can stop the
     // primary at op 13 (register is op 1, checkpoint interval 12).
     const cluster = sim({ clientCount: 1, requestsPerClient: 30 });

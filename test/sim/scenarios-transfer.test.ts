@@ -5,6 +5,7 @@
  * every peer's checkpoint and a snapshot takes many chunks; then the scenario injects exactly the
  * fault it names and requires convergence with every checker green.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE } from '../../src/constants.js';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
@@ -357,7 +358,7 @@ describe('state transfer scenarios', () => {
 
 /** What a serving replica exposes to these tests (private fields, read only). */
 interface ServerView {
-  readonly env: ReplicaEnv;
+  readonly env: ReplicaEnv<MetadataMachineSnapshot>;
   readonly transferServer: { readonly source: { readonly manifest: Manifest; readonly payload: Uint8Array | null } | null };
   readonly counters: { readonly offerSourceChecks: number; readonly chunkReads: number; readonly payloadsReleased: number };
 }
@@ -465,7 +466,7 @@ describe('state transfer: serving chunks at the network\'s speed', () => {
     expect(cluster.runUntil(() => cluster.clients.every((client) => client.idle), 20_000)).toBe(true);
     const primary = cluster.replica(0).primaryIndex();
     const backup = (primary + 1) % 3;
-    const server: Replica = cluster.replica(primary);
+    const server: Replica<MetadataMachineSnapshot> = cluster.replica(primary);
     const held = (): Uint8Array | null | undefined => (server as unknown as ServerView).transferServer.source?.payload;
     expect(server.checkpointOp).toBeGreaterThan(0);
     // No ping heard: the primary may be the one holder of its checkpoint.

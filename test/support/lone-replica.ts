@@ -2,6 +2,7 @@
  * One replica of three driven by hand, for unit tests of the core: its storage requests wait
  * until the test completes them (`flush`), its bus and logger are the test's.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { createTsKernels } from '../../src/kernels/kernels-ts.js';
 import { Prng } from '../../src/stdx/prng.js';
 import { TestStateMachine } from '../../src/testing/test-state-machine.js';
@@ -19,7 +20,7 @@ export interface LoneReplicaOptions {
 }
 
 export function loneReplica(options: LoneReplicaOptions) {
-  const pending: { id: number; request: StorageRequest }[] = [];
+  const pending: { id: number; request: StorageRequest<MetadataMachineSnapshot> }[] = [];
   const replica = new Replica({
     config: replicaConfig({
       cluster: options.cluster,

@@ -15,7 +15,9 @@ import { StorageDriver } from '../../src/node/storage-driver.js';
 import { encodeCheckpoint } from '../../src/storage/checkpoint-encode.js';
 import { FsDisk } from '../../src/storage/fs-disk.js';
 import { recover } from '../../src/storage/recovery.js';
-import type { MetadataSnapshot } from '../../src/format/snapshot-model.js';
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
+import { METADATA_CHECKPOINT_CODEC, checkpointModelOf } from '../../src/storage/metadata-checkpoint-codec.js';
+import type { CheckpointModel } from '../../src/vsr/state-machine.js';
 import type { CheckpointWritten, StorageResult } from '../../src/vsr/io.js';
 import { CLUSTER } from './storage-fixtures.js';
 import { Driver, ROOT, fullSnapshot, req } from './metadata-fixtures.js';
@@ -28,7 +30,7 @@ afterEach(() => {
 const CHUNK_SIZE = 4096;
 
 /** A model of several chunks: partition columns, groups, users with tokens. */
-function model(): MetadataSnapshot {
+function model(): CheckpointModel<MetadataMachineSnapshot> {
   const driver = new Driver();
   for (let stream = 0; stream < 3; stream++) {
     driver.created(ROOT, req.createStream(`s${stream}`));
@@ -38,10 +40,10 @@ function model(): MetadataSnapshot {
   expect(driver.code(ROOT, req.joinGroup('s0', 't0', 'g'), 10n)).toBe(0);
   const alice = driver.created(ROOT, req.createUser('alice', { global: 1, streams: [] }));
   expect(driver.code(alice, req.createPat('pat', 3))).toBe(0);
-  return fullSnapshot(driver.sm.snapshot(), 48);
+  return checkpointModelOf(fullSnapshot(driver.sm.snapshot(), 48));
 }
 
-function setup(mode: KernelsName, encoder: CheckpointEncoder | undefined, checkpointWorkerMinBytes = 0) {
+function setup(mode: KernelsName, encoder: CheckpointEncoder<MetadataMachineSnapshot> | undefined, checkpointWorkerMinBytes = 0) {
   const root = mkdtempSync(join(tmpdir(), 'vrmeta-ckworker-'));
   roots.push(root);
   const kernels = loadKernels(mode);
@@ -50,7 +52,7 @@ function setup(mode: KernelsName, encoder: CheckpointEncoder | undefined, checkp
   const handles = { wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile };
   const options = encoder === undefined ? {} : { checkpointEncoder: encoder, checkpointWorkerMinBytes };
   const driver = new StorageDriver(handles, options);
-  const completed: { id: number; result: StorageResult }[] = [];
+  const completed: { id: number; result: StorageResult<MetadataMachineSnapshot> }[] = [];
   driver.onDone = (id, result) => completed.push({ id, result });
   return { root, kernels, disk, driver, completed, snapshotFile: recovered.snapshotFile };
 }
@@ -61,10 +63,10 @@ async function until(condition: () => boolean): Promise<void> {
 }
 
 /** The worker encoder, recording what each worker answered. */
-function recording(mode: KernelsName): { encoder: CheckpointEncoder; answers: (CheckpointWritten | Error)[] } {
+function recording(mode: KernelsName): { encoder: CheckpointEncoder<MetadataMachineSnapshot>; answers: (CheckpointWritten | Error)[] } {
   const inner = workerCheckpointEncoder(mode);
   const answers: (CheckpointWritten | Error)[] = [];
-  const encoder: CheckpointEncoder = (snapshot, chunkSize, done) =>
+  const encoder: CheckpointEncoder<MetadataMachineSnapshot> = (snapshot, chunkSize, done) =>
     inner(snapshot, chunkSize, (result) => {
       answers.push(result);
       done(result);
@@ -75,7 +77,7 @@ function recording(mode: KernelsName): { encoder: CheckpointEncoder; answers: (C
 describe('checkpoint encoded on a worker thread', () => {
   it.each(['wasm', 'ts'] as const)('gives the in-thread payload, id and chunk sums (%s kernels) and writes that payload', async (mode) => {
     const snapshot = model();
-    const expected = encodeCheckpoint(loadKernels(mode), snapshot, CHUNK_SIZE);
+    const expected = encodeCheckpoint(loadKernels(mode), METADATA_CHECKPOINT_CODEC, snapshot, CHUNK_SIZE);
     expect(expected.chunkChecksums.length).toBeGreaterThan(2);
     const { encoder, answers } = recording(mode);
     const { driver, completed, kernels, snapshotFile, root } = setup(mode, encoder);
@@ -85,7 +87,7 @@ describe('checkpoint encoded on a worker thread', () => {
       throw new Error('encoded on the main thread');
     };
     try {
-      driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot, chunkSize: CHUNK_SIZE });
+      driver.submit(1, { kind: 'checkpoint_write', op: 48, model: snapshot, chunkSize: CHUNK_SIZE });
       driver.submit(2, { kind: 'snapshot_read', op: 48 });
       await until(() => completed.length === 2);
     } finally {
@@ -124,7 +126,7 @@ describe('checkpoint encoded on a worker thread', () => {
   it('a model the encoder rejects fails the request with the worker\'s error', async () => {
     const { driver, completed } = setup('ts', workerCheckpointEncoder('ts'));
     const bad = { ...model(), writerRelease: -1 };
-    driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot: bad, chunkSize: CHUNK_SIZE });
+    driver.submit(1, { kind: 'checkpoint_write', op: 48, model: bad, chunkSize: CHUNK_SIZE });
     driver.submit(2, { kind: 'snapshot_read', op: 48 });
     await until(() => completed.length === 2);
     expect(completed[0]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/checkpoint encode failed in its worker/) });
@@ -139,7 +141,7 @@ describe('checkpoint encoded on a worker thread', () => {
     const entry = join(dir, 'crash.mjs');
     writeFileSync(entry, 'process.exit(7);\n');
     const { driver, completed } = setup('ts', workerCheckpointEncoder('ts', entry));
-    driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot: model(), chunkSize: CHUNK_SIZE });
+    driver.submit(1, { kind: 'checkpoint_write', op: 48, model: model(), chunkSize: CHUNK_SIZE });
     await until(() => completed.length === 1);
     expect(completed[0]!.result).toMatchObject({ ok: false, error: expect.stringMatching(/exited \(code 7\)/) });
     driver.close();
@@ -147,10 +149,10 @@ describe('checkpoint encoded on a worker thread', () => {
 
   it('shutdown redoes an encode in flight synchronously, exactly once', async () => {
     const snapshot = model();
-    const expected = encodeCheckpoint(loadKernels('ts'), snapshot, CHUNK_SIZE);
+    const expected = encodeCheckpoint(loadKernels('ts'), METADATA_CHECKPOINT_CODEC, snapshot, CHUNK_SIZE);
     const { encoder, answers } = recording('ts');
     const { driver, completed } = setup('ts', encoder);
-    driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot, chunkSize: CHUNK_SIZE });
+    driver.submit(1, { kind: 'checkpoint_write', op: 48, model: snapshot, chunkSize: CHUNK_SIZE });
     await new Promise((resolve) => setImmediate(resolve));
     expect(completed).toHaveLength(0);
     driver.close();
@@ -164,7 +166,7 @@ describe('checkpoint encoded on a worker thread', () => {
 });
 
 /** `model()` and one more stream of two 1,000-partition topics (16 KB more column), at `op`. */
-function largerModel(op: number): MetadataSnapshot {
+function largerModel(op: number): CheckpointModel<MetadataMachineSnapshot> {
   const driver = new Driver();
   for (let stream = 0; stream < 3; stream++) {
     driver.created(ROOT, req.createStream(`s${stream}`));
@@ -173,36 +175,36 @@ function largerModel(op: number): MetadataSnapshot {
   driver.created(ROOT, req.createStream('big'));
   driver.created(ROOT, req.createTopic('big', 't', 1000));
   driver.created(ROOT, req.createTopic('big', 'u', 1000));
-  return fullSnapshot(driver.sm.snapshot(), op);
+  return checkpointModelOf(fullSnapshot(driver.sm.snapshot(), op));
 }
 
 describe('the worker takes only large checkpoints', () => {
   it('a checkpoint after a small snapshot encodes in-thread; after one at the threshold, on the worker', async () => {
     const snapshot = model();
-    const first = encodeCheckpoint(loadKernels('wasm'), snapshot, CHUNK_SIZE);
+    const first = encodeCheckpoint(loadKernels('wasm'), METADATA_CHECKPOINT_CODEC, snapshot, CHUNK_SIZE);
     const { encoder, answers } = recording('wasm');
     // The threshold sits just above the model's payload: the first checkpoint (no snapshot
     // yet) and the second (after a smaller one) stay in-thread.
     const threshold = first.payload.byteLength + 1;
     const { driver, completed } = setup('wasm', encoder, threshold);
-    driver.submit(1, { kind: 'checkpoint_write', op: 48, snapshot, chunkSize: CHUNK_SIZE });
+    driver.submit(1, { kind: 'checkpoint_write', op: 48, model: snapshot, chunkSize: CHUNK_SIZE });
     await until(() => completed.length === 1);
     expect(completed[0]!.result).toMatchObject({ ok: true, checkpoint: { checksum: first.checksum } });
     expect(answers).toEqual([]);
     expect(driver.counters.checkpointsEncodedInThread).toBe(1);
     // A larger model: its snapshot reaches the threshold, so the next checkpoint goes to a worker.
     const larger = largerModel(96);
-    expect(encodeCheckpoint(loadKernels('wasm'), larger, CHUNK_SIZE).payload.byteLength).toBeGreaterThanOrEqual(threshold);
-    driver.submit(2, { kind: 'checkpoint_write', op: 96, snapshot: larger, chunkSize: CHUNK_SIZE });
+    expect(encodeCheckpoint(loadKernels('wasm'), METADATA_CHECKPOINT_CODEC, larger, CHUNK_SIZE).payload.byteLength).toBeGreaterThanOrEqual(threshold);
+    driver.submit(2, { kind: 'checkpoint_write', op: 96, model: larger, chunkSize: CHUNK_SIZE });
     await until(() => completed.length === 2);
     expect(driver.counters.checkpointsEncodedInThread).toBe(2);
     expect(answers).toEqual([]);
     const third = largerModel(144);
-    driver.submit(3, { kind: 'checkpoint_write', op: 144, snapshot: third, chunkSize: CHUNK_SIZE });
+    driver.submit(3, { kind: 'checkpoint_write', op: 144, model: third, chunkSize: CHUNK_SIZE });
     await until(() => completed.length === 3);
     expect(answers).toHaveLength(1);
     expect(driver.counters.checkpointsEncodedInThread).toBe(2);
-    const expected = encodeCheckpoint(loadKernels('wasm'), third, CHUNK_SIZE);
+    const expected = encodeCheckpoint(loadKernels('wasm'), METADATA_CHECKPOINT_CODEC, third, CHUNK_SIZE);
     expect(completed[2]!.result).toMatchObject({ ok: true, checkpoint: { checksum: expected.checksum } });
     driver.close();
   });

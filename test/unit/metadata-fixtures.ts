@@ -10,7 +10,8 @@ import { idOf, nameOf, Operation, type Identifier, type MetadataRequest } from '
 import { MetadataStateMachine, type MetadataStateMachineOptions } from '../../src/metadata/state-machine.js';
 import { CompressionAlgorithm, SNAPSHOT_FORMAT_VERSION, U64_MAX, type MetadataSnapshot, type PermissionsSnapshot } from '../../src/format/snapshot-model.js';
 import { GENESIS_PASSWORD_MARKER, type MetadataLimits } from '../../src/metadata/validation.js';
-import type { ApplyResult, StateMachineSnapshot } from '../../src/vsr/state-machine.js';
+import type { ApplyResult } from '../../src/vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
@@ -217,7 +218,7 @@ export function globalPermissions(bits: number): PermissionsSnapshot {
 }
 
 /** The state-machine part wrapped into a full snapshot model, for the encoder. */
-export function fullSnapshot(part: StateMachineSnapshot, sequenceNumber = 1): MetadataSnapshot {
+export function fullSnapshot(part: MetadataMachineSnapshot, sequenceNumber = 1): MetadataSnapshot {
   return {
     version: SNAPSHOT_FORMAT_VERSION,
     createdAtUs: 1,

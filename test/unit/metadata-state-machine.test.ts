@@ -15,7 +15,7 @@ import { Operation as ProtocolOperation } from '../../src/vsr/header-types.js';
 import { MetadataStateMachine, ROOT_CREATED_AT_US } from '../../src/metadata/state-machine.js';
 import { GENESIS_PASSWORD_MARKER, isArgon2idPhc } from '../../src/metadata/validation.js';
 import { CompressionAlgorithm, GlobalPermission, U64_MAX, type StreamSnapshot, type TopicSnapshot, type UserSnapshot } from '../../src/format/snapshot-model.js';
-import type { StateMachineSnapshot } from '../../src/vsr/state-machine.js';
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { Driver, ROOT, ROOT_HASH, fakeHash, fullSnapshot, newMachine, req, tokenHash } from './metadata-fixtures.js';
 
 /** The TS kernels always; the WASM ones when the build is present (npm install builds them). */
@@ -446,7 +446,7 @@ describe('metadata state machine: snapshot and restore', () => {
     const [root, alice] = good.users as [UserSnapshot, UserSnapshot];
     const [s0] = good.streams as [StreamSnapshot];
     const [t0] = s0.topics as [TopicSnapshot];
-    const cases: [StateMachineSnapshot, RegExp][] = [
+    const cases: [MetadataMachineSnapshot, RegExp][] = [
       [{ users: [alice], streams: [], revokedTokens: [] }, /root/],
       [{ users: [root, { ...alice, username: 'iggy' }], streams: [], revokedTokens: [] }, /username iggy is not unique/],
       [{ users: [alice, root], streams: [], revokedTokens: [] }, /user ids are not strictly ascending/],

@@ -162,8 +162,8 @@ describe('NodeMetrics', () => {
 
   it('a checkpoint_write is a checkpoint whose size is the payload the storage encoded', async () => {
     const { metrics, registry } = setup();
-    const snapshot = { version: 4, createdAtUs: 1, sequenceNumber: 16, users: [], streams: [], clientTable: [], writerRelease: 0, revokedTokens: [] };
-    metrics.storageSubmitted(1, { kind: 'checkpoint_write', op: 16, snapshot, chunkSize: 1024 });
+    const model = { op: 16, createdAtUs: 1, writerRelease: 0, clientTable: [], machine: { users: [], streams: [], revokedTokens: [] } };
+    metrics.storageSubmitted(1, { kind: 'checkpoint_write', op: 16, model, chunkSize: 1024 });
     metrics.storageDone(1, { ok: true, checkpoint: { payload: new Uint8Array(2500), checksum: 7n, chunkChecksums: [1n, 2n, 3n] } });
     metrics.storageSubmitted(2, { kind: 'superblock_write', state: superblock(16), stateTransfer: false });
     metrics.storageDone(2, { ok: true });

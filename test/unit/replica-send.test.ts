@@ -3,6 +3,7 @@
  * asserted for every command that advertises the view (src/vsr/send.ts). One replica of three,
  * driven by hand: its storage completes only when the test says so, its bus records frames.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { describe, expect, it } from 'vitest';
 import { Command, HEADER_SIZE, HeaderOffset } from '../../src/constants.js';
 import { AssertionError } from '../../src/stdx/assert.js';
@@ -36,7 +37,7 @@ function headerOf(frame: Uint8Array): Header {
 }
 
 /** Ticks a recovering replica until its probes run out and it starts a view change. */
-function electFromRecovery(replica: Replica): void {
+function electFromRecovery(replica: Replica<MetadataMachineSnapshot>): void {
   for (let tick = 0; tick < 100 && replica.status === 'recovering'; tick++) replica.tick();
   expect(replica.status).toBe('view_change');
 }

@@ -20,6 +20,7 @@
  * Misdirected writes are produced by SimDisk's own fault on the simulated disk, and reproduced
  * byte for byte on real files.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HEADER_SIZE } from '../../src/constants.js';
 import type { Kernels } from '../../src/kernels/kernel.js';
@@ -278,7 +279,7 @@ function restart(disk: Disk): void {
   if (disk instanceof SimDisk) disk.crash();
 }
 
-function outcome(disk: Disk, kernels: Kernels): { recovered: Recovered; events: string[] } | { refusal: StorageRefusal } {
+function outcome(disk: Disk, kernels: Kernels): { recovered: Recovered<MetadataMachineSnapshot>; events: string[] } | { refusal: StorageRefusal } {
   const logger = recordingLogger();
   try {
     const recovered = recover(disk, kernels, { ...CONFIG, logger });

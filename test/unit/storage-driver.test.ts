@@ -5,6 +5,7 @@
  * completes a run whose fsync is still in flight exactly once, and a failed fsync fails the run
  * and poisons the WAL.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,7 +37,7 @@ function setup() {
     held.push({ release: (error) => realFsyncAsync(name, (real) => done(error ?? real)) });
   };
   const driver = new StorageDriver({ wal: recovered.wal, superblock: recovered.superblock, snapshotFile: recovered.snapshotFile });
-  const completed: { id: number; result: StorageResult }[] = [];
+  const completed: { id: number; result: StorageResult<MetadataMachineSnapshot> }[] = [];
   driver.onDone = (id, result) => completed.push({ id, result });
   return { root, disk, kernels, driver, held, completed, wal: recovered.wal };
 }

@@ -13,6 +13,7 @@ import { referenceSnapshot, REFERENCE_SNAPSHOT_SMALL } from '../../src/testing/s
 import { AssertionError } from '../../src/stdx/assert.js';
 import { Prng } from '../../src/stdx/prng.js';
 import { chain, checkpointWrite, CLUSTER, kernelVariants, snapshotPayload, vsrState } from './storage-fixtures.js';
+import { checkpointModelOf } from '../../src/storage/metadata-checkpoint-codec.js';
 
 const CONFIG: RecoveryConfig = { cluster: CLUSTER, replica: 0, replicaCount: 3, journalSlots: 16 };
 
@@ -36,7 +37,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     disk.crash();
     const bootState = toReplicaBootState(recover(disk, kernels, CONFIG));
     expect(bootState.vsrState).toMatchObject(state);
-    expect(bootState.snapshot?.decoded.sequenceNumber).toBe(4);
+    expect(bootState.snapshot?.decoded.op).toBe(4);
     // The checkpoint entry (op 4) anchors the chain, then ops 5..head.
     expect(bootState.prepares).toEqual([prepares[3]!.frame, prepares[4]!.frame]);
     expect(bootState.provableCommit).toBe(4);
@@ -108,7 +109,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     expect(recovered.snapshotFile.read()?.checksum).toBe(kernels.xxh3_64(snapshotPayload(kernels, 3)));
 
     const installed = executeStorageRequest(recovered, { kind: 'transfer_install', op: 500, len: payload.byteLength, checksum });
-    expect(installed).toMatchObject({ ok: true, snapshot: { sequenceNumber: 500 } });
+    expect(installed).toMatchObject({ ok: true, model: { op: 500 } });
     expect(disk.exists(SNAPSHOT_TRANSFER_FILE)).toBe(false);
     expect(executeStorageRequest(recovered, { kind: 'wal_drain', keepFromOp: 500 })).toEqual({ ok: true });
     const state = vsrState({ commitMax: 500, checkpointOp: 500, checkpointChecksum: checksum });
@@ -116,7 +117,7 @@ describe.each(kernelVariants())('storage executor ($label kernels)', ({ kernels 
     disk.crash();
     const after = recover(disk, kernels, CONFIG);
     expect(after.snapshot?.checksum).toBe(checksum);
-    expect(after.snapshot?.decoded).toEqual(model);
+    expect(after.snapshot?.decoded).toEqual(checkpointModelOf(model));
     expect(after.checkpointOp).toBe(500);
   });
 

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKernels } from '../../src/kernels/index.js';
 import type { Kernels } from '../../src/kernels/kernel.js';
-import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
+import { SNAPSHOT_FORMAT_VERSION, type MetadataMachineSnapshot, type MetadataSnapshot } from '../../src/format/snapshot-model.js';
+import { checkpointModelOf } from '../../src/storage/metadata-checkpoint-codec.js';
 import { buildPrepare, identityOf } from '../../src/testing/wal-image.js';
 import type { Logger, LogLevel, StorageRequest, VsrState } from '../../src/vsr/io.js';
 
@@ -85,8 +86,8 @@ export function snapshotPayload(kernels: Kernels, op: number): Uint8Array {
 }
 
 /** The checkpoint write of that small snapshot (its payload is `snapshotPayload(kernels, op)`). */
-export function checkpointWrite(op: number): StorageRequest {
-  return { kind: 'checkpoint_write', op, snapshot: snapshotModel(op), chunkSize: 4096 };
+export function checkpointWrite(op: number): StorageRequest<MetadataMachineSnapshot> {
+  return { kind: 'checkpoint_write', op, model: checkpointModelOf(snapshotModel(op)), chunkSize: 4096 };
 }
 
 export function vsrState(overrides: Partial<VsrState> = {}): VsrState {

@@ -11,6 +11,7 @@ import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
 import { WAL_FILE } from '../../src/storage/wal.js';
 import { Prng } from '../../src/stdx/prng.js';
 import type { Kernels } from '../../src/kernels/kernel.js';
+import { checkpointModelOf } from '../../src/storage/metadata-checkpoint-codec.js';
 import { chain, CLUSTER, kernelVariants, prepare, recordingLogger, snapshotModel, snapshotPayload, vsrState, type Prepare } from './storage-fixtures.js';
 
 const SLOTS = 16;
@@ -60,7 +61,7 @@ describe.each(kernelVariants())('recovery ($label kernels)', ({ kernels }) => {
     const { disk, prepares } = populate(kernels, { head: 8, checkpoint: 4 });
     const recovered = recover(disk, kernels, CONFIG);
     expect(recovered.snapshot?.sequenceNumber).toBe(4);
-    expect(recovered.snapshot?.decoded).toEqual(snapshotModel(4));
+    expect(recovered.snapshot?.decoded).toEqual(checkpointModelOf(snapshotModel(4)));
     expect(recovered.snapshot?.checksum).toBe(kernels.xxh3_64(recovered.snapshot!.payload));
     expect(recovered.vsrState).toMatchObject({ view: 2, commitMax: 8, checkpointOp: 4, checkpointChecksum: recovered.snapshot!.checksum });
     expect(recovered.checkpointOp).toBe(4);

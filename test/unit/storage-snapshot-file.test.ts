@@ -2,6 +2,8 @@
  * snapshot.bin: payload + "ISNP" trailer, durable replace, and the checkpoint checksum over the
  * payload bytes as stored.
  */
+import type { MetadataMachineSnapshot } from '../../src/format/snapshot-model.js';
+import { METADATA_CHECKPOINT_CODEC } from '../../src/storage/metadata-checkpoint-codec.js';
 import { describe, expect, it } from 'vitest';
 import { TRAILER_SIZE } from '../../src/kernels/kernel.js';
 import { createTsKernels } from '../../src/kernels/kernels-ts.js';
@@ -17,12 +19,12 @@ import { Prng } from '../../src/stdx/prng.js';
 import { kernelVariants, snapshotPayload } from './storage-fixtures.js';
 
 describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) => {
-  function fresh(): { disk: SimDisk; file: SnapshotFile } {
+  function fresh(): { disk: SimDisk; file: SnapshotFile<MetadataMachineSnapshot> } {
     const disk = new SimDisk(new Prng(1));
-    return { disk, file: new SnapshotFile(disk, kernels) };
+    return { disk, file: new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC) };
   }
 
-  function refusal(file: SnapshotFile): StorageRefusal {
+  function refusal(file: SnapshotFile<MetadataMachineSnapshot>): StorageRefusal {
     try {
       file.read();
     } catch (error) {
@@ -46,7 +48,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     const stored = disk.readAll(SNAPSHOT_FILE);
     expect(stored.byteLength).toBe(payload.byteLength + TRAILER_SIZE);
     expect([...stored.subarray(payload.byteLength, payload.byteLength + 4)]).toEqual([0x50, 0x4e, 0x53, 0x49]);
-    const read = new SnapshotFile(disk, kernels).read();
+    const read = new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC).read();
     expect(read?.checksum).toBe(checksum);
     expect(read?.payload).toEqual(payload);
     expect(read?.version).toBe(SNAPSHOT_FORMAT_VERSION);
@@ -64,7 +66,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
       kernels.trailerWrite(...args);
     } };
     const disk = new SimDisk(new Prng(1));
-    const known = new SnapshotFile(disk, counting);
+    const known = new SnapshotFile(disk, counting, METADATA_CHECKPOINT_CODEC);
     expect(known.write(payload, checksum)).toBe(checksum);
     expect(passes).toBe(0);
     const stored = new Uint8Array(disk.size(SNAPSHOT_FILE));
@@ -84,7 +86,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     const newer = snapshotPayload(kernels, 9);
     file.write(newer);
     disk.crash();
-    expect(new SnapshotFile(disk, kernels).read()?.payload).toEqual(newer);
+    expect(new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC).read()?.payload).toEqual(newer);
   });
 
   it('refuses a file without a trailer, a trailer mismatch, and an unknown format version', () => {
@@ -198,10 +200,10 @@ describe('snapshot file read with the WASM kernels (a multi-MiB snapshot)', () =
       const instance = new WasmInstance(flavor);
       const kernels = createWasmKernels(instance);
       const disk = new SimDisk(new Prng(1));
-      const checksum = new SnapshotFile(disk, kernels).write(payload);
+      const checksum = new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC).write(payload);
       const before = instance.memoryBytes;
 
-      const read = new SnapshotFile(disk, kernels).read();
+      const read = new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC).read();
       expect(read?.checksum).toBe(checksum);
       expect(read?.checksum).toBe(createTsKernels().xxh3_64(payload));
       expect(Buffer.from(read!.payload).equals(payload)).toBe(true);
@@ -209,14 +211,14 @@ describe('snapshot file read with the WASM kernels (a multi-MiB snapshot)', () =
       expect(read!.payload.byteOffset).toBe(0);
       expect(read!.payload.buffer.byteLength).toBe(payload.byteLength + TRAILER_SIZE);
       expect(instance.inMemory(read!.payload)).toBe(false);
-      expect(new SnapshotFile(disk, kernels).verify(checksum)).toBeNull();
+      expect(new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC).verify(checksum)).toBeNull();
       expect(instance.memoryBytes).toBe(before);
 
       // Refusals keep their reasons and details on this path too.
       const stored = disk.readAll(SNAPSHOT_FILE);
       stored[1000]! ^= 1;
       disk.write(SNAPSHOT_FILE, 0, stored);
-      const damaged = new SnapshotFile(disk, kernels);
+      const damaged = new SnapshotFile(disk, kernels, METADATA_CHECKPOINT_CODEC);
       expect(() => damaged.read()).toThrow(StorageRefusal);
       try {
         damaged.read();

@@ -98,6 +98,55 @@ function relativeImports(): { from: string; target: string }[] {
   return out;
 }
 
+/**
+ * What the VSR core may name of the metadata snapshot model: only the client table's entry (the
+ * client table is the replica's). The core runs every plane's state machine (metadata, partition
+ * groups) through `StateMachine<S>` and `CheckpointModel<S>`; naming the metadata snapshot, its
+ * format version or its codec would tie the protocol to one plane again.
+ */
+const VSR_SNAPSHOT_NAMES_ALLOWED = new Set(['ClientEntrySnapshot']);
+
+/** The snapshot-format modules of src/format (the model and its codec). */
+function isSnapshotFormatModule(target: string): boolean {
+  return /^format\/snapshot-[^/]*\.ts$/.test(target);
+}
+
+/** Problems of src/vsr's imports from the snapshot format, one line per offending name. */
+function vsrSnapshotProblems(files: readonly { name: string; text: string }[]): string[] {
+  const problems: string[] = [];
+  for (const { name, text } of files) {
+    const sourceFile = ts.createSourceFile(name, text, ts.ScriptTarget.Latest, true);
+    for (const statement of sourceFile.statements) {
+      const isImport = ts.isImportDeclaration(statement);
+      if (!isImport && !ts.isExportDeclaration(statement)) continue;
+      const specifier = statement.moduleSpecifier;
+      if (specifier === undefined || !ts.isStringLiteral(specifier)) continue;
+      const target = relative(join(root, 'src'), join(root, 'src', name, '..', specifier.text));
+      if (!isSnapshotFormatModule(target.replace(/\.js$/, '.ts'))) continue;
+      const names: string[] = [];
+      let whole = false;
+      if (isImport) {
+        const clause = statement.importClause;
+        const bindings = clause?.namedBindings;
+        if (clause === undefined || clause.name !== undefined) whole = true;
+        if (bindings !== undefined && ts.isNamespaceImport(bindings)) whole = true;
+        if (bindings !== undefined && ts.isNamedImports(bindings)) {
+          for (const element of bindings.elements) names.push((element.propertyName ?? element.name).text);
+        }
+      } else {
+        const clause = statement.exportClause;
+        if (clause === undefined || !ts.isNamedExports(clause)) whole = true;
+        else for (const element of clause.elements) names.push((element.propertyName ?? element.name).text);
+      }
+      if (whole) problems.push(`src/${name} imports all of ${specifier.text}`);
+      for (const imported of names) {
+        if (!VSR_SNAPSHOT_NAMES_ALLOWED.has(imported)) problems.push(`src/${name} imports ${imported} from ${specifier.text}`);
+      }
+    }
+  }
+  return problems;
+}
+
 /** Problems of an import graph against LAYER_ORDER, one line per offending import. */
 function layerProblems(imports: readonly { from: string; target: string }[]): string[] {
   const problems: string[] = [];
@@ -214,6 +263,33 @@ describe('tidy', () => {
       'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, storage, metadata, transport, http',
       'src/node/cli.ts imports ../bench/cli.ts, which is in no layer of src/',
       'src/storage/inspect.ts imports metadata/snapshot-codec.ts: storage may import only stdx, constants.ts, format, kernels, vsr, storage',
+    ]);
+  });
+
+  it('src/vsr names nothing of the metadata snapshot format but the client table entry', () => {
+    const files = sources(join(root, 'src', 'vsr')).map((file) => ({
+      name: relative(join(root, 'src'), file),
+      text: readFileSync(file, 'utf8'),
+    }));
+    expect(files.length).toBeGreaterThan(10);
+    expect(vsrSnapshotProblems(files)).toEqual([]);
+  });
+
+  it('the snapshot coupling check names every metadata name the core imports', () => {
+    const text = [
+      "import type { ClientEntrySnapshot } from '../format/snapshot-model.js';",
+      "import { SNAPSHOT_FORMAT_VERSION, type MetadataSnapshot } from '../format/snapshot-model.js';",
+      "import { decodeSnapshot as decode } from '../format/snapshot-codec.js';",
+      "import * as model from '../format/snapshot-model.js';",
+      "export type { MetadataMachineSnapshot } from '../format/snapshot-model.js';",
+      "import { Command } from '../constants.js';",
+    ].join('\n');
+    expect(vsrSnapshotProblems([{ name: 'vsr/replica.ts', text }])).toEqual([
+      'src/vsr/replica.ts imports SNAPSHOT_FORMAT_VERSION from ../format/snapshot-model.js',
+      'src/vsr/replica.ts imports MetadataSnapshot from ../format/snapshot-model.js',
+      'src/vsr/replica.ts imports decodeSnapshot from ../format/snapshot-codec.js',
+      'src/vsr/replica.ts imports all of ../format/snapshot-model.js',
+      'src/vsr/replica.ts imports MetadataMachineSnapshot from ../format/snapshot-model.js',
     ]);
   });
 

@@ -41,7 +41,7 @@ interface Harness {
   readonly state: { readyToOffer: boolean; checkpointOp: number; checkpointChecksum: bigint };
   readonly targets: { requester: number; fields: TargetFields; manifest?: Uint8Array | undefined }[];
   readonly chunks: { requester: number; header: Uint8Array; body: Uint8Array }[];
-  readonly submitted: StorageRequest[];
+  readonly submitted: StorageRequest<never>[];
   readonly drops: Partial<Record<DropReason, number>>;
   /**
    * The snapshot files the storage holds open, by checkpoint id (the last two written, as
@@ -50,7 +50,7 @@ interface Harness {
   readonly files: Map<bigint, Uint8Array>;
   readonly repairs: { count: number };
   /** Every request submitted with its completion (tests complete the ones they name). */
-  readonly pending: { request: StorageRequest; done: (result: StorageResult) => void }[];
+  readonly pending: { request: StorageRequest<never>; done: (result: StorageResult<unknown>) => void }[];
   /** Completes the chunk reads submitted so far, in order (other requests stay in flight). */
   run(): void;
 }
@@ -59,12 +59,12 @@ function harness(): Harness {
   const state = { readyToOffer: true, checkpointOp: 0, checkpointChecksum: 0n };
   const targets: Harness['targets'] = [];
   const chunks: Harness['chunks'] = [];
-  const submitted: StorageRequest[] = [];
+  const submitted: StorageRequest<never>[] = [];
   const drops: Partial<Record<DropReason, number>> = {};
   const files = new Map<bigint, Uint8Array>();
   const repairs = { count: 0 };
   const pending: Harness['pending'] = [];
-  const reads: { request: Extract<StorageRequest, { kind: 'snapshot_chunk_read' }>; done: (result: StorageResult) => void }[] = [];
+  const reads: { request: Extract<StorageRequest<never>, { kind: 'snapshot_chunk_read' }>; done: (result: StorageResult<unknown>) => void }[] = [];
   const host: TransferServerHost = {
     config: replicaConfig({
       cluster: CLUSTER,
