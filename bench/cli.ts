@@ -214,7 +214,7 @@ export function registerBenchCommands(bench: Command): void {
 
   bench
     .command('targets')
-    .description("issue 14's scale targets in one table: bench transfer at 64 MiB, bench cluster over HTTP (a login each, then one shared), with etcd")
+    .description("the scale targets in one table: bench transfer at 64 MiB, bench cluster over HTTP (a login each, then one shared), with etcd")
     .option('--json', 'print the report as JSON')
     .option('--smoke', 'tiny run (numbers meaningless)')
     .option('--duration <s>', 'measured seconds per concurrency level in the cluster benches (default 6)', positiveNumber)

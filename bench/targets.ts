@@ -1,5 +1,5 @@
 /**
- * `vrmeta bench targets`: issue 14's targets (README, "Where the scale targets stand") in one
+ * `vrmeta bench targets`: the scale targets (docs/benchmarks.md, "Scale targets") in one
  * table from one command. It runs, in this order and on this machine:
  *
  *   1. `bench transfer --sizes 64 --kernels wasm` with etcd: the wiped replica's catch-up, the
@@ -75,7 +75,7 @@ function httpRow(report: ClusterBenchReport, system: 'vrmeta' | 'etcd', level: n
   return report.rows.find((row) => row.system === system && row.protocol === 'http' && row.concurrency === level);
 }
 
-/** Each target of issue 14 with what this run measured. Pure: the reports in, the rows out. */
+/** Each scale target with what this run measured. Pure: the reports in, the rows out. */
 export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchReport, sharedLogin: ClusterBenchReport): TargetRow[] {
   const rows: TargetRow[] = [];
   const caught = transfer.transfers.find((row) => row.kernels === 'wasm');
@@ -166,7 +166,7 @@ export function targetRows(transfer: TransferBenchReport, cluster: ClusterBenchR
 export function formatTargetsReport(report: TargetsReport): string {
   const verdict = (met: boolean | null): string => (met === null ? 'not measured' : met ? 'met' : '**not met**');
   const lines = [
-    `vrmeta bench targets: issue 14's targets, one run${report.smoke ? ' (smoke: sizes and durations too small to mean anything)' : ''}`,
+    `vrmeta bench targets: the scale targets, one run${report.smoke ? ' (smoke: sizes and durations too small to mean anything)' : ''}`,
     report.machine,
     '',
     '| figure | target | measured | |',

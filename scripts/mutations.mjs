@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The mutation check (issue 12): every fix of the nine defects that the review of the reference's
- * state-transfer PR named (seed-pr-3765-review.txt, README "The seed review, pinned"), and of the
+ * The mutation check: every fix of the nine defects that the review of the reference's
+ * state-transfer PR named (seed-pr-3765-review.txt, docs/testing.md "The seed review, pinned"), and of the
  * outside audit's defects A-E (test/sim/scenarios-audit.test.ts), is reverted in turn, and the
  * test that pins it must then fail. A pin that still passes with its fix reverted pins nothing.
  *
@@ -57,7 +57,7 @@ const PIN = {
 };
 
 const AUDIT = 'test/sim/scenarios-audit.test.ts';
-/** A test of the audit's scenarios (issue 12, defects A-E), by its describe block and title. */
+/** A test of the audit's scenarios (defects A-E), by its describe block and title. */
 const audit = (block, title) => ({ file: AUDIT, name: `${block} ${title}`, title });
 /** A regression seed of test/sim/seeds.test.ts; `faults`: '' (targeted off), 'targeted faults' or 'all faults'. */
 const seed = (number, faults, label) => {
@@ -367,7 +367,7 @@ const MUTATIONS = [
     edits: [{ file: REPLICA, search: '    if (best.op <= this.commitMin) {\n', replace: '    if (false) {\n' }],
     pins: [PIN.behind],
   },
-  // The outside audit's defects (issue 12), pinned in test/sim/scenarios-audit.test.ts.
+  // The outside audit's defects, pinned in test/sim/scenarios-audit.test.ts.
   {
     id: 'A1',
     defect: 'A',

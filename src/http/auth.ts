@@ -30,7 +30,7 @@ import { accessTokenMissing, unauthenticated, type HttpError } from './errors.js
 import type { NodeApi, SessionKey } from './node-api.js';
 import type { IdentityInfoJson } from './schemas.js';
 
-/** jose, loaded at the first token issued or verified: a replica boots without it (issue 14). */
+/** jose, loaded at the first token issued or verified: a replica boots without loading it. */
 let joseModule: Promise<typeof import('jose')> | null = null;
 function jose(): Promise<typeof import('jose')> {
   joseModule ??= import('jose');

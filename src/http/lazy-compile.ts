@@ -1,5 +1,6 @@
 /**
- * Route schemas compiled at a route's first use instead of at `ready` (issue 14: boot time).
+ * Route schemas compiled at a route's first use instead of at `ready` (compiling every schema
+ * up front was a large share of a replica's boot time).
  *
  * Fastify compiles every route's validators and response serializers while it gets ready, that
  * is before the listener is up: ~150 ms of a replica's boot for ~60 routes, most of which a

@@ -292,7 +292,8 @@ function resolveTls(raw: Record<ConfigKey, unknown>): NodeConfig['tls'] {
   }
 }
 
-/** smol-toml, loaded only when there is a config file to read (boot time, issue 14). */
+/** smol-toml, loaded only when there is a config file to read: a replica without one boots
+ * without loading a TOML parser. */
 function parseToml(text: string): unknown {
   const { parse } = createRequire(import.meta.url)('smol-toml') as typeof import('smol-toml');
   return parse(text);

@@ -1,6 +1,6 @@
 /**
  * Concurrent writers creating and deleting resources over HTTP while one replica restarts
- * (issue 7): the final state of every replica equals what the writers' definitive answers imply.
+ * the final state of every replica equals what the writers' definitive answers imply.
  *
  * Each writer owns its names (`c-<writer>-<n>`, never reused, so no answer can be about someone
  * else's object) and keeps a model: a stream exists after a create that answered 200 (or

@@ -1,5 +1,5 @@
 /**
- * kill -9 of the primary under write load (issue 7): the survivors elect a new view, no write a
+ * kill -9 of the primary under write load: the survivors elect a new view, no write a
  * client got a definitive success for is lost (on the survivors, and on the old primary once it
  * is back), and retried writes never apply twice.
  *

@@ -1,5 +1,5 @@
 /**
- * One login, many concurrent writes (issue 14): a 3-replica cluster whose HTTP edge keeps up to
+ * One login, many concurrent writes: a 3-replica cluster whose HTTP edge keeps up to
  * SESSIONS_PER_CREDENTIAL VSR sessions per credential. WRITES concurrent creates with one token
  * all commit, and the primary's vsr_http_sessions gauge shows they ran on more than one session
  * and on no more than the bound (a single session per credential would show exactly one).

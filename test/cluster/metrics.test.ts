@@ -1,5 +1,5 @@
 /**
- * /metrics of real replicas (issue 15): a 3-replica cluster started with --metrics-public takes
+ * /metrics of real replicas: a 3-replica cluster started with --metrics-public takes
  * writes, checkpoints and changes view (its primary stops); the scrapes of the primaries before
  * and after carry the latency histograms, counters and process metrics, and pass
  * `promtool check metrics` (Debian's `prometheus` package).

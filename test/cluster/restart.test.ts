@@ -1,5 +1,5 @@
 /**
- * A whole-cluster restart of `vrmeta dev` on real processes (issue 15): the replicas leave recovery
+ * A whole-cluster restart of `vrmeta dev` on real processes: the replicas leave recovery
  * because they heard every peer recovering, before their first probe round ran out, instead of
  * waiting out five rounds (5 s). Asserted on the replicas' own typed log fields (reason,
  * probes), never on a timing.

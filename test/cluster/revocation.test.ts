@@ -1,5 +1,5 @@
 /**
- * Logout revokes a token on every replica (issue 17): `DELETE /users/logout` on one replica
+ * Logout revokes a token on every replica: `DELETE /users/logout` on one replica
  * commits RevokeAccessToken through VSR, every replica then refuses the token (another token of
  * the same user keeps working), and a replica that lost its disk and caught up by state transfer
  * (the revocation is below every peer's checkpoint, so it arrives in the snapshot, not in the log)

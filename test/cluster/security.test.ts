@@ -1,5 +1,5 @@
 /**
- * Secure by default (issue 17), against real processes on 127.0.0.1:
+ * Secure by default, against real processes on 127.0.0.1:
  *   - `npm start` (`vrmeta dev`): the data directory gets a 0600 secret file that every replica
  *     uses; a root token forged from public facts gets 401 on every replica; a process that knows
  *     the replica addresses but not the secret gets no frame applied, and is counted and logged;

@@ -1,5 +1,5 @@
 /**
- * State transfer across real processes (issue 6, cluster-test bullet; iggy-metadata-plane.md §5,
+ * State transfer across real processes (iggy-metadata-plane.md §5,
  * §8.2 `metadata_state_transfer.rs`). With --journal-slots 128 and --prepare-queue-depth 8 a
  * checkpoint lands every 112 ops and drains the WAL below it, so a backup that was down for
  * a few hundred ops has a gap below every peer's retained floor: repair cannot fill it (RangeEvicted) and

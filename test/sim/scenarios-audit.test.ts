@@ -1,5 +1,5 @@
 /**
- * The schedules of the outside audit (issue 12, defects A-E), each built by hand in a fault-free
+ * The schedules of the outside audit (defects A-E), each built by hand in a fault-free
  * simulated cluster with exactly the faults it names. Each failed before its fix: A lost an
  * acknowledged op, B-D wedged the cluster, E kept a wiped replica down.
  */

@@ -1,5 +1,5 @@
 /**
- * State transfer, named like specs: the scenarios of issue 6 and one test per defect the seed
+ * State transfer, named like specs: the transfer scenarios of MD §5 and one test per defect the seed
  * review (seed-pr-3765-review.txt) names, each of which fails without its fix. Clusters are built
  * fault-free (scenarioOptions) with tiny WALs and tiny chunks, so a lagging replica falls below
  * every peer's checkpoint and a snapshot takes many chunks; then the scenario injects exactly the

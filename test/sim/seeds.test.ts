@@ -67,7 +67,7 @@ describe('regression seeds', () => {
     expect(result.ok, result.ok ? '' : report(result)).toBe(true);
   });
 
-  // Found by the targeted faults (issue 12), replayed with them (and without those added since).
+  // Found by the targeted faults, replayed with them (and without those added since).
   it.each([
     [2_644_958_924_859, 'a lagging replica adopting a StartView dropped committed prepares it could not verify; a lost disk then lost them'],
     [1_786_574_930_811, 'adopting a newer log view truncated verified committed bodies above an unverifiable entry; a lost disk then lost them'],

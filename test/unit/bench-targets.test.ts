@@ -1,5 +1,5 @@
 /**
- * `vrmeta bench targets`: each of issue 14's targets is judged from the figures of the run, and a
+ * `vrmeta bench targets`: each scale target is judged from the figures of the run, and a
  * target whose comparison is missing (no etcd) says so instead of passing or failing.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Resolving a node configuration in tests: every configuration needs a cluster secret (issue 17),
+ * Resolving a node configuration in tests: every configuration needs a cluster secret (secure by default),
  * which these fixtures supply so that each test speaks only of the keys it is about.
  */
 import { ConfigError, resolveConfig } from '../../src/node/config.js';

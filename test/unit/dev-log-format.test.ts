@@ -1,5 +1,5 @@
 /**
- * `vrmeta dev` log lines: readable on a terminal, pino JSON otherwise (issue 15).
+ * `vrmeta dev` log lines: readable on a terminal, pino JSON otherwise.
  */
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Iggy's option catalog and option maps over HTTP (issue 15): `GET /options/{scope}`, options on
+ * Iggy's option catalog and option maps over HTTP: `GET /options/{scope}`, options on
  * topic create/update echoed back with provenance, Iggy's 4041/4042 refusals, and options that
  * survive a checkpoint (snapshot encode -> decode -> restore on another node).
  */
