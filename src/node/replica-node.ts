@@ -279,6 +279,7 @@ export class ReplicaNode implements NodeApi {
       clusterSecret: options.clusterSecret,
       tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
       onMessage: (frame) => this.guard(() => this.onBusFrame(frame)),
+      onDisconnect: (replica) => this.guard(() => this.core.onPeerDisconnected(replica)),
       logger: coreLogger,
       framePool: this.framePool,
       sentBodyPool: this.chunkReadPool,

@@ -15,7 +15,12 @@ import { Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
 import { Prng } from '../stdx/prng.js';
-import { replicaConfig, type ReplicaConfig, type TimeoutTicks } from '../vsr/config.js';
+import {
+  DEFAULT_TIMEOUT_TICKS,
+  replicaConfig,
+  type ReplicaConfig,
+  type TimeoutTicks,
+} from '../vsr/config.js';
 import { decodeFrame, type DecodedFrame } from '../vsr/frame.js';
 import type { Logger, LogLevel, StorageResult } from '../vsr/io.js';
 import { Replica, StorageFailure, type ReplicaBootState } from '../vsr/replica.js';
@@ -32,14 +37,14 @@ import { DiskReplicaStore, StorageSim } from './storage-sim.js';
 import type { SimOptions } from './swarm.js';
 import { TestStateMachine } from './test-state-machine.js';
 
+/**
+ * The production failure detector and view-change timers, with the retransmission timers
+ * (prepare, repair) shortened: the simulator's network loses and delays far more than a real
+ * one, and repair under those faults is what it is there to exercise.
+ */
 export const SIM_TIMEOUTS: TimeoutTicks = {
+  ...DEFAULT_TIMEOUT_TICKS,
   prepare: 10,
-  commitMessage: 10,
-  normalHeartbeat: 60,
-  startViewChangeMessage: 10,
-  doViewChangeMessage: 10,
-  viewChangeStatus: 120,
-  requestStartViewMessage: 20,
   repair: 20,
 };
 
@@ -368,6 +373,9 @@ export class Cluster<S = MetadataMachineSnapshot> {
   }
 
   /** Crashes a replica; `untilHeal` keeps it down for the rest of the safety phase. */
+  /** Closed connections not yet seen by the peer: it still receives what was sent before. */
+  private disconnects: { readonly replica: number; readonly peer: number }[] = [];
+
   crash(index: number, untilHeal = false): void {
     const entry = this.replicas[index]!;
     if (entry.replica === null) return;
@@ -380,6 +388,12 @@ export class Cluster<S = MetadataMachineSnapshot> {
     this.crashCount += 1;
     this.network.dropTo(index);
     this.log(`r${index} CRASH (lost ${lost} storage requests)`);
+    // A crashed process's sockets close: each peer's bus sees it (the node's
+    // `onPeerDisconnected`) once what the process had sent it arrived, as TCP delivers data
+    // before its FIN.
+    for (const other of this.replicas) {
+      if (other.index !== index) this.disconnects.push({ replica: index, peer: other.index });
+    }
     this.hooks.crashed(entry, untilHeal);
   }
 
@@ -430,11 +444,20 @@ export class Cluster<S = MetadataMachineSnapshot> {
     }
   }
 
+  private deliverDisconnects(): void {
+    this.disconnects = this.disconnects.filter(({ replica, peer }) => {
+      if (this.network.inFlightBetween(replica, peer)) return true;
+      this.replicas[peer]!.replica?.onPeerDisconnected(replica);
+      return false;
+    });
+  }
+
   /** One tick: faults, the network's deliveries, every replica's storage and timers, clients. */
   tick(): void {
     this.tickNow += 1;
     this.hooks.beforeTick();
     for (const packet of this.network.tick()) this.deliver(packet.from, packet.to, packet.frame);
+    this.deliverDisconnects();
     for (const entry of this.replicas) this.tickReplica(entry);
     for (const client of this.clients) {
       const send = client.tick();

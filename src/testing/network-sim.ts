@@ -226,6 +226,11 @@ export class NetworkSim {
   }
 
   /** Drops every packet addressed to `node` (it crashed: its sockets are gone). */
+  /** Packets from `from` to `to` still on the wire (delayed or clogged). */
+  inFlightBetween(from: number, to: number): boolean {
+    return this.queue.some((packet) => packet.from === from && packet.to === to);
+  }
+
   dropTo(node: number): void {
     this.queue = this.queue.filter((packet) => packet.to !== node);
   }

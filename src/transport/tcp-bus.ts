@@ -114,6 +114,8 @@ export interface ReplicaBusOptions {
   readonly clusterSecret: Uint8Array;
   /** Every frame that passed every check, with the authenticated sender. */
   readonly onMessage: (frame: DecodedFrame, fromReplica: number) => void;
+  /** The authenticated connection to `replica` closed (evidence for the failure detector). */
+  readonly onDisconnect?: ((replica: number) => void) | undefined;
   readonly logger?: Logger | undefined;
   /** Frames queued per peer before the oldest is dropped. */
   readonly queueCapacity?: number | undefined;
@@ -930,7 +932,10 @@ export class ReplicaBus implements Pick<MessageBus, 'sendToReplica' | 'sendToRep
     if (peer.dialing === connection) peer.dialing = null;
     if (peer.connection === connection) {
       peer.connection = null;
-      if (!this.#closed) this.#logger.log('warn', 'replica bus: disconnected', { peer: peer.replica });
+      if (!this.#closed) {
+        this.#logger.log('warn', 'replica bus: disconnected', { peer: peer.replica });
+        this.#options.onDisconnect?.(peer.replica);
+      }
     }
     if (!this.#closed && peer.outbound && peer.connection === null && peer.dialing === null) this.#scheduleReconnect(peer);
   }

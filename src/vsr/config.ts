@@ -18,7 +18,12 @@ export const REPAIR_CHUNK_MAX = 128;
 /** The metadata group id (the reference's METADATA_GROUP). */
 export const METADATA_GROUP = 1n << 63n;
 
-/** Timeouts in ticks (a tick is 10 ms in production). Defaults from the reference (§2.3). */
+/**
+ * Timeouts in ticks (a tick is 10 ms in production). The failure detector is the pair
+ * commitMessage (the primary's heartbeat interval) and normalHeartbeat (how long a backup waits
+ * without one before it starts a view change): a dead or frozen primary is replaced within
+ * normalHeartbeat + one round of view-change messages.
+ */
 export interface TimeoutTicks {
   readonly prepare: number;
   readonly commitMessage: number;
@@ -30,16 +35,35 @@ export interface TimeoutTicks {
   readonly repair: number;
 }
 
+/**
+ * Heartbeats every 100 ms and a view change after 500 ms without one: five heartbeats in a row
+ * lost or late before a healthy primary is deposed, and a write waits well under a second
+ * for a new primary (etcd's defaults, 100 ms and 1 s, put its first write after a leader's death
+ * at 1.1..1.9 s on the same machine). The simulator runs these, with the retransmission timers
+ * (prepare, repair) shortened to stress repair.
+ */
 export const DEFAULT_TIMEOUT_TICKS: TimeoutTicks = {
   prepare: 25,
-  commitMessage: 50,
-  normalHeartbeat: 500,
-  startViewChangeMessage: 50,
-  doViewChangeMessage: 50,
-  viewChangeStatus: 500,
-  requestStartViewMessage: 100,
+  commitMessage: 10,
+  normalHeartbeat: 50,
+  startViewChangeMessage: 10,
+  doViewChangeMessage: 10,
+  viewChangeStatus: 100,
+  requestStartViewMessage: 20,
   repair: 100,
 };
+
+/** Heartbeat intervals a backup waits through at least before deposing its primary. */
+export const HEARTBEATS_PER_TIMEOUT_MIN = 3;
+
+/**
+ * Ticks a backup still waits for a heartbeat once its connection to the primary closed: a
+ * reconnect that brings one back in time cancels the view change; a dead primary (kill -9 closes
+ * its sockets at once) is replaced after this instead of the whole timeout.
+ */
+export function disconnectGraceTicks(timeouts: TimeoutTicks): number {
+  return Math.min(timeouts.normalHeartbeat, 3 * timeouts.commitMessage);
+}
 
 export interface ReplicaConfigInput {
   readonly cluster: bigint;
@@ -148,6 +172,24 @@ function sessionsPerUserOf(input: ReplicaConfigInput, clientsTableMax: number): 
   return sessionsPerUserMax;
 }
 
+function timeoutsOf(input: ReplicaConfigInput): TimeoutTicks {
+  const timeouts = { ...DEFAULT_TIMEOUT_TICKS, ...input.timeouts };
+  for (const [key, value] of Object.entries(timeouts)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
+    }
+  }
+  // Shorter, and a primary whose heartbeats are merely late by a tick or two is deposed.
+  if (timeouts.normalHeartbeat < HEARTBEATS_PER_TIMEOUT_MIN * timeouts.commitMessage) {
+    const floor = HEARTBEATS_PER_TIMEOUT_MIN * timeouts.commitMessage;
+    throw new ConfigError(
+      'timeouts.normalHeartbeat',
+      `must be >= ${HEARTBEATS_PER_TIMEOUT_MIN} heartbeat intervals (${floor} ticks)`,
+    );
+  }
+  return timeouts;
+}
+
 export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
   const replicaCount = input.replicaCount;
   if (!Number.isInteger(replicaCount) || replicaCount < 1 || replicaCount > REPLICAS_MAX) {
@@ -181,12 +223,7 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     throw new ConfigError('clients_table_max', `must be ${range}`);
   }
   const viewProbeAttemptsMax = input.viewProbeAttemptsMax ?? 5;
-  const timeouts = { ...DEFAULT_TIMEOUT_TICKS, ...input.timeouts };
-  for (const [key, value] of Object.entries(timeouts)) {
-    if (!Number.isInteger(value) || value < 1) {
-      throw new ConfigError(`timeouts.${key}`, 'must be >= 1 tick');
-    }
-  }
+  const timeouts = timeoutsOf(input);
   const stateChunkSize = input.stateChunkSize ?? STATE_CHUNK_SIZE_MAX;
   if (!isIntegerWithin(stateChunkSize, 1, STATE_CHUNK_SIZE_MAX)) {
     throw new ConfigError('state_chunk_size', `must be 1..${STATE_CHUNK_SIZE_MAX}`);

@@ -9,6 +9,7 @@ export const REPLICA_EVENTS = {
   checkpoint_completed: 'checkpoint completed',
   checkpoint_divergence: 'checkpoint divergence: replicas disagree on the state at the same op',
   view_change_started: 'view change',
+  primary_disconnected: 'connection to the primary closed: waiting a short grace for a heartbeat',
   view_started: 'view started',
   view_adopted: 'adopting view from StartView',
   log_view_adopted: 'a lagging follower applied the head of its view: adopting its log view',

@@ -35,6 +35,7 @@ import {
   DVC_SUFFIX_HEADERS_MAX,
   METADATA_GROUP,
   REPAIR_CHUNK_MAX,
+  disconnectGraceTicks,
   type ReplicaConfig,
 } from './config.js';
 import {
@@ -133,6 +134,8 @@ export type Status = 'normal' | 'view_change' | 'recovering';
 export type ViewChangeReason =
   /** A backup heard no heartbeat from its primary within the timeout. */
   | 'heartbeat_timeout'
+  /** Its connection to the primary closed, and no heartbeat came within the grace after. */
+  | 'primary_disconnected'
   /** A peer's StartViewChange or DoViewChange names a newer view. */
   | 'peer_start_view_change'
   | 'peer_do_view_change'
@@ -479,6 +482,8 @@ export class Replica<S> {
   /** Peers that, since this empty boot, probed for a view from a durable view 0. */
   private readonly virginWitnesses = new Set<number>();
   private heartbeatLast = 0;
+  /** Our connection to the primary closed since its last heartbeat (`onPeerDisconnected`). */
+  private primaryDisconnected = false;
   private heartbeatCounter = 0;
   /** The last checkpoint ping sent (`sendCheckpointPing`): what it named, in which view, when. */
   private pingLast: {
@@ -1978,6 +1983,7 @@ export class Replica<S> {
     assert(!this.isPrimary() && header.replica === this.primaryIndex(), 'from our primary');
     assert(header.timestampMonotonic > this.heartbeatLast, 'a newer heartbeat');
     this.heartbeatLast = header.timestampMonotonic;
+    this.primaryDisconnected = false;
     this.timeoutNormalHeartbeat.reset();
     this.checkCheckpointId(header.checkpointOp, header.commitChecksum, header.replica);
     // The primary holds this checkpoint durably too: ours is not the only copy any more.
@@ -2044,7 +2050,29 @@ export class Replica<S> {
       this.timeoutNormalHeartbeat.stop();
       return;
     }
-    this.startViewChange(this.view + 1, 'heartbeat_timeout');
+    const reason = this.primaryDisconnected ? 'primary_disconnected' : 'heartbeat_timeout';
+    this.startViewChange(this.view + 1, reason);
+  }
+
+  /**
+   * The node's connection to `replica` closed. When that is our primary, the heartbeat timeout is
+   * cut to a short grace (config.ts `disconnectGraceTicks`): a primary killed or crashed closes
+   * its sockets at once, and waiting out the whole timeout would only add to the failover. A
+   * heartbeat in the grace (the connection came back) cancels it. Only liveness is at stake: a
+   * needless view change is safe.
+   */
+  onPeerDisconnected(replica: number): void {
+    assert(Number.isInteger(replica) && replica >= 0 && replica < this.config.replicaCount);
+    if (replica === this.config.replica || replica !== this.primaryIndex()) return;
+    if (this.status !== 'normal' || this.isPrimary()) return;
+    if (!this.timeoutNormalHeartbeat.running) return;
+    this.primaryDisconnected = true;
+    this.timeoutNormalHeartbeat.expedite(disconnectGraceTicks(this.config.timeouts));
+    this.emit('debug', 'primary_disconnected', {
+      view: this.view,
+      primary: replica,
+      ticks_left: this.timeoutNormalHeartbeat.remaining,
+    });
   }
 
   private onTimeoutPrepare(): void {
@@ -2713,6 +2741,7 @@ export class Replica<S> {
       this.emit('info', 'view_adopted', adopted);
     }
     for (const timeout of this.timeouts()) timeout.stop();
+    this.primaryDisconnected = false;
     this.timeoutNormalHeartbeat.start();
     this.persistView();
     // Withheld by `sendPrepareOkFor` until the view is durable, then sent by `onViewDurable`.

@@ -47,6 +47,21 @@ export class Timeout {
     this.deadline = this.afterTicks;
   }
 
+  /**
+   * Fire within `ticks` from now unless reset first: evidence that what this timeout waits for
+   * is gone (its connection closed) arrived before the timeout itself.
+   */
+  expedite(ticks: number): void {
+    assert(this.ticking, `expedite of stopped timeout ${this.name}`);
+    assert(Number.isInteger(ticks) && ticks >= 0, 'expedite by whole ticks');
+    this.deadline = Math.min(this.deadline, this.ticks + ticks);
+  }
+
+  /** Ticks left before the deadline (0 once it passed). */
+  get remaining(): number {
+    return Math.max(0, this.deadline - this.ticks);
+  }
+
   /** Schedule the next deadline after a firing, with backoff and jitter. */
   backoff(prng: Prng): void {
     assert(this.ticking, `backoff of stopped timeout ${this.name}`);

@@ -146,8 +146,11 @@ export function holdConnections(
   port: number,
   count: number,
   options: { readonly onOpen?: (socket: Socket) => void; readonly reopenDelayMs?: number } = {},
-): { stop(): void; opened(): number } {
+): { stop(): void; opened(): number; ready(): Promise<void> } {
   const onOpen = options.onOpen ?? (() => {});
+  let connected = 0;
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
   const reopenDelayMs = options.reopenDelayMs ?? 5;
   const sockets = new Set<Socket>();
   let stopped = false;
@@ -158,7 +161,11 @@ export function holdConnections(
     opened += 1;
     sockets.add(socket);
     socket.on('error', () => {});
-    socket.once('connect', () => onOpen(socket));
+    socket.once('connect', () => {
+      onOpen(socket);
+      connected += 1;
+      if (connected === count) onReady();
+    });
     socket.once('close', () => {
       sockets.delete(socket);
       // Not in a tight loop when the port is down (a replica being restarted).
@@ -172,6 +179,7 @@ export function holdConnections(
       for (const socket of sockets) socket.destroy();
     },
     opened: () => opened,
+    ready: () => ready,
   };
 }
 

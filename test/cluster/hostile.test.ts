@@ -232,7 +232,7 @@ describe('hostile load', () => {
 
   it('6. unauthenticated connections with half frames and unread replies grow no replica past the bound', async () => {
     const primary = await cluster.primary();
-    const holds: { stop(): void }[] = [];
+    const holds: ReturnType<typeof holdConnections>[] = [];
     await underAttack(cluster, 'memory', ATTACK_MS, async () => {
       for (const index of cluster.indices()) {
         // Half of a Register that declares a 1 MiB body, held open.
@@ -256,6 +256,9 @@ describe('hostile load', () => {
           }),
         );
       }
+      // The probe measures the replicas under the attack, not this process opening it: every
+      // connection is open and its bytes handed to the kernel before the first probe write.
+      await Promise.all(holds.map((hold) => hold.ready()));
       return () => {
         for (const hold of holds) hold.stop();
       };

@@ -16,6 +16,7 @@ import { ClusterSim } from '../../src/testing/vopr.js';
 import { decodeFrame, sealFrame } from '../../src/vsr/frame.js';
 import type { PrepareHeader } from '../../src/vsr/header.js';
 import { commandLayout } from '../../src/vsr/header-layout.js';
+import { disconnectGraceTicks } from '../../src/vsr/config.js';
 import { CommittedReply } from '../../src/vsr/reply.js';
 import { mergeDoViewChanges, type DoViewChangeRecord } from '../../src/vsr/view-change.js';
 import { formed } from '../support/sim-scenarios.js';
@@ -153,6 +154,47 @@ describe('view change', () => {
       expect(cluster.replica(index).counters.drops['status_not_normal'], `replica ${index}`).toBeGreaterThan(0);
     }
     cluster.network.filter = null;
+    cluster.converge();
+  });
+
+  it('a crashed primary\'s closed connections start the view change within the grace, not the heartbeat timeout', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 20 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+    const primary = cluster.replica(0).primaryIndex();
+    const others = [0, 1, 2].filter((index) => index !== primary);
+    const timeouts = cluster.replica(others[0]!).config.timeouts;
+    cluster.crash(primary);
+    let ticks = 0;
+    const started = cluster.runUntil(() => {
+      ticks += 1;
+      return others.some((index) => cluster.replica(index).status !== 'normal');
+    }, 1_000);
+    expect(started, cluster.describe()).toBe(true);
+    // The grace, plus the few ticks the crashed primary's last packets were still in flight.
+    expect(ticks).toBeLessThanOrEqual(disconnectGraceTicks(timeouts) + 10);
+    expect(ticks).toBeLessThan(timeouts.normalHeartbeat);
+    const reasons = others.map((index) => cluster.replica(index).counters.viewChangesByReason);
+    expect(reasons.some((byReason) => (byReason['primary_disconnected'] ?? 0) === 1)).toBe(true);
+    cluster.restart(primary);
+    cluster.converge();
+  });
+
+  it('a closed connection to a live primary is forgiven: its next heartbeat cancels the view change', () => {
+    const cluster = sim({ clientCount: 2, requestsPerClient: 20 });
+    formed(cluster);
+    cluster.runUntil(() => commitMax(cluster) >= 5, 5_000);
+    const primary = cluster.replica(0).primaryIndex();
+    const others = [0, 1, 2].filter((index) => index !== primary);
+    const before = others.map((index) => cluster.replica(index).counters.viewChanges);
+    for (const index of others) cluster.replica(index).onPeerDisconnected(primary);
+    const timeouts = cluster.replica(others[0]!).config.timeouts;
+    cluster.runUntil(() => false, 4 * timeouts.normalHeartbeat);
+    for (const [position, index] of others.entries()) {
+      const viewChanges = cluster.replica(index).counters.viewChanges;
+      expect(viewChanges, cluster.describe()).toBe(before[position]);
+      expect(cluster.replica(index).status).toBe('normal');
+    }
     cluster.converge();
   });
 
