@@ -15,10 +15,10 @@ export function refuse(reason: string): { readonly ok: false; readonly reason: s
 }
 
 /**
- * `value` if the reader consumed the whole body without a failure, else the first reason (a
- * trailing byte counts: one request has one encoding).
+ * `value` if every read succeeded, else the first reason. Bytes after the last field are ignored,
+ * as Iggy's `decode_from` does for fixed-layout bodies (src/partition/consumer.ts says why).
  */
-export function finished<T>(reader: BodyReader, value: T): Decoded<T> {
-  const reason = reader.finish();
-  return reason === null ? { ok: true, value } : { ok: false, reason };
+export function fixedLayout<T>(reader: BodyReader, value: T): Decoded<T> {
+  if (reader.ok) return { ok: true, value };
+  return { ok: false, reason: reader.finish() ?? 'malformed' };
 }

@@ -67,3 +67,35 @@ export function sendMessagesBody(fields: {
   const declared = metadata.byteLength + (fields.metadataLengthSkew ?? 0);
   return concat(u32le(declared), metadata, fields.batch);
 }
+
+/** The consumer-offset prefix: consumer, stream, topic, partition_flag u8, partition_id u32. */
+export function offsetPrefix(fields: {
+  consumerKind: number;
+  consumerId: number | string;
+  stream: number | string;
+  topic: number | string;
+  /** null: flag 0 and id 0, as the SDKs write "no partition". */
+  partitionId: number | null;
+}): Uint8Array {
+  const partition =
+    fields.partitionId === null
+      ? concat(bytes(0), u32le(0))
+      : concat(bytes(1), u32le(fields.partitionId));
+  return concat(
+    consumer(fields.consumerKind, fields.consumerId),
+    identifier(fields.stream),
+    identifier(fields.topic),
+    partition,
+  );
+}
+
+/** PollMessages: the prefix, strategy kind u8, value u64, count u32, auto_commit u8. */
+export function pollBody(
+  prefix: Uint8Array,
+  strategyKind: number,
+  value: bigint,
+  count: number,
+  autoCommit: number,
+): Uint8Array {
+  return concat(prefix, bytes(strategyKind), u64le(value), u32le(count), bytes(autoCommit));
+}
