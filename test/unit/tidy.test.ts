@@ -2,7 +2,8 @@
  * Tidy: the module boundaries that keep the core deterministic (STYLE.md "Layout and
  * boundaries"). `src/vsr` and `src/metadata` run under the seeded simulator, so they may not
  * touch the clock, randomness, timers, the process, real IO or async (nor may the snapshot format
- * under them); imports point downward only, along LAYER_ORDER.
+ * under them, nor the partition plane's wire codecs in `src/partition`, which every replica runs
+ * on the same bytes); imports point downward only, along LAYER_ORDER.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -61,8 +62,9 @@ const FORBIDDEN_GLOBALS = [
  * meets format/kernels (the snapshot format, its encoder and decoder), then the protocol core and
  * storage (which persists the core's state and checks snapshot files with the format's decoder,
  * knowing nothing of the state machine), the state machine, the wire and HTTP, then the process
- * that wires them. `testing` (the simulator) sits under `node`, which runs it for
- * `vrmeta simulate`; `index.ts` is the package entry over everything.
+ * that wires them. `partition` (the data plane's wire codecs) sits on the metadata layer's body
+ * reader, under the wire that calls it. `testing` (the simulator) sits under `node`, which runs it
+ * for `vrmeta simulate`; `index.ts` is the package entry over everything.
  */
 const LAYER_ORDER = [
   'stdx',
@@ -72,6 +74,7 @@ const LAYER_ORDER = [
   'vsr',
   'storage',
   'metadata',
+  'partition',
   'transport',
   'http',
   'testing',
@@ -147,6 +150,45 @@ function vsrSnapshotProblems(files: readonly { name: string; text: string }[]): 
   return problems;
 }
 
+/**
+ * What src/partition may import, narrower than its rank: the codecs need the batch layout, the
+ * body reader and the identifier type, nothing of the state machine's behaviour. Importing more
+ * of src/metadata would let a wire decoder depend on metadata state, which a partition group's
+ * replicas do not share; kernels arrive as callbacks so the codecs stay testable without WASM.
+ */
+const PARTITION_IMPORTS_ALLOWED: readonly RegExp[] = [
+  /^stdx\/[^/]+\.ts$/,
+  /^format\/[^/]+\.ts$/,
+  /^partition\/[^/]+\.ts$/,
+  /^metadata\/body-io\.ts$/,
+];
+/** Modules src/partition may import types from, and nothing else. */
+const PARTITION_TYPE_IMPORTS_ALLOWED = new Set(['metadata/operations.ts']);
+
+/** Problems of src/partition's imports, one line per offending import. */
+function partitionImportProblems(files: readonly { name: string; text: string }[]): string[] {
+  const problems: string[] = [];
+  for (const { name, text } of files) {
+    const sourceFile = ts.createSourceFile(name, text, ts.ScriptTarget.Latest, true);
+    for (const statement of sourceFile.statements) {
+      const isImport = ts.isImportDeclaration(statement);
+      if (!isImport && !ts.isExportDeclaration(statement)) continue;
+      const specifier = statement.moduleSpecifier;
+      if (specifier === undefined || !ts.isStringLiteral(specifier)) continue;
+      if (!specifier.text.startsWith('.')) continue;
+      const target = relative(join(root, 'src'), join(root, 'src', name, '..', specifier.text))
+        .replace(/\.js$/, '.ts');
+      if (PARTITION_IMPORTS_ALLOWED.some((pattern) => pattern.test(target))) continue;
+      const typeOnly = isImport
+        ? statement.importClause?.isTypeOnly === true
+        : (statement as ts.ExportDeclaration).isTypeOnly;
+      if (typeOnly && PARTITION_TYPE_IMPORTS_ALLOWED.has(target)) continue;
+      problems.push(`src/${name} imports ${typeOnly ? 'types of ' : ''}${target}`);
+    }
+  }
+  return problems;
+}
+
 /** Problems of an import graph against LAYER_ORDER, one line per offending import. */
 function layerProblems(imports: readonly { from: string; target: string }[]): string[] {
   const problems: string[] = [];
@@ -172,8 +214,8 @@ const FUNCTION_LINES_MAX = 70;
 
 /**
  * Core modules held to the column and function-length limits (paths under src/). A folder holds
- * every file in it, so whatever lands in src/format, src/vsr, src/metadata or src/testing (the
- * simulator) is held from its first commit; there is no exception. Single files are held too:
+ * every file in it, so whatever lands in src/format, src/vsr, src/metadata, src/partition or
+ * src/testing (the simulator) is held from its first commit; there is no exception. Single files are held too:
  * `vrmeta dev`'s supervision (dev.ts and the two modules it runs on) is what someone reads while
  * a replica keeps dying, so it stays in short lines and functions.
  */
@@ -181,6 +223,7 @@ const HELD_TO_LIMITS = [
   'format',
   'vsr',
   'metadata',
+  'partition',
   'testing',
   'node/dev.ts',
   'node/restart-policy.ts',
@@ -218,7 +261,7 @@ function filesOf(entry: string): string[] {
 }
 
 describe('tidy', () => {
-  for (const layer of ['format', 'vsr', 'metadata'] as const) {
+  for (const layer of ['format', 'vsr', 'metadata', 'partition'] as const) {
     it(`src/${layer} is pure: no node:*, clock, randomness, timers, process or async`, () => {
       const problems: string[] = [];
       for (const file of sources(join(root, 'src', layer))) {
@@ -260,9 +303,35 @@ describe('tidy', () => {
       ]),
     ).toEqual([
       'src/kernels/kernel.ts imports metadata/snapshot-model.ts: kernels may import only stdx, constants.ts, format, kernels',
-      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, storage, metadata, transport, http',
+      'src/http/app.ts imports node/secrets.ts: http may import only stdx, constants.ts, format, kernels, vsr, storage, metadata, partition, transport, http',
       'src/node/cli.ts imports ../bench/cli.ts, which is in no layer of src/',
       'src/storage/inspect.ts imports metadata/snapshot-codec.ts: storage may import only stdx, constants.ts, format, kernels, vsr, storage',
+    ]);
+  });
+
+  it('src/partition imports only stdx, format, the body reader and identifier types', () => {
+    const files = sources(join(root, 'src', 'partition')).map((file) => ({
+      name: relative(join(root, 'src'), file),
+      text: readFileSync(file, 'utf8'),
+    }));
+    expect(files.length).toBeGreaterThan(0);
+    expect(partitionImportProblems(files)).toEqual([]);
+  });
+
+  it('the partition import check names a value import of operations and any other module', () => {
+    const text = [
+      "import { assert } from '../stdx/assert.js';",
+      "import { walkBatch } from '../format/message-batch.js';",
+      "import { BodyReader } from '../metadata/body-io.js';",
+      "import type { Identifier } from '../metadata/operations.js';",
+      "import { idOf } from '../metadata/operations.js';",
+      "import type { Kernels } from '../kernels/kernel.js';",
+      "import { ErrorCode } from '../metadata/errors.js';",
+    ].join('\n');
+    expect(partitionImportProblems([{ name: 'partition/x.ts', text }])).toEqual([
+      'src/partition/x.ts imports metadata/operations.ts',
+      'src/partition/x.ts imports types of kernels/kernel.ts',
+      'src/partition/x.ts imports metadata/errors.ts',
     ]);
   });
 
