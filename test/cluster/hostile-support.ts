@@ -120,7 +120,9 @@ export async function underAttack(
   const rssMiBMax = rss.stop();
   const after = await views(cluster);
   expect(probe.failures, `${tag}: the probe's writes failed`).toEqual([]);
-  expect(probe.acknowledged.length, `${tag}: the probe wrote`).toBeGreaterThan(durationMs / 250);
+  // The probe ran: at least as many writes as the p99 bound allows one writer in the attack.
+  // Throughput under attack is not the promise; latency (the p99 below) is.
+  expect(probe.acknowledged.length, `${tag}: the probe wrote`).toBeGreaterThanOrEqual(durationMs / WRITE_P99_MS_MAX);
   expect(probe.p99Ms(), `${tag}: write p99 (ms)`).toBeLessThan(WRITE_P99_MS_MAX);
   expect(after, `${tag}: views (a view change happened)`).toEqual(before);
   expect(rssMiBMax, `${tag}: replica RSS (MiB)`).toBeLessThan(REPLICA_RSS_MIB_MAX);
