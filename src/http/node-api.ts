@@ -62,6 +62,9 @@ export interface ClusterStatus {
   readonly checkpointOp: number;
   /** The checkpoint id (XXH3-64 of the snapshot) as 16 hex digits. */
   readonly checkpointId: string;
+  /** The failure detector this replica runs: its primary's heartbeat interval and its timeout. */
+  readonly heartbeatMs: number;
+  readonly electionTimeoutMs: number;
   readonly stateTransfer: StateTransferStatus | null;
   readonly replicas: readonly PeerStatus[];
 }

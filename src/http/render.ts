@@ -224,6 +224,8 @@ export function renderClusterStatus(status: ClusterStatus): ClusterStatusJson {
     commit_max: status.commitMax,
     checkpoint_op: status.checkpointOp,
     checkpoint_id: status.checkpointId,
+    heartbeat_ms: status.heartbeatMs,
+    election_timeout_ms: status.electionTimeoutMs,
     state_transfer:
       transfer === null
         ? null

@@ -354,6 +354,8 @@ export const ClusterStatus = Type.Object({
   commit_max: U64Safe,
   checkpoint_op: U64Safe,
   checkpoint_id: Type.String(),
+  heartbeat_ms: Type.Integer({ minimum: 1 }),
+  election_timeout_ms: Type.Integer({ minimum: 1 }),
   state_transfer: nullable(
     Type.Object({
       stage: stringEnum(['awaiting_target', 'fetching', 'installing']),

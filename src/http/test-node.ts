@@ -146,6 +146,8 @@ export class TestNode implements NodeApi {
       commitMax: this.op,
       checkpointOp: 0,
       checkpointId: '0000000000000000',
+      heartbeatMs: 100,
+      electionTimeoutMs: 500,
       stateTransfer: this.stateTransfer,
       replicas: this.peers,
     };

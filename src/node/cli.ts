@@ -48,6 +48,8 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--tcp-buffers-size-max <bytes>', 'tcp_buffers_size_max', 'bytes all client connections may buffer together (default 134217728)'],
   ['--tcp-tls-cert <file>', 'tcp_tls_cert', 'PEM certificate: TLS on the client port (with --tcp-tls-key)'],
   ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
+  ['--heartbeat-ms <ms>', 'heartbeat_ms', "the primary's heartbeat interval, a multiple of 10 (default 100)"],
+  ['--election-timeout-ms <ms>', 'election_timeout_ms', 'how long a backup waits without a heartbeat before it replaces the primary, a multiple of 10, at least 3 heartbeats (default 500)'],
   ['--cors-origins <list>', 'cors_origins', 'comma-separated origins browsers may call the HTTP API from (default *: any; empty: CORS off)'],
 ];
 

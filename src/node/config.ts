@@ -10,11 +10,24 @@ import { parseKernelsMode } from '../kernels/index.js';
 import type { KernelsMode } from '../kernels/kernel.js';
 import { corsOriginsProblem } from '../http/cors.js';
 import { BATCH_REQUESTS_MAX } from '../vsr/batch.js';
-import { ConfigError, PREPARE_BATCH_MAX_DEFAULT, replicaConfig } from '../vsr/config.js';
+import {
+  ConfigError,
+  HEARTBEATS_PER_TIMEOUT_MIN,
+  PREPARE_BATCH_MAX_DEFAULT,
+  detectorTimeouts,
+  replicaConfig,
+  type TimeoutTicks,
+} from '../vsr/config.js';
 import { CLUSTER_SECRET_LENGTH_MIN, ClusterSecretError, readClusterSecretFile } from './cluster-secret.js';
 import { TlsConfigError, loadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 export { ConfigError };
+
+/** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
+export const TICK_MS = 10;
+/** The primary's heartbeat interval and a backup's wait without one, unless configured. */
+export const HEARTBEAT_MS_DEFAULT = 100;
+export const ELECTION_TIMEOUT_MS_DEFAULT = 500;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -37,6 +50,13 @@ export interface NodeConfig {
   /** The HTTP edge's VSR sessions per credential (client-sessions.ts): concurrent writes of one token. */
   readonly httpSessionsPerCredential: number;
   readonly prepareQueueDepth: number;
+  /** How often the primary heartbeats its backups, in ms (a multiple of TICK_MS). */
+  readonly heartbeatMs: number;
+  /**
+   * How long a backup waits without a heartbeat before it starts a view change, in ms (a multiple
+   * of TICK_MS, at least HEARTBEATS_PER_TIMEOUT_MIN heartbeats).
+   */
+  readonly electionTimeoutMs: number;
   /** Queued requests the primary puts into one prepare (src/vsr/batch.ts); 1 disables batching. */
   readonly prepareBatchMax: number;
   readonly kernels: KernelsMode;
@@ -109,6 +129,8 @@ export const CONFIG_KEYS = {
   http_sessions_per_credential: 'VRMETA_HTTP_SESSIONS_PER_CREDENTIAL',
   prepare_queue_depth: 'VRMETA_PREPARE_QUEUE_DEPTH',
   prepare_batch_max: 'VRMETA_PREPARE_BATCH_MAX',
+  heartbeat_ms: 'VRMETA_HEARTBEAT_MS',
+  election_timeout_ms: 'VRMETA_ELECTION_TIMEOUT_MS',
   kernels: 'VRMETA_KERNELS',
   cluster_secret: 'VRMETA_CLUSTER_SECRET',
   cluster_secret_file: 'VRMETA_CLUSTER_SECRET_FILE',
@@ -145,6 +167,8 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   http_sessions_per_credential: 64,
   prepare_queue_depth: 32,
   prepare_batch_max: PREPARE_BATCH_MAX_DEFAULT,
+  heartbeat_ms: HEARTBEAT_MS_DEFAULT,
+  election_timeout_ms: ELECTION_TIMEOUT_MS_DEFAULT,
   kernels: 'auto',
   cluster_secret: null,
   cluster_secret_file: null,
@@ -377,6 +401,7 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     raw.sessions_per_user_max === null
       ? Math.max(1, Math.floor(clientsTableMax / SESSIONS_PER_USER_SHARE))
       : integer('sessions_per_user_max', raw.sessions_per_user_max, 1, clientsTableMax);
+  const { heartbeatMs, electionTimeoutMs } = failureDetector(raw);
   const config: NodeConfig = {
     replicaId,
     replicas,
@@ -389,6 +414,8 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     httpSessionsPerCredential: integer('http_sessions_per_credential', raw.http_sessions_per_credential, 1, 1024),
     prepareQueueDepth: integer('prepare_queue_depth', raw.prepare_queue_depth, 1, 127),
     prepareBatchMax: integer('prepare_batch_max', raw.prepare_batch_max, 1, BATCH_REQUESTS_MAX),
+    heartbeatMs,
+    electionTimeoutMs,
     kernels,
     clusterSecret: secret,
     clusterSecretSource: source,
@@ -418,6 +445,33 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     prepareBatchMax: config.prepareBatchMax,
     clientsTableMax: config.clientsTableMax,
     sessionsPerUserMax: config.sessionsPerUserMax,
+    timeouts: nodeTimeouts(config),
   });
   return config;
+}
+
+/** The replica core's timers for `config`'s failure detector settings. */
+export function nodeTimeouts(config: Pick<NodeConfig, 'heartbeatMs' | 'electionTimeoutMs'>): TimeoutTicks {
+  return detectorTimeouts(config.heartbeatMs / TICK_MS, config.electionTimeoutMs / TICK_MS);
+}
+
+/**
+ * heartbeat_ms and election_timeout_ms, in whole ticks. An election timeout under
+ * HEARTBEATS_PER_TIMEOUT_MIN heartbeats is refused here, by its own key: a primary whose
+ * heartbeats are merely late by a tick would be deposed.
+ */
+function failureDetector(raw: Record<ConfigKey, unknown>): { heartbeatMs: number; electionTimeoutMs: number } {
+  const heartbeatMs = integer('heartbeat_ms', raw.heartbeat_ms, TICK_MS, 10_000);
+  const electionTimeoutMs = integer('election_timeout_ms', raw.election_timeout_ms, 3 * TICK_MS, 600_000);
+  for (const [key, value] of [['heartbeat_ms', heartbeatMs], ['election_timeout_ms', electionTimeoutMs]] as const) {
+    if (value % TICK_MS !== 0) throw new ConfigError(key, `must be a multiple of the ${TICK_MS} ms tick, got ${value}`);
+  }
+  const floor = HEARTBEATS_PER_TIMEOUT_MIN * heartbeatMs;
+  if (electionTimeoutMs < floor) {
+    throw new ConfigError(
+      'election_timeout_ms',
+      `must be at least ${HEARTBEATS_PER_TIMEOUT_MIN} heartbeat intervals (${floor} ms with heartbeat_ms ${heartbeatMs}), got ${electionTimeoutMs}`,
+    );
+  }
+  return { heartbeatMs, electionTimeoutMs };
 }

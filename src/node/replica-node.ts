@@ -47,15 +47,14 @@ import { DivergenceFailure, Replica } from '../vsr/replica.js';
 import { STATE_CHUNKS_UNWRITTEN_MAX } from '../vsr/state-transfer.js';
 import { CHUNK_READ_AHEAD, CHUNK_READS_PER_OFFER_MAX } from '../vsr/transfer-server.js';
 import { ClientSessions } from './client-sessions.js';
-import type { NodeConfig } from './config.js';
+import { TICK_MS, nodeTimeouts, type NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
 import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
 
-/** The consensus clock: 10 ms per tick (iggy-metadata-plane.md §2.3). */
-export const TICK_MS = 10;
+export { TICK_MS };
 /** How often idle HTTP sessions are expired, in ticks (1 s). */
 const SESSION_EXPIRY_TICKS = 100;
 /** Ticks between the idle collector's checks (src/node/idle-collector.ts): 1 s. */
@@ -215,6 +214,7 @@ export class ReplicaNode implements NodeApi {
       prepareBatchMax: config.prepareBatchMax,
       clientsTableMax: config.clientsTableMax,
       sessionsPerUserMax: config.sessionsPerUserMax,
+      timeouts: nodeTimeouts(config),
     });
     const recovered = recover(this.disk, this.kernels, {
       cluster,
@@ -712,6 +712,9 @@ export class ReplicaNode implements NodeApi {
       commitMax: core.commitMax,
       checkpointOp: core.checkpointOp,
       checkpointId: core.checkpointChecksum.toString(16).padStart(16, '0'),
+      // From the core's own timers, so the status shows what runs, not what was asked for.
+      heartbeatMs: core.config.timeouts.commitMessage * TICK_MS,
+      electionTimeoutMs: core.config.timeouts.normalHeartbeat * TICK_MS,
       stateTransfer:
         progress.stage === 'idle'
           ? null

@@ -57,6 +57,25 @@ export const DEFAULT_TIMEOUT_TICKS: TimeoutTicks = {
 export const HEARTBEATS_PER_TIMEOUT_MIN = 3;
 
 /**
+ * The timers an operator's two knobs set: the heartbeat interval and the failure timeout (a
+ * backup's wait without a heartbeat), in ticks. The view-change timers follow the heartbeat, as
+ * the defaults do (a StartViewChange or DoViewChange resent every heartbeat, a RequestStartView
+ * every two), and a view change that stalls is abandoned after two failure timeouts; the
+ * retransmission timers (prepare, repair) do not depend on failure detection and keep theirs.
+ */
+export function detectorTimeouts(heartbeatTicks: number, electionTicks: number): TimeoutTicks {
+  return {
+    ...DEFAULT_TIMEOUT_TICKS,
+    commitMessage: heartbeatTicks,
+    normalHeartbeat: electionTicks,
+    startViewChangeMessage: heartbeatTicks,
+    doViewChangeMessage: heartbeatTicks,
+    viewChangeStatus: 2 * electionTicks,
+    requestStartViewMessage: 2 * heartbeatTicks,
+  };
+}
+
+/**
  * Ticks a backup still waits for a heartbeat once its connection to the primary closed: a
  * reconnect that brings one back in time cancels the view change; a dead primary (kill -9 closes
  * its sockets at once) is replaced after this instead of the whole timeout.

@@ -109,3 +109,33 @@ it('kill -9 the primary under write load: a new view is elected, no acknowledged
     expect(partitionsAcked).toBeGreaterThan(0);
   });
 }, 150_000);
+
+it('the detector runs the configured timers, and a kill -9 of the primary reaches the survivors as a closed connection', async () => {
+  // A timeout far longer than the disconnect grace (min(3000, 3 x 200) ms): a view change for
+  // any reason but the closed connection shows in its reason.
+  const c = await Cluster.start({
+    journalSlots: 128,
+    prepareQueueDepth: 8,
+    extraArgs: ['--heartbeat-ms', '200', '--election-timeout-ms', '3000'],
+  });
+  cluster = c;
+  await c.explain(async () => {
+    const before = await c.waitForConverged(c.indices(), 20_000);
+    for (const status of before) {
+      expect({ heartbeat: status.heartbeat_ms, election: status.election_timeout_ms }).toEqual({ heartbeat: 200, election: 3000 });
+    }
+    const oldPrimary = before[0]!.primary;
+    const survivors = c.indices().filter((index) => index !== oldPrimary);
+    await c.kill9(oldPrimary);
+    await c.waitFor(
+      'a new view on the survivors',
+      async () => {
+        const statuses = await Promise.all(survivors.map(async (index) => c.status(index)));
+        return statuses.every((status) => status.view > before[0]!.view && status.status === 'normal');
+      },
+      30_000,
+    );
+    const reasons = survivors.flatMap((index) => c.events(index, 'view_change_started').map((record) => record['reason']));
+    expect(reasons).toContain('primary_disconnected');
+  });
+}, 90_000);

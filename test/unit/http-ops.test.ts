@@ -62,6 +62,8 @@ describe('/cluster/status', () => {
       commit_max: h.node.lastOp,
       checkpoint_op: 0,
       checkpoint_id: '0000000000000000',
+      heartbeat_ms: 100,
+      election_timeout_ms: 500,
       state_transfer: { stage: 'installing', peer: 0, artifact: 'snapshot.bin', bytes_done: 64, bytes_total: 128, started_at_ms: 1_000, eta_ms: null },
       replicas: [
         { replica: 0, address: '127.0.0.1:9090', connected: true, commit_max: 12, lag_ops: 0 },
