@@ -19,10 +19,15 @@
  *   - The target always comes from the local view (`primaryHttpAddress`), never from a response;
  *     redirects are not followed.
  *   - Bounded: concurrent forwards, attempt time, retry budget and relayed body size.
+ *   - A forward does not outlive its primary: when this replica's view no longer names the
+ *     primary it was sent to (a view change started), it is abandoned and answered as unknown
+ *     (TransientNotCommitted) at once. A frozen primary (SIGSTOP, a hung host) accepts the
+ *     connection and never answers; waiting out the attempt timeout would keep the caller long
+ *     after the cluster has failed over.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode } from '../metadata/errors.js';
-import { httpError, transientNotAccepted, type HttpError } from './errors.js';
+import { httpError, iggyError, transientNotAccepted, type HttpError } from './errors.js';
 import type { NodeApi } from './node-api.js';
 
 /** The loop-guard header (Iggy `iggy-forwarded: 1`). */
@@ -43,6 +48,8 @@ export interface ForwardOptions {
   readonly inFlightMax: number;
   /** Relayed response bodies are entity JSON; anything larger is a broken peer. */
   readonly responseBodyBytesMax: number;
+  /** How often an in-flight forward checks that its target is still this replica's primary. */
+  readonly primaryCheckIntervalMs: number;
 }
 
 export const FORWARD_DEFAULTS: ForwardOptions = Object.freeze({
@@ -53,6 +60,7 @@ export const FORWARD_DEFAULTS: ForwardOptions = Object.freeze({
   retryIntervalMs: 50,
   inFlightMax: 128,
   responseBodyBytesMax: 16 * 1024 * 1024,
+  primaryCheckIntervalMs: 20,
 });
 
 /** Response headers relayed from the primary; everything else (hop-by-hop included) is dropped. */
@@ -151,7 +159,28 @@ export class Forwarder {
     if (authorization !== undefined) headers.authorization = authorization;
     const contentType = request.headers['content-type'];
     if (contentType !== undefined && rawBody !== undefined) headers['content-type'] = contentType;
-    const signal = AbortSignal.timeout(this.options.attemptTimeoutMs);
+    const deposed = new AbortController();
+    const watch = setInterval(() => {
+      if (this.primaryUrl(request.url) !== url) deposed.abort();
+    }, this.options.primaryCheckIntervalMs);
+    watch.unref();
+    try {
+      const signal = AbortSignal.any([AbortSignal.timeout(this.options.attemptTimeoutMs), deposed.signal]);
+      const outcome = await this.send(request, rawBody, url, headers, signal);
+      if (outcome.kind === 'error' && deposed.signal.aborted) return { kind: 'error', error: primaryChanged(url) };
+      return outcome;
+    } finally {
+      clearInterval(watch);
+    }
+  }
+
+  private async send(
+    request: FastifyRequest,
+    rawBody: string | undefined,
+    url: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<Attempt> {
     let response: Response;
     try {
       response = await this.options.fetch(url, {
@@ -242,6 +271,15 @@ function isConnectError(error: unknown): boolean {
 function isTimeout(error: unknown): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   return name === 'TimeoutError' || name === 'AbortError';
+}
+
+/** The request may be in the old primary's pipeline and survive the view change: unknown. */
+function primaryChanged(url: string): HttpError {
+  return iggyError(
+    ErrorCode.transientNotCommitted,
+    `the primary (${new URL(url).host}) was replaced while the forwarded request was in flight; ` +
+      'the outcome is unknown: read before retrying',
+  );
 }
 
 function forwardTimeout(): HttpError {

@@ -209,4 +209,41 @@ describe('forwarding outcomes (injected fetch, no sockets)', () => {
     expect(reset.status).toBe(502);
     expect(expectErrorShape(reset).code).toBe('forward_failed');
   });
+
+  it('a forward to a primary that is replaced while it hangs is answered at once as unknown (TransientNotCommitted)', async () => {
+    let aborted = false;
+    const h = await harness({
+      node: { primary: false, primaryHttp: '10.0.0.1:3000' },
+      app: {
+        forward: {
+          // Far beyond the test's own timeout: only the change of primary can end this attempt.
+          attemptTimeoutMs: 600_000,
+          primaryCheckIntervalMs: 5,
+          // A frozen primary: the request is written and nothing ever comes back.
+          fetch: async (_input, init) =>
+            new Promise<Response>((_resolve, reject) => {
+              init?.signal?.addEventListener('abort', () => {
+                aborted = true;
+                reject(new DOMException('This operation was aborted', 'AbortError'));
+              });
+            }),
+        },
+      },
+    });
+    try {
+      const pending = h.request('POST', '/streams', { token: await h.rootToken(), body: { name: 'x' } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(aborted).toBe(false);
+      // This replica starts a view change: its view names no primary any more.
+      h.node.primaryHttp = null;
+      const reply = await pending;
+      expect(aborted).toBe(true);
+      expect(reply.status).toBe(503);
+      const error = expectErrorShape(reply);
+      expect(error.id).toBe(57);
+      expect(error.reason).toContain('was replaced while the forwarded request was in flight');
+    } finally {
+      await h.close();
+    }
+  });
 });
