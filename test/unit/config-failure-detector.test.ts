@@ -4,18 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { nodeTimeouts, readConfigEnv } from '../../src/node/config.js';
-import { ConfigError, DEFAULT_TIMEOUT_TICKS, detectorTimeouts, replicaConfig } from '../../src/vsr/config.js';
-import { config, refusal } from './config-fixtures.js';
-
-function refusalMessage(...layers: Parameters<typeof config>): string {
-  try {
-    config(...layers);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.message;
-    throw error;
-  }
-  return 'accepted';
-}
+import { DEFAULT_TIMEOUT_TICKS, detectorTimeouts, replicaConfig } from '../../src/vsr/config.js';
+import { config, refusal, refusalMessage } from './config-fixtures.js';
 
 describe('config: heartbeat_ms and election_timeout_ms', () => {
   it('default to 100 and 500 ms, which are the replica core defaults in ticks', () => {

@@ -20,3 +20,14 @@ export function refusal(...layers: Parameters<typeof resolveConfig>): string {
   }
   return 'accepted';
 }
+
+/** The message a configuration is refused with (`key: reason`), or 'accepted'. */
+export function refusalMessage(...layers: Parameters<typeof resolveConfig>): string {
+  try {
+    config(...layers);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  return 'accepted';
+}
