@@ -167,6 +167,20 @@ interface PendingBatch {
   readonly position: number;
 }
 
+/** What `truncateTo` did (see there). */
+export type TruncateOutcome =
+  | { readonly kind: 'cut'; readonly nextOffset: number; readonly droppedMessages: number }
+  | { readonly kind: 'behind'; readonly nextOffset: number }
+  | { readonly kind: 'not_a_boundary'; readonly nextOffset: number };
+
+/** Where a cut leaves a segment: its bytes, batches, last offset and newest timestamp. */
+interface CutPoint {
+  readonly position: number;
+  readonly batchCount: number;
+  readonly lastOffset: number;
+  readonly maxTimestampUs: number;
+}
+
 /** What one batch of a walk contributes; `stop` ends the walk after it. */
 type Visit = 'skip' | 'take' | 'stop';
 
@@ -510,11 +524,109 @@ export class PartitionLog {
   }
 
   /**
-   * Drops every message and restarts the partition at offset 0: one empty segment at 0, durable
-   * when this returns. Pending batches are dropped too.
+   * Cuts the log back so that `nextOffset` becomes `offset`, durably (a crash afterwards finds
+   * the log ending there), and reports how it went:
+   * - `cut`: batches at and above `offset` were dropped (pending ones, file bytes, whole later
+   *   segments), or there were none (`droppedMessages` 0);
+   * - `behind`: the log ends before `offset` (it lost flushed data, or never had it), nothing
+   *   changed;
+   * - `not_a_boundary`: `offset` falls inside a batch, or below the retained start, nothing
+   *   changed.
+   * A replicated partition restores its checkpoint with this: the log may hold batches applied
+   * after the checkpoint (the page cache flushed them), which the journal then applies again.
+   * A segment cut back below the rotation size is active again, so the replay rotates where the
+   * first application did (rotation keys on bytes only).
    */
-  purge(): void {
+  truncateTo(offset: number): TruncateOutcome {
     this.checkWritable();
+    assert(Number.isSafeInteger(offset) && offset >= 0, `truncate offset ${offset}`);
+    if (offset > this.nextOffset) return { kind: 'behind', nextOffset: this.nextOffset };
+    if (offset < this.segments[0]!.startOffset) return { kind: 'not_a_boundary', nextOffset: this.nextOffset };
+    const index = this.segmentIndexOf(offset);
+    const segment = this.segments[index]!;
+    const cut = this.cutPosition(segment, offset);
+    if (cut === null) return { kind: 'not_a_boundary', nextOffset: this.nextOffset };
+    if ('file' in cut) throw new StorageRefusal(cut.file, RefusalReason.segmentInteriorCorruption, cut.reason, cut.position);
+    const droppedMessages = this.nextOffset - offset;
+    // A cut at a segment's start keeps the previous segment whole (and sealed): the replay's
+    // next append starts a new segment at `offset`, as the first application did.
+    const keepSegment = cut.position > 0 || index === 0;
+    const lastKept = keepSegment ? index : index - 1;
+    this.pending = this.pending.filter((entry) => entry.header.baseOffset < offset);
+    this.pendingBytes = this.pending.reduce((sum, entry) => sum + entry.batch.byteLength, 0);
+    while (this.segments.length - 1 > lastKept) {
+      this.unlinkSegment(this.lastSegment());
+      this.segments.pop();
+    }
+    if (keepSegment) this.cutSegment(segment, cut);
+    // Batches kept from the pending ones are flushed too: after a crash the log ends at `offset`.
+    this.flush();
+    if (droppedMessages > 0) this.logger.log('info', 'partition_log_truncated', { partitionId: this.partitionId, nextOffset: offset, droppedMessages });
+    return { kind: 'cut', nextOffset: offset, droppedMessages };
+  }
+
+  /**
+   * Where `offset` starts in `segment`: its byte position, its batch ordinal and the batch
+   * before it; null when no batch of the segment starts there (or it is not the segment's end);
+   * the fault when the walk met bytes it cannot trust.
+   */
+  private cutPosition(segment: Segment, offset: number): CutPoint | PartitionReadFault | null {
+    if (offset === segment.startOffset) return { position: 0, batchCount: 0, lastOffset: offset - 1, maxTimestampUs: 0 };
+    let position = 0;
+    let batchCount = 0;
+    const found: CutPoint[] = [];
+    let lastOffset = segment.startOffset - 1;
+    let maxTimestampUs = 0;
+    const outcome = this.walk(segment, null, (header, batch) => {
+      if (header.baseOffset === offset) {
+        found.push({ position, batchCount, lastOffset, maxTimestampUs });
+        return 'stop';
+      }
+      position += batch.byteLength;
+      batchCount += 1;
+      lastOffset = batchLastOffset(header);
+      maxTimestampUs = header.baseTimestampUs;
+      return 'take';
+    });
+    if (outcome !== null && outcome !== 'stop') return outcome;
+    if (found.length > 0) return found[0]!;
+    return lastOffset + 1 === offset ? { position, batchCount, lastOffset, maxTimestampUs } : null;
+  }
+
+  /** Shrinks the last segment's files (and its record) to `cut`, durably. */
+  private cutSegment(segment: Segment, cut: CutPoint): void {
+    assert(segment === this.lastSegment(), 'only the last segment is cut');
+    const log = segmentLogName(segment.startOffset);
+    const index = segmentIndexName(segment.startOffset);
+    if (cut.position < segment.fileSizeBytes) {
+      try {
+        this.disk.truncate(log, cut.position);
+        this.disk.truncate(index, cut.batchCount * INDEX_ENTRY_SIZE);
+        this.disk.fsync(log);
+        this.disk.fsync(index);
+      } catch (error) {
+        this.poison(error);
+        throw error;
+      }
+      segment.fileSizeBytes = cut.position;
+      segment.fileBatchCount = cut.batchCount;
+      segment.fileLastOffset = cut.lastOffset;
+    }
+    segment.sizeBytes = cut.position;
+    segment.batchCount = cut.batchCount;
+    segment.lastOffset = cut.lastOffset;
+    segment.maxTimestampUs = cut.maxTimestampUs;
+    segment.sealed = cut.position >= this.segmentSizeBytes;
+  }
+
+  /**
+   * Drops every message and restarts the partition at `startOffset` (0, as a purge does; higher
+   * for a replica that must continue a log whose earlier bytes it lost): one empty segment
+   * there, durable when this returns. Pending batches are dropped too.
+   */
+  purge(startOffset = 0): void {
+    this.checkWritable();
+    assert(Number.isSafeInteger(startOffset) && startOffset >= 0, `purge to ${startOffset}`);
     this.pending = [];
     this.pendingBytes = 0;
     while (this.segments.length > 0) {
@@ -522,13 +634,13 @@ export class PartitionLog {
       this.segments.shift();
     }
     try {
-      createEmptySegment(this.disk, 0);
+      createEmptySegment(this.disk, startOffset);
     } catch (error) {
       this.poison(error);
       throw error;
     }
-    this.segments = [emptySegment(0)];
-    this.logger.log('info', 'partition_purged', { partitionId: this.partitionId });
+    this.segments = [emptySegment(startOffset)];
+    this.logger.log('info', 'partition_purged', { partitionId: this.partitionId, startOffset });
   }
 
   private unlinkSegment(segment: Segment): void {

@@ -324,6 +324,47 @@ describe('partition log maintenance', () => {
     expect(readAllBatches(reopened, 0)).toEqual(bytesOf(batches.slice(gone.length)));
   });
 
+  it('truncateTo cuts back to any batch boundary durably, and a replay rotates as the first run', () => {
+    const all = batchRun([...COUNTS, 2, 3]);
+    const total = all.reduce((sum, batch) => sum + batch.count, 0);
+    const segments = expectedSegments(all, SEGMENT_BYTES);
+    const names = segments.flatMap((segment) => [0, 1].map((k) => name20(segment[0]!.baseOffset, k === 0 ? 'index' : 'log')));
+    for (const offset of [...all.map((batch) => batch.baseOffset), total]) {
+      const disk = new SimDisk(new Prng(offset));
+      const { log } = openLog(disk, kernels, SEGMENT_BYTES);
+      // The last two batches stay pending: the cut drops file bytes and pending batches alike.
+      appendAll(log, all.slice(0, -2));
+      log.flush();
+      appendAll(log, all.slice(-2));
+      expect(log.truncateTo(offset)).toEqual({ kind: 'cut', nextOffset: offset, droppedMessages: total - offset });
+      expect(log.nextOffset).toBe(offset);
+      expect(readAllBatches(log)).toEqual(bytesOf(all.filter((batch) => batch.baseOffset < offset)));
+      disk.crash();
+      const reopened = openLog(disk, kernels, SEGMENT_BYTES).log;
+      expect(reopened.nextOffset).toBe(offset);
+      appendAll(reopened, all.filter((batch) => batch.baseOffset >= offset));
+      reopened.flush();
+      // Byte for byte the files of a log that never truncated: rotation cut in the same places.
+      expect(disk.list()).toEqual([...names].sort());
+      for (const segment of segments) {
+        expect(disk.readAll(name20(segment[0]!.baseOffset, 'log'))).toEqual(concat(bytesOf(segment)));
+        expect(disk.readAll(name20(segment[0]!.baseOffset, 'index'))).toEqual(expectedIndex(segment));
+      }
+    }
+  });
+
+  it('truncateTo refuses an offset inside a batch or past the end, and changes nothing', () => {
+    const { log, batches } = filled();
+    const end = log.nextOffset;
+    const inside = batches[2]!.baseOffset + 1;
+    expect(log.truncateTo(inside)).toEqual({ kind: 'not_a_boundary', nextOffset: end });
+    expect(log.truncateTo(end + 1)).toEqual({ kind: 'behind', nextOffset: end });
+    expect(log.truncateTo(end)).toEqual({ kind: 'cut', nextOffset: end, droppedMessages: 0 });
+    expect(readAllBatches(log)).toEqual(bytesOf(batches));
+    log.removeOldestSegments(1);
+    expect(log.truncateTo(0)).toEqual({ kind: 'not_a_boundary', nextOffset: end });
+  });
+
   it('purge restarts the partition at offset 0 with one empty durable segment', () => {
     const { disk, log } = filled();
     log.append(stampedBatch(log.nextOffset, 1, BASE_TIME_US + 1_000_000).bytes); // pending, dropped too
