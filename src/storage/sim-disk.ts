@@ -60,8 +60,11 @@ export class SimulatedCrash extends Error {
 
 /** A caller that never fsyncs is a bug; bound the unsynced backlog per file and directory. */
 export const SIM_PENDING_OPERATIONS_MAX = 4096;
-/** Bound on files in the simulated directory. */
-export const SIM_FILES_MAX = 64;
+/**
+ * Bound on files in the simulated directory: a replica's own files, and the segment files of the
+ * partition stores that share its disk under the partition plane's simulation.
+ */
+export const SIM_FILES_MAX = 512;
 /** Bound on one simulated file (the WAL of a test is kilobytes). */
 export const SIM_FILE_SIZE_MAX = 256 * 1024 * 1024;
 

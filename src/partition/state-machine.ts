@@ -1,0 +1,335 @@
+/**
+ * A partition group's replicated state machine: the logs and consumer offsets of every partition
+ * the group carries (docs/partition-plane.md). The VSR core drives it as it drives the metadata
+ * machine: `apply` in commit order, `snapshot` at a checkpoint op, `restore` from a checkpoint or
+ * an install. Polls and offset reads are queries on committed state, so a backup answers them
+ * too and can never show an uncommitted message: nothing reaches a store before its op commits.
+ *
+ * Stamping happens here, at apply: a batch's `base_offset` is the partition's next offset when its
+ * op commits and its `base_timestamp` the op's timestamp. Commit order is the log order, the same
+ * on every replica, so every replica stamps every batch identically without the primary having
+ * to rewrite the prepare (its body stays the producer's bytes, covered by the prepare checksum).
+ *
+ * Durability. A committed batch is appended to its store (the page cache); the store is flushed
+ * at every checkpoint, before the superblock names that checkpoint. Until then the WAL holds the
+ * op. `restore` cuts each store back to the checkpoint's next offset (a store may hold batches
+ * applied after it) and removes the stores the checkpoint does not know, so the journal's replay
+ * appends exactly what the first application did.
+ *
+ * Incarnations. A send for a newer incarnation of a partition replaces its log with an empty one
+ * in a store of its own; the old store is removed only once two later checkpoints exist, so the
+ * durable checkpoint a restart restores from always finds the stores it names.
+ */
+import type { Kernels } from '../kernels/kernel.js';
+import { readBatchHeader, setBatchChecksum, stampBatch } from '../format/message-batch.js';
+import type { ApplyInput, ApplyResult, StateMachine } from '../vsr/state-machine.js';
+import { DataError } from './codes.js';
+import type { ConsumerKey } from './consumer-offsets.js';
+import { unpackNamespace } from './namespace.js';
+import {
+  decodeDeleteOffsetPrepare,
+  decodeSendPrepare,
+  decodeStoreOffsetPrepare,
+  PartitionOperation,
+  type PartitionAddress,
+} from './operations.js';
+import { encodeSendReply } from './send-messages.js';
+import type { PartitionStore, PartitionStores, StoreKey } from './store.js';
+
+/** A consumer's stored offset in one partition. */
+export interface StoredConsumerOffset {
+  readonly kind: ConsumerKey['kind'];
+  readonly id: number;
+  readonly offset: number;
+}
+
+/** One partition as a checkpoint records it. */
+export interface PartitionRecord {
+  readonly namespace: number;
+  readonly incarnation: number;
+  /** The offset the next committed batch takes (0 for a partition without messages). */
+  readonly nextOffset: number;
+  /** Ordered by kind (consumer first), then id. */
+  readonly offsets: readonly StoredConsumerOffset[];
+}
+
+/** The machine's checkpoint model: its partitions, namespace ascending. */
+export interface PartitionSnapshot {
+  readonly partitions: readonly PartitionRecord[];
+}
+
+/** What a partition's reads may see: its committed next offset and store. */
+export interface PartitionView {
+  readonly namespace: number;
+  readonly incarnation: number;
+  readonly partitionId: number;
+  readonly nextOffset: number;
+  readonly messagesCount: number;
+  readonly sizeBytes: number;
+  readonly segmentsCount: number;
+}
+
+/** The kernels the machine stamps and slices with. */
+export type MachineKernels = Pick<
+  Kernels,
+  'messageBatchVerify' | 'messageBatchChecksum' | 'messageBatchSlice'
+>;
+
+export interface PartitionMachineOptions {
+  readonly kernels: MachineKernels;
+  readonly stores: PartitionStores;
+}
+
+interface Partition {
+  readonly key: StoreKey;
+  readonly store: PartitionStore;
+  nextOffset: number;
+  readonly offsets: Map<string, StoredConsumerOffset>;
+  /** Appended since the last flush. */
+  dirty: boolean;
+}
+
+const EMPTY = new Uint8Array(0);
+/** A Store/DeleteConsumerOffset success: Iggy's result-framed empty body is the node's part. */
+const OK: ApplyResult = { errorCode: 0, payload: EMPTY };
+
+function fail(errorCode: number): ApplyResult {
+  return { errorCode, payload: EMPTY };
+}
+
+function offsetKey(consumer: ConsumerKey): string {
+  return `${consumer.kind === 'consumer' ? 1 : 2}:${consumer.id}`;
+}
+
+function compareOffsets(a: StoredConsumerOffset, b: StoredConsumerOffset): number {
+  if (a.kind !== b.kind) return a.kind === 'consumer' ? -1 : 1;
+  return a.id - b.id;
+}
+
+export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
+  private readonly kernels: MachineKernels;
+  private readonly stores: PartitionStores;
+  private partitions = new Map<number, Partition>();
+  /** Stores replaced by a newer incarnation, with the snapshot count when they were. */
+  private retired: { readonly key: StoreKey; readonly snapshots: number }[] = [];
+  private snapshots = 0;
+
+  constructor(options: PartitionMachineOptions) {
+    this.kernels = options.kernels;
+    this.stores = options.stores;
+  }
+
+  apply(input: ApplyInput): ApplyResult {
+    switch (input.operation) {
+      case PartitionOperation.sendMessages:
+        return this.applySend(input);
+      case PartitionOperation.storeConsumerOffset:
+        return this.applyStoreOffset(input);
+      case PartitionOperation.deleteConsumerOffset:
+        return this.applyDeleteOffset(input);
+      default:
+        return fail(DataError.invalidCommand);
+    }
+  }
+
+  private applySend(input: ApplyInput): ApplyResult {
+    const decoded = decodeSendPrepare(input.body);
+    if (!decoded.ok) return fail(DataError.invalidCommand);
+    const { batch } = decoded.value;
+    const parts = unpackNamespace(BigInt(decoded.value.namespace));
+    if (!parts.ok) return fail(DataError.invalidCommand);
+    const header = readBatchHeader(batch);
+    if (!header.ok || header.header.partitionId !== parts.value.partitionId) {
+      return fail(DataError.invalidCommand);
+    }
+    const verified = this.kernels.messageBatchVerify(batch);
+    if (verified.status !== 'valid') return fail(verifyError(verified.status));
+    if (verified.messageCount === 0) return fail(DataError.invalidCommand);
+    const partition = this.partitionFor(decoded.value, parts.value.partitionId);
+    if (partition === null) return fail(DataError.partitionNotFound);
+    const baseOffset = partition.nextOffset;
+    const stamped = batch.slice();
+    stampBatch(stamped, {
+      partitionId: parts.value.partitionId,
+      baseOffset,
+      baseTimestampUs: input.timestampUs,
+    });
+    setBatchChecksum(stamped, this.kernels.messageBatchChecksum(stamped));
+    partition.store.append(stamped);
+    partition.nextOffset += verified.messageCount;
+    partition.dirty = true;
+    const { streamId, topicId, partitionId } = parts.value;
+    const payload = encodeSendReply([{ streamId, topicId, partitionId, baseOffset }]);
+    return { errorCode: 0, payload };
+  }
+
+  /**
+   * The partition a send of `address` appends to: the current one, a new one (the first send, or
+   * a newer incarnation, which retires the old store), or null for an older incarnation.
+   */
+  private partitionFor(address: PartitionAddress, partitionId: number): Partition | null {
+    const current = this.partitions.get(address.namespace);
+    if (current !== undefined && current.key.incarnation === address.incarnation) return current;
+    if (current !== undefined && current.key.incarnation > address.incarnation) return null;
+    if (current !== undefined) {
+      this.retired.push({ key: current.key, snapshots: this.snapshots });
+    }
+    const key = { namespace: address.namespace, incarnation: address.incarnation, partitionId };
+    const store = this.stores.open(key);
+    // A store left by an earlier life of this replica (one the last restore did not know) is
+    // cut back to empty: the journal's replay appends it again.
+    if (store.nextOffset > 0) store.truncateTo(0);
+    const partition: Partition = { key, store, nextOffset: 0, offsets: new Map(), dirty: false };
+    this.partitions.set(address.namespace, partition);
+    return partition;
+  }
+
+  private committedPartition(address: PartitionAddress): Partition | null {
+    const partition = this.partitions.get(address.namespace);
+    if (partition === undefined || partition.key.incarnation !== address.incarnation) return null;
+    return partition;
+  }
+
+  private applyStoreOffset(input: ApplyInput): ApplyResult {
+    const decoded = decodeStoreOffsetPrepare(input.body);
+    if (!decoded.ok) return fail(DataError.invalidCommand);
+    const { consumer, offset } = decoded.value;
+    const partition = this.committedPartition(decoded.value);
+    // Iggy refuses an offset on a partition without messages and one above its current offset.
+    if (partition === null || partition.nextOffset === 0) return fail(DataError.invalidOffset);
+    if (offset > partition.nextOffset - 1) return fail(DataError.invalidOffset);
+    partition.offsets.set(offsetKey(consumer), { kind: consumer.kind, id: consumer.id, offset });
+    return OK;
+  }
+
+  private applyDeleteOffset(input: ApplyInput): ApplyResult {
+    const decoded = decodeDeleteOffsetPrepare(input.body);
+    if (!decoded.ok) return fail(DataError.invalidCommand);
+    const partition = this.committedPartition(decoded.value);
+    if (partition === null || !partition.offsets.delete(offsetKey(decoded.value.consumer))) {
+      return fail(DataError.consumerOffsetNotFound);
+    }
+    return OK;
+  }
+
+  onClientRemoved(): void {}
+
+  /**
+   * The checkpoint model. Flushes every store appended to since the last one first: the
+   * checkpoint's next offsets must be durable in the stores before the superblock can name it.
+   */
+  snapshot(): PartitionSnapshot {
+    for (const partition of this.partitions.values()) {
+      if (!partition.dirty) continue;
+      partition.store.flush();
+      partition.dirty = false;
+    }
+    this.snapshots += 1;
+    // A store retired before the previous snapshot is named by neither the checkpoint being
+    // taken nor the durable one before it.
+    const keep: typeof this.retired = [];
+    for (const entry of this.retired) {
+      if (entry.snapshots < this.snapshots - 1) this.stores.remove(entry.key);
+      else keep.push(entry);
+    }
+    this.retired = keep;
+    return this.records();
+  }
+
+  /** The state a snapshot would capture now, without a snapshot's flush and retirement. */
+  records(): PartitionSnapshot {
+    const partitions = [...this.partitions.values()]
+      .sort((a, b) => a.key.namespace - b.key.namespace)
+      .map((partition) => ({
+        namespace: partition.key.namespace,
+        incarnation: partition.key.incarnation,
+        nextOffset: partition.nextOffset,
+        offsets: [...partition.offsets.values()].sort(compareOffsets),
+      }));
+    return { partitions };
+  }
+
+  restore(snapshot: PartitionSnapshot): void {
+    this.partitions = new Map();
+    this.retired = [];
+    const named = new Set<string>();
+    for (const record of snapshot.partitions) {
+      const parts = unpackNamespace(BigInt(record.namespace));
+      if (!parts.ok) throw new Error(`checkpoint namespace ${record.namespace}: ${parts.reason}`);
+      const { namespace, incarnation } = record;
+      const key = { namespace, incarnation, partitionId: parts.value.partitionId };
+      named.add(`${key.namespace}.${key.incarnation}`);
+      const store = this.stores.open(key);
+      const cut = store.truncateTo(record.nextOffset);
+      if (cut.kind === 'not_a_boundary') {
+        const where = `checkpoint offset ${record.nextOffset} is inside a stored batch`;
+        throw new Error(`partition ${namespace}: ${where}`);
+      }
+      if (cut.kind === 'behind') {
+        // The store lost bytes the checkpoint counts (a lost disk, an installed checkpoint): it
+        // continues from the checkpoint's offset, and the range below is missing until a
+        // partition transfer fills it.
+        store.purge(record.nextOffset);
+      }
+      const offsets = new Map(record.offsets.map((entry) => [offsetKey(entry), entry]));
+      const nextOffset = record.nextOffset;
+      this.partitions.set(namespace, { key, store, nextOffset, offsets, dirty: false });
+    }
+    for (const key of this.stores.list()) {
+      if (!named.has(`${key.namespace}.${key.incarnation}`)) this.stores.remove(key);
+    }
+  }
+
+  /** The partition's committed view, or null when no batch was ever committed to it. */
+  partition(address: PartitionAddress): PartitionView | null {
+    const partition = this.committedPartition(address);
+    if (partition === null) return null;
+    const stats = partition.store.stats();
+    return {
+      namespace: partition.key.namespace,
+      incarnation: partition.key.incarnation,
+      partitionId: partition.key.partitionId,
+      nextOffset: partition.nextOffset,
+      messagesCount: stats.messagesCount,
+      sizeBytes: stats.sizeBytes,
+      segmentsCount: stats.segmentsCount,
+    };
+  }
+
+  /** A consumer's stored offset, or null when none is stored. */
+  storedOffset(address: PartitionAddress, consumer: ConsumerKey): number | null {
+    return this.committedPartition(address)?.offsets.get(offsetKey(consumer))?.offset ?? null;
+  }
+
+  /**
+   * Partitions whose store lacks the start of their log, with the first offset it holds: a
+   * restore found the store short of its checkpoint (the replica lost flushed segment bytes, or
+   * installed a checkpoint whose segments it never had) and restarted it at the checkpoint's
+   * offset. Nothing removes a log's start otherwise, so the range below is missing until a
+   * partition transfer fills it.
+   */
+  storesBehind(): ReadonlyMap<number, number> {
+    const behind = new Map<number, number>();
+    for (const [namespace, partition] of this.partitions) {
+      const start = partition.store.stats().startOffset;
+      if (start > 0) behind.set(namespace, start);
+    }
+    return behind;
+  }
+
+  /** The store of a committed partition, for the read path (partition-reads.ts). */
+  storeOf(address: PartitionAddress): PartitionStore | null {
+    return this.committedPartition(address)?.store ?? null;
+  }
+
+  /** Every partition the group holds, namespace ascending. */
+  namespaces(): number[] {
+    return [...this.partitions.keys()].sort((a, b) => a - b);
+  }
+}
+
+function verifyError(status: 'layout' | 'message_checksum' | 'batch_checksum'): number {
+  if (status === 'message_checksum') return DataError.invalidMessageChecksum;
+  if (status === 'batch_checksum') return DataError.invalidBatchChecksum;
+  return DataError.invalidCommand;
+}
