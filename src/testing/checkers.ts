@@ -13,6 +13,7 @@
  * - Durability: every reply a client received names an op that every converged replica applied.
  */
 import { HEADER_SIZE } from '../constants.js';
+import type { Prng } from '../stdx/prng.js';
 import { Operation, decodeHeader, type PrepareHeader } from '../vsr/header.js';
 import type { BatchPosition } from '../vsr/replica.js';
 import { parseResultBody } from '../vsr/reply.js';
@@ -53,8 +54,23 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/**
+ * What the reply checker holds replicas to: an independent model of the plane's state machine,
+ * applied to every committed request in commit order, whose result every reply must equal.
+ */
+export interface SimModel {
+  apply(operation: number, body: Uint8Array): { errorCode: number; payload: Uint8Array };
+}
+
+/** A plane's client side under the simulator: what clients send, and the model of the replies. */
+export interface SimWorkload {
+  /** The next request's operation and body (`prng` is the client's own stream). */
+  readonly operation: (prng: Prng) => [number, Uint8Array];
+  readonly model: () => SimModel;
+}
+
 /** An independent model of TestStateMachine: names and lowest-free ids. */
-class ReferenceModel {
+export class ReferenceModel implements SimModel {
   private readonly streams = new Map<number, string>();
 
   apply(operation: number, body: Uint8Array): { errorCode: number; payload: Uint8Array } {
@@ -95,7 +111,7 @@ export class ClusterChecker {
   private readonly history = new Map<number, CanonicalEntry>();
   private readonly committedRequests = new Map<string, number>();
   private readonly checkpointIds = new Map<number, bigint>();
-  private readonly model = new ReferenceModel();
+  private readonly model: SimModel;
   private modelOp = 0;
   /** Batch prepares committed (ops carrying several requests) and the requests they carried. */
   batchesCommitted = 0;
@@ -104,6 +120,10 @@ export class ClusterChecker {
   ackedOpMax = 0;
   readonly acked = new Set<number>();
   repliesChecked = 0;
+
+  constructor(model: SimModel = new ReferenceModel()) {
+    this.model = model;
+  }
 
   /**
    * A replica applied `header` (its reply is `reply`): a plain prepare, or request `position.index`

@@ -28,7 +28,8 @@ import type { StateMachine } from '../vsr/state-machine.js';
 import type { CheckpointCodec } from '../storage/checkpoint-codec.js';
 import type { MetadataMachineSnapshot } from '../format/snapshot-model.js';
 import { METADATA_CHECKPOINT_CODEC } from '../storage/metadata-checkpoint-codec.js';
-import { ClusterChecker } from './checkers.js';
+import { ClusterChecker, ReferenceModel, type SimWorkload } from './checkers.js';
+import type { Disk } from '../storage/disk.js';
 import { CLIENT_NODE_BASE, NetworkSim } from './network-sim.js';
 import { SimClient } from './sim-client.js';
 import { StorageRefusal } from '../storage/refusal.js';
@@ -57,7 +58,13 @@ export const SIM_TIMEOUTS: TimeoutTicks = {
  */
 export interface SimPlane<S> {
   readonly codec: CheckpointCodec<S>;
-  readonly stateMachine: (index: number) => StateMachine<S>;
+  /**
+   * The machine a (re)started replica runs; `disk` is the replica's disk as it is now (a new one
+   * after a loss), for a machine that keeps bytes of its own beside the core's files.
+   */
+  readonly stateMachine: (index: number, disk: Disk) => StateMachine<S>;
+  /** What clients send and the model their replies are checked against (absent: TestOperation). */
+  readonly workload?: SimWorkload;
 }
 
 export const METADATA_SIM_PLANE: SimPlane<MetadataMachineSnapshot> = {
@@ -149,7 +156,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
   readonly network: NetworkSim;
   readonly replicas: SimReplica<S>[] = [];
   readonly clients: SimClient[] = [];
-  readonly checker = new ClusterChecker();
+  readonly checker: ClusterChecker;
   /**
    * Replicas (re)started from now on without the commit observer, as the node layer runs them:
    * nothing reads each reply as it commits (the checkers still see their checkpoints and the
@@ -165,6 +172,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
   private checkpointsRetired = 0;
   private repairsRetired = 0;
   private transfersRetired = 0;
+  private readonly installsRetiredBy = new Map<number, number>();
   verbose = false;
   /** The highest op any replica ever knew (what a wiped replica lost acknowledged is below it). */
   protected opMaxEver = 0;
@@ -174,7 +182,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
   protected hooks: ClusterHooks<S> = hooksNone();
 
   /** The state machine each (re)started replica gets (scenarios swap in a faulty one). */
-  stateMachineFactory: (index: number) => StateMachine<S>;
+  stateMachineFactory: (index: number, disk: Disk) => StateMachine<S>;
   private readonly codec: CheckpointCodec<S>;
 
   /** Scenario hook: every reply or eviction a replica sends to any client, before delivery. */
@@ -199,6 +207,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
     const plane = hooks.plane ?? (METADATA_SIM_PLANE as unknown as SimPlane<S>);
     this.stateMachineFactory = plane.stateMachine;
     this.codec = plane.codec;
+    this.checker = new ClusterChecker(plane.workload?.model() ?? new ReferenceModel());
     this.options = options;
     this.kernels = kernels;
     this.prng = new Prng(options.seed);
@@ -218,6 +227,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
           replicaCount: options.replicaCount,
           requestTimeoutTicks: 40,
           requestsMax: options.requestsPerClient,
+          ...(plane.workload === undefined ? {} : { operation: plane.workload.operation }),
         }),
       );
     }
@@ -310,7 +320,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
     const rejoin = entry.rejoinPending;
     entry.replica = new Replica({
       config: this.configs[index]!,
-      stateMachine: this.stateMachineFactory(index),
+      stateMachine: this.stateMachineFactory(index, entry.store.disk),
       boot,
       rejoin,
       observer: {
@@ -422,14 +432,26 @@ export class Cluster<S = MetadataMachineSnapshot> {
     this.start(entry);
   }
 
+  /** State transfers replica `index` installed, over all its incarnations. */
+  transfersInstalledBy(index: number): number {
+    const live = this.replicas[index]?.replica?.counters.stateTransfersInstalled ?? 0;
+    return (this.installsRetiredBy.get(index) ?? 0) + live;
+  }
+
   private retire(replica: Replica<S>): void {
+    const index = replica.config.replica;
+    const installs = replica.counters.stateTransfersInstalled;
+    this.installsRetiredBy.set(index, (this.installsRetiredBy.get(index) ?? 0) + installs);
     this.viewChangesRetired += replica.counters.viewChanges;
     this.checkpointsRetired += replica.counters.checkpoints;
     this.repairsRetired += replica.counters.repairsRequested;
     this.transfersRetired += replica.counters.stateTransfersInstalled;
   }
 
-  /** Runs `fn` against a replica; a StorageFailure is fail-stop (crash), anything else a bug. */
+  /**
+   * Runs `fn` against a replica; a StorageFailure is fail-stop (crash), and so is a simulated
+   * crash point; anything else a bug.
+   */
   private guard(entry: SimReplica<S>, fn: (replica: Replica<S>) => void): void {
     const replica = entry.replica;
     if (replica === null) return;
@@ -437,6 +459,13 @@ export class Cluster<S = MetadataMachineSnapshot> {
       fn(replica);
     } catch (error) {
       if (error instanceof StorageFailure) {
+        this.crash(entry.index);
+        return;
+      }
+      // A crash point armed for a storage request can fall in a state machine's own writes
+      // (a partition group's segment stores share the replica's disk): the process died there.
+      if (error instanceof SimulatedCrash) {
+        this.log(`r${entry.index} crash point inside a state machine write`);
         this.crash(entry.index);
         return;
       }

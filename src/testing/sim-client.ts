@@ -28,6 +28,8 @@ export interface ClientOptions {
   readonly requestTimeoutTicks: number;
   /** Requests this client sends before it goes idle. */
   readonly requestsMax: number;
+  /** The next request's operation and body (absent: create or delete a test stream). */
+  readonly operation?: (prng: Prng) => [number, Uint8Array];
 }
 
 export class SimClient {
@@ -89,6 +91,10 @@ export class SimClient {
 
   private randomOperation(): [number, number, Uint8Array] {
     const request = this.requestNext++;
+    if (this.options.operation !== undefined) {
+      const [operation, body] = this.options.operation(this.prng);
+      return [operation, request, body];
+    }
     if (this.prng.chance(0.3)) {
       const body = new Uint8Array(4);
       new DataView(body.buffer).setUint32(0, this.prng.int(8), true);
