@@ -34,6 +34,8 @@ export type DataCommand = (typeof DataCommand)[keyof typeof DataCommand];
 export const DataError = {
   /** A malformed body, an admission failure, an unknown strategy or consumer kind. */
   invalidCommand: 3,
+  /** An HTTP body or query value that is not of its field's type (no more specific code). */
+  invalidFormat: 4,
   /** FlushUnsavedBuffer. */
   featureUnavailable: 5,
   /** No partitions for balanced or key partitioning; a group op without a partition. */
@@ -51,8 +53,18 @@ export const DataError = {
   partitionNotFound: 3007,
   /** A delete of an offset that is not stored. */
   consumerOffsetNotFound: 3021,
+  /** An HTTP send with no messages. */
+  invalidMessagesCount: 4009,
   cannotAppendMessage: 4010,
+  /** An HTTP message whose encoded user headers exceed MAX_USER_HEADERS_SIZE. */
+  tooBigUserHeaders: 4017,
+  /** An HTTP message payload above MAX_PAYLOAD_SIZE. */
+  tooBigMessagePayload: 4022,
+  /** An HTTP message with an empty payload. */
+  invalidMessagePayloadLength: 4025,
   invalidMessageChecksum: 4027,
+  /** An HTTP partitioning value: empty for partition id or key partitioning, or over 255 bytes. */
+  invalidKeyValueLength: 4028,
   invalidMessageTimestampDelta: 4038,
   invalidBatchChecksum: 4039,
   /** A store above the partition's current offset, or on an empty partition. */
