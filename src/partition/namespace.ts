@@ -41,6 +41,7 @@ const STREAM_FACTOR = 2 ** STREAM_SHIFT;
 assert(PARTITIONS_MAX <= 2 ** PARTITION_BITS, 'partition ids fit their field');
 assert(PACKED_NAMESPACE_MAX <= Number.MAX_SAFE_INTEGER, 'a namespace is an exact number');
 assert(METADATA_GROUP > BigInt(PACKED_NAMESPACE_MAX), 'the metadata group is no namespace');
+assert(1n << 62n > BigInt(PACKED_NAMESPACE_MAX), 'a partition group id is no namespace');
 
 export interface NamespaceParts {
   readonly streamId: number;
@@ -88,6 +89,23 @@ export function namespaceBytes(namespace: number): Uint8Array {
   const bytes = new Uint8Array(8);
   new DataView(bytes.buffer).setBigUint64(0, BigInt(namespace), true);
   return bytes;
+}
+
+/**
+ * The consensus group id of partition group `index` (0..G-1) on every frame it sends: above
+ * every packed namespace and below the metadata group, so no two kinds of group id collide.
+ */
+export const PARTITION_GROUP_BASE = 1n << 62n;
+
+export function partitionGroupId(index: number): bigint {
+  assert(Number.isInteger(index) && index >= 0 && index <= 0xffff_ffff, 'group index is a u32');
+  return PARTITION_GROUP_BASE + BigInt(index);
+}
+
+/** The index of a partition group id, or null for any other group id. */
+export function partitionGroupIndex(group: bigint): number | null {
+  const index = group - PARTITION_GROUP_BASE;
+  return index >= 0n && index <= 0xffff_ffffn ? Number(index) : null;
 }
 
 /**

@@ -65,6 +65,8 @@ export interface SimPlane<S> {
   readonly stateMachine: (index: number, disk: Disk) => StateMachine<S>;
   /** What clients send and the model their replies are checked against (absent: TestOperation). */
   readonly workload?: SimWorkload;
+  /** The consensus group the replicas run and the clients address (absent: the metadata one). */
+  readonly group?: bigint;
 }
 
 export const METADATA_SIM_PLANE: SimPlane<MetadataMachineSnapshot> = {
@@ -215,7 +217,7 @@ export class Cluster<S = MetadataMachineSnapshot> {
     const networkPrng = new Prng(options.seed + 1);
     this.network = new NetworkSim(networkPrng, options.replicaCount, options.network);
     for (let index = 0; index < options.replicaCount; index++) {
-      this.configs.push(this.configOf(cluster, index));
+      this.configs.push(this.configOf(cluster, index, plane.group));
       const entry = this.entryOf(cluster, index);
       this.replicas.push(entry);
       this.start(entry);
@@ -228,15 +230,17 @@ export class Cluster<S = MetadataMachineSnapshot> {
           requestTimeoutTicks: 40,
           requestsMax: options.requestsPerClient,
           ...(plane.workload === undefined ? {} : { operation: plane.workload.operation }),
+          ...(plane.group === undefined ? {} : { group: plane.group }),
         }),
       );
     }
   }
 
-  private configOf(cluster: bigint, index: number): ReplicaConfig {
+  private configOf(cluster: bigint, index: number, group: bigint | undefined): ReplicaConfig {
     const options = this.options;
     return replicaConfig({
       cluster,
+      ...(group === undefined ? {} : { group }),
       replica: index,
       replicaCount: options.replicaCount,
       journalSlots: options.journalSlots,

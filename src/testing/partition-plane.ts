@@ -11,7 +11,7 @@ import { BATCH_HEADER_SIZE, MESSAGE_HEADER_SIZE } from '../format/message-batch.
 import type { Kernels } from '../kernels/kernel.js';
 import { DataError } from '../partition/codes.js';
 import { PARTITION_CHECKPOINT_CODEC } from '../partition/checkpoint-codec.js';
-import { packNamespace, unpackNamespace } from '../partition/namespace.js';
+import { packNamespace, partitionGroupId, unpackNamespace } from '../partition/namespace.js';
 import {
   encodeDeleteOffsetPrepare,
   encodeSendPrepare,
@@ -213,6 +213,7 @@ export function partitionSimPlane(
     },
   };
   return {
+    group: partitionGroupId(0),
     codec: PARTITION_CHECKPOINT_CODEC,
     stateMachine: (_index, disk) =>
       new PartitionStateMachine({

@@ -28,6 +28,8 @@ export interface ClientOptions {
   readonly requestTimeoutTicks: number;
   /** Requests this client sends before it goes idle. */
   readonly requestsMax: number;
+  /** The group its requests name (absent: 0, the metadata group clients address directly). */
+  readonly group?: bigint;
   /** The next request's operation and body (absent: create or delete a test stream). */
   readonly operation?: (prng: Prng) => [number, Uint8Array];
 }
@@ -121,7 +123,7 @@ export class SimClient {
         session: operation === Operation.register ? 0 : this.session,
         userId: 0,
         legacyCommand: 0,
-        group: 0n,
+        group: this.options.group ?? 0n,
       },
       body,
     );

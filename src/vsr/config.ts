@@ -86,6 +86,8 @@ export function disconnectGraceTicks(timeouts: TimeoutTicks): number {
 
 export interface ReplicaConfigInput {
   readonly cluster: bigint;
+  /** The consensus group this replica is a member of (default METADATA_GROUP). */
+  readonly group?: bigint;
   readonly replica: number;
   readonly replicaCount: number;
   /** WAL capacity in entries between the checkpoint op and the head (`journal_slots`). */
@@ -109,6 +111,12 @@ export interface ReplicaConfigInput {
 
 export interface ReplicaConfig {
   readonly cluster: bigint;
+  /**
+   * The consensus group: every frame the replica builds names it, and a frame naming another is
+   * dropped. One node runs several groups over one replica bus (the metadata group and the
+   * partition groups), each an instance of this core, and routes frames between them by it.
+   */
+  readonly group: bigint;
   readonly replica: number;
   readonly replicaCount: number;
   readonly journalSlots: number;
@@ -253,8 +261,11 @@ export function replicaConfig(input: ReplicaConfigInput): ReplicaConfig {
     checkpointInterval >= 2 * prepareQueueDepth,
     'checkpoint interval leaves room for a pipeline',
   );
+  const group = input.group ?? METADATA_GROUP;
+  if (group < 0n || group > 0xffff_ffff_ffff_ffffn) throw new ConfigError('group', 'must be a u64');
   return {
     cluster: input.cluster,
+    group,
     replica: input.replica,
     replicaCount,
     journalSlots,

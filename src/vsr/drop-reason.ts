@@ -9,6 +9,8 @@ import { Command } from '../constants.js';
 export const DropReason = {
   // Addressing: the message is not for this replica as it is now.
   wrongCluster: 'wrong_cluster',
+  /** A frame of another consensus group (the node's router sent it to the wrong core). */
+  wrongGroup: 'wrong_group',
   replicaOutOfRange: 'replica_out_of_range',
   /** A frame this replica sent (a probe addressed to the primary of a newer view: us). */
   ownMessage: 'own_message',

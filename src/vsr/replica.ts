@@ -892,10 +892,22 @@ export class Replica<S> {
     return this.status === 'view_change' && this.viewDurable();
   }
 
+  /**
+   * Whether a frame is for this replica's group. A client's request names no group (0) when it
+   * is for the metadata group, the one clients address directly.
+   */
+  private ofThisGroup(header: DecodedFrame['header']): boolean {
+    // A reply or an eviction names no group; no replica acts on one.
+    if (!('group' in header) || header.group === this.config.group) return true;
+    const metadata = this.config.group === METADATA_GROUP;
+    return header.command === Command.request && header.group === 0n && metadata;
+  }
+
   /** A frame from the network, already verified and validated by the transport. */
   onMessage(message: DecodedFrame): void {
     const header = message.header;
     if (header.cluster !== this.config.cluster) return this.drop('wrong_cluster', header);
+    if (!this.ofThisGroup(header)) return this.drop('wrong_group', header);
     if (header.replica >= this.config.replicaCount) {
       return this.drop('replica_out_of_range', header);
     }
@@ -2133,7 +2145,7 @@ export class Replica<S> {
       view: this.view,
       release: 0,
       replica: this.config.replica,
-      group: METADATA_GROUP,
+      group: this.config.group,
       ...fields,
     } as unknown as HeaderInputOf<C>;
     return buildFrame<C>(this.env.kernels, input, body);

@@ -23,7 +23,7 @@
 import { Command } from '../constants.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { assert } from '../stdx/assert.js';
-import { METADATA_GROUP, type ReplicaConfig } from './config.js';
+import type { ReplicaConfig } from './config.js';
 import type { DropReason } from './drop-reason.js';
 import type { ReplicaEvent } from './events.js';
 import { buildFrameHeader } from './frame.js';
@@ -552,7 +552,7 @@ export class TransferServer {
       replica: host.config.replica,
       nonce: request.nonce,
       offset: request.offset,
-      group: METADATA_GROUP,
+      group: host.config.group,
       artifact: request.artifact,
     };
     return buildFrameHeader(host.kernels, fields, size, checksum);

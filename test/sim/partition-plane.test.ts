@@ -9,6 +9,10 @@
 import { describe, expect, it } from 'vitest';
 import { createWasmKernels } from '../../src/kernels/kernels-wasm.js';
 import { WasmInstance } from '../../src/kernels/wasm-instance.js';
+import { Command } from '../../src/constants.js';
+import { partitionGroupId } from '../../src/partition/namespace.js';
+import { METADATA_GROUP } from '../../src/vsr/config.js';
+import { buildFrame, decodeFrame } from '../../src/vsr/frame.js';
 import { PARTITION_CHECKPOINT_MAGIC } from '../../src/partition/checkpoint-codec.js';
 import { PartitionStateMachine, type PartitionSnapshot } from '../../src/partition/state-machine.js';
 import { SNAPSHOT_FILE } from '../../src/storage/snapshot-file.js';
@@ -111,6 +115,49 @@ describe('the partition plane on the VSR core', () => {
     expect(cuts.every((cut) => cut.kind === 'cut')).toBe(true);
     cluster.converge();
     expect(checkPartitionReplicas(machines(cluster), models[0]!)).toEqual({ verified: [0, 1, 2], behind: [] });
+  });
+
+  it('a partition group names its group on every frame and drops a frame of another group', () => {
+    const { cluster } = partitionSim({ requestsPerClient: 5 });
+    const sent: bigint[] = [];
+    const send = cluster.network.send.bind(cluster.network);
+    cluster.network.send = (from, to, frame) => {
+      const decoded = decodeFrame(kernels, frame);
+      if (decoded.ok && from < 3 && 'group' in decoded.header) sent.push(decoded.header.group);
+      send(from, to, frame);
+    };
+    cluster.converge();
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent)).toEqual(new Set([partitionGroupId(0)]));
+    // A newer view's StartView from its primary: adopted from this group, dropped from another.
+    const backup = (cluster.replica(0).primaryIndex() + 1) % 3;
+    const receiver = cluster.replica(backup);
+    let view = receiver.view + 1;
+    while (receiver.primaryIndex(view) === backup) view += 1;
+    const startView = (group: bigint): Uint8Array =>
+      buildFrame(kernels, {
+        command: Command.startView,
+        cluster: receiver.config.cluster,
+        release: 0,
+        group,
+        view,
+        replica: receiver.primaryIndex(view),
+        op: receiver.op,
+        commit: receiver.commitMax,
+        incarnation: 0n,
+      });
+    const deliver = (frame: Uint8Array): void => {
+      const decoded = decodeFrame(kernels, frame);
+      if (!decoded.ok) throw new Error('a built frame decodes');
+      receiver.onMessage(decoded);
+    };
+    const viewBefore = receiver.view;
+    deliver(startView(METADATA_GROUP));
+    expect(receiver.counters.drops['wrong_group']).toBe(1);
+    expect(receiver.view).toBe(viewBefore);
+    deliver(startView(partitionGroupId(0)));
+    expect(receiver.counters.drops['wrong_group']).toBe(1);
+    expect(receiver.view).toBe(view);
   });
 
   it.each([3_575_201_128_067, 2_988_446_570_496, 1_079_348_238_590, 4_411_000_123, 77_777_777])(
