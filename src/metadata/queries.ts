@@ -55,6 +55,17 @@ export interface TopicView
 export interface TopicDetailsView extends TopicView {
   readonly partitions: readonly PartitionView[];
 }
+export type TopicAddressView =
+  | { readonly found: false; readonly missing: 'stream' | 'topic' }
+  | {
+      readonly found: true;
+      readonly streamId: number;
+      readonly topicId: number;
+      readonly partitionsCount: number;
+      /** The partition's `created_at` (µs), or null when the topic has no such partition. */
+      readonly incarnationOf: (partitionId: number) => number | null;
+    };
+
 export interface PartitionView {
   readonly id: number;
   readonly createdAtUs: number;
@@ -171,6 +182,27 @@ export class MetadataQueries {
     if (stream === undefined) return null;
     const topics = stream.topics.toArray().map((topic) => this.topicView(stream, topic));
     return { ...this.streamView(stream), topics };
+  }
+
+  /**
+   * A topic as the data plane addresses it: its numeric ids and its partitions (count and each
+   * one's creation time, the partition's incarnation), without building any view; null when the
+   * stream or the topic does not resolve (`missing` says which).
+   */
+  topicAddress(streamId: Identifier, topicId: Identifier): TopicAddressView {
+    const stream = resolveStream(this.state(), streamId);
+    if (stream === undefined) return { found: false, missing: 'stream' };
+    const topic = resolveTopic(stream, topicId);
+    if (topic === undefined) return { found: false, missing: 'topic' };
+    const partitions = topic.partitions;
+    return {
+      found: true,
+      streamId: stream.id,
+      topicId: topic.id,
+      partitionsCount: partitions.count,
+      incarnationOf: (partitionId) =>
+        partitions.has(partitionId) ? partitions.createdAtUs(partitionId) : null,
+    };
   }
 
   topics(streamId: Identifier): TopicView[] | null {

@@ -34,6 +34,8 @@ import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
 import type { BinarySessions } from './binary-sessions.js';
+import type { EdgeAnswer } from './partition-edge.js';
+import { PartitionOperation } from '../partition/operations.js';
 import { listReadsOf } from '../http/list-reads.js';
 import { dummyPasswordHash, personalAccessTokenHash } from '../http/secrets.js';
 
@@ -186,10 +188,7 @@ export class ClientConnection implements ClientHandle {
           this.evict(header.client, EvictionReason.noSession);
           return;
         }
-        if (isPartitionOperation(header.operation)) {
-          this.deny(header, ErrorCode.featureUnavailable);
-          return;
-        }
+        if (isPartitionOperation(header.operation)) return this.partitionWrite(header, body);
         if (!isClientMetadataOperation(header.operation)) {
           this.evict(header.client, EvictionReason.invalidRequestOperation);
           return;
@@ -399,6 +398,19 @@ export class ClientConnection implements ClientHandle {
       return;
     }
     const session = this.session;
+    if (code === CommandCode.pollMessages || code === CommandCode.getConsumerOffset || code === CommandCode.syncConsumerGroup) {
+      const caller = { connection: this, client: session.clientId, userId: session.userId, principal };
+      const edge = this.sessions.edge;
+      const answer =
+        code === CommandCode.pollMessages
+          ? await edge.poll(caller, body)
+          : code === CommandCode.getConsumerOffset
+            ? edge.getOffset(caller, body)
+            : edge.syncGroup(caller, body);
+      if (this.closed || this.session !== session) return;
+      this.reply(header, { op: header.session, commit: BigInt(host.core.commitMax), status: answer.status }, answer.status === 0 ? answer.body : undefined);
+      return;
+    }
     const context: ReadContext = {
       state: host.state,
       userId: session.userId,
@@ -416,6 +428,43 @@ export class ClientConnection implements ClientHandle {
     const answeredAt = BigInt(host.core.commitMax);
     if (answer.ok) this.reply(header, { op: header.session, commit: answeredAt, status: 0 }, answer.body);
     else this.reply(header, { op: header.session, commit: answeredAt, status: answer.code });
+  }
+
+  // ---------------------------------------------------------------- data plane
+
+  /** SendMessages, Store/DeleteConsumerOffset: proposed in the partition's group. */
+  private async partitionWrite(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
+    const host = this.sessions.host;
+    const session = this.session!;
+    if (header.requestChecksum !== 0n && BigInt(host.kernels.xxh3_64(body)) !== header.requestChecksum) {
+      this.deny(header, ErrorCode.invalidFormat);
+      return;
+    }
+    const principal = this.principal();
+    if (principal === null) {
+      this.evict(session.clientId, EvictionReason.userInactive);
+      return;
+    }
+    const caller = { connection: this, client: session.clientId, userId: session.userId, principal };
+    const edge = this.sessions.edge;
+    let answer: EdgeAnswer;
+    switch (header.operation) {
+      case PartitionOperation.sendMessages:
+        answer = await edge.send(caller, body);
+        break;
+      case PartitionOperation.storeConsumerOffset:
+        answer = await edge.storeOffset(caller, body);
+        break;
+      case PartitionOperation.deleteConsumerOffset:
+        answer = await edge.deleteOffset(caller, body);
+        break;
+      default:
+        this.evict(session.clientId, EvictionReason.invalidRequestOperation);
+        return;
+    }
+    if (this.closed) return;
+    const fields = { op: BigInt(session.epoch), commit: BigInt(host.core.commitMax), status: answer.status };
+    this.reply(header, fields, answer.status === 0 ? answer.body : undefined);
   }
 
   // ---------------------------------------------------------------- writes

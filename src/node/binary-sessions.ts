@@ -47,6 +47,7 @@ import { buildFrame, decodeFrame } from '../vsr/frame.js';
 import { EvictionReason, Operation, type RequestHeader } from '../vsr/header.js';
 import type { ReadContext } from './binary-commands.js';
 import { ClientConnection } from './binary-connection.js';
+import type { PartitionEdge } from './partition-edge.js';
 
 export { ClientConnection };
 
@@ -168,6 +169,8 @@ export class ForwardedClients {
 
 export class BinarySessions {
   readonly host: BinaryHost;
+  /** The data plane's commands (set by the node once its partition groups exist). */
+  edge!: PartitionEdge;
   readonly forwarded = new ForwardedClients();
   readonly counters: BinaryCounters = {
     connectionsOpened: 0,
@@ -194,7 +197,13 @@ export class BinarySessions {
    * out with its pending entry. Without it, a burst of more clients than the core queues holds
    * would be dropped by the core and each dropped client would wait out its write timeout.
    */
-  private readonly waiting: { readonly client: bigint; readonly request: number; readonly header: RequestHeader; readonly body: Uint8Array }[] = [];
+  private readonly waiting: {
+    readonly client: bigint;
+    readonly request: number;
+    readonly header: RequestHeader;
+    readonly body: Uint8Array;
+    readonly core: SessionCore;
+  }[] = [];
   private drainScheduled = false;
   private readonly logoutTimers = new Set<NodeJS.Timeout>();
   private closed = false;
@@ -315,10 +324,17 @@ export class BinarySessions {
   /**
    * Proposes an internal request: to the local core when this replica is a caught-up primary,
    * else to the primary over the replica bus. Resolves with the reply or eviction frame, or a
-   * transient outcome.
+   * transient outcome. `target` is the group to propose in (default: the metadata group); its
+   * id goes into the request so the primary's node routes a forward to the same group.
    */
-  submit(connection: ClientConnection | null, input: { client: bigint; operation: number; session: number; request: number; requestChecksum: bigint; userId: number }, body: Uint8Array): Promise<SubmitOutcome> {
-    const { core, kernels } = this.host;
+  submit(
+    connection: ClientConnection | null,
+    input: { client: bigint; operation: number; session: number; request: number; requestChecksum: bigint; userId: number },
+    body: Uint8Array,
+    target: { readonly core: SessionCore; readonly group: bigint } = { core: this.host.core, group: 0n },
+  ): Promise<SubmitOutcome> {
+    const { kernels } = this.host;
+    const core = target.core;
     const frame = buildFrame(
       kernels,
       {
@@ -336,7 +352,7 @@ export class BinarySessions {
         session: input.session,
         userId: input.userId,
         legacyCommand: 0,
-        group: 0n,
+        group: target.group,
       },
       body,
     );
@@ -368,7 +384,7 @@ export class BinarySessions {
         if (this.waiting.length === 0 && core.hasAdmissionRoom()) core.onRequest(decoded.header, decoded.body);
         else {
           this.counters.writesQueued += 1;
-          this.waiting.push({ client: input.client, request: input.request, header: decoded.header, body: decoded.body });
+          this.waiting.push({ client: input.client, request: input.request, header: decoded.header, body: decoded.body, core });
           this.scheduleDrain();
         }
       } else {
@@ -387,11 +403,13 @@ export class BinarySessions {
     this.drainScheduled = true;
     setImmediate(() => {
       this.drainScheduled = false;
-      const { core } = this.host;
-      while (this.waiting.length > 0 && core.canAcceptRequests() && core.hasAdmissionRoom()) {
-        const next = this.waiting.shift()!;
+      // In order: a request waits behind older ones, whichever group they are for.
+      while (this.waiting.length > 0) {
+        const next = this.waiting[0]!;
+        if (!next.core.canAcceptRequests() || !next.core.hasAdmissionRoom()) break;
+        this.waiting.shift();
         // Still wanted: not settled by a timeout or a closed connection meanwhile.
-        if (this.pending.get(next.client)?.request === next.request) core.onRequest(next.header, next.body);
+        if (this.pending.get(next.client)?.request === next.request) next.core.onRequest(next.header, next.body);
       }
       // No room yet (or no caught-up primary): look again shortly; each waiting request still
       // answers TransientNotCommitted when its own timeout passes.

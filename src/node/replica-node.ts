@@ -51,6 +51,8 @@ import { TICK_MS, nodeTimeouts, type NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
 import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
+import { PartitionGroups } from './partition-groups.js';
+import { PartitionEdge } from './partition-edge.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
 
@@ -135,6 +137,8 @@ export class ReplicaNode implements NodeApi {
   readonly core: Replica<MetadataMachineSnapshot>;
   readonly bus: ReplicaBus;
   readonly storage: StorageDriver<MetadataMachineSnapshot>;
+  /** The partition groups this replica is a member of (the data plane). */
+  readonly partitions: PartitionGroups;
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
@@ -279,7 +283,11 @@ export class ReplicaNode implements NodeApi {
       clusterSecret: options.clusterSecret,
       tls: config.tls === null ? undefined : (replicaMeshTls(config.tls.material) ?? undefined),
       onMessage: (frame) => this.guard(() => this.onBusFrame(frame)),
-      onDisconnect: (replica) => this.guard(() => this.core.onPeerDisconnected(replica)),
+      onDisconnect: (replica) =>
+        this.guard(() => {
+          this.core.onPeerDisconnected(replica);
+          this.partitions.onPeerDisconnected(replica);
+        }),
       logger: coreLogger,
       framePool: this.framePool,
       sentBodyPool: this.chunkReadPool,
@@ -314,6 +322,18 @@ export class ReplicaNode implements NodeApi {
         this.metrics.storageDone(id, result);
         this.core.onStorageDone(id, result);
       });
+    this.partitions = new PartitionGroups({
+      dataDir: config.dataDir,
+      kernels: this.kernels,
+      config: { ...replicaConfigValue, journalSlots: replicaConfigValue.journalSlots },
+      rejoin: config.rejoin,
+      logger: (index) => this.groupLogger(index),
+      randomBytes: (count) => randomBytes(count),
+      sendToReplica: (target, frame) => this.bus.sendToReplica(target, frame),
+      sendToReplicaParts: (target, header, body) => this.bus.sendToReplicaParts(target, header, body),
+      sendToClient: (client, frame) => this.routeClientFrame(client, frame),
+      guard: (fn) => this.guard(fn),
+    });
     this.binary = new BinarySessions({
       cluster,
       replica: config.replicaId,
@@ -338,6 +358,12 @@ export class ReplicaNode implements NodeApi {
       },
       admitLogin: (userId) => this.passwordGate.admitLogin(userId),
       ...(options.binaryDisconnectGraceMs === undefined ? {} : { disconnectLogoutGraceMs: options.binaryDisconnectGraceMs }),
+    });
+    this.binary.edge = new PartitionEdge({
+      kernels: this.kernels,
+      state: this.state,
+      partitions: this.partitions,
+      submit: (connection, input, body, target) => this.binary.submit(connection, input, body, target),
     });
   }
 
@@ -397,7 +423,9 @@ export class ReplicaNode implements NodeApi {
       return;
     }
     if (header.command === Command.request && header.replica !== this.replica) this.binary.forwarded.note(header.client, header.replica);
-    this.core.onMessage(frame);
+    const group = 'group' in header ? this.partitions.byGroupId(header.group) : null;
+    if (group !== null) this.partitions.onMessage(group, frame);
+    else this.core.onMessage(frame);
   }
 
   /** A reply or eviction from the core: a binary client here, one forwarded here, or HTTP's. */
@@ -547,6 +575,7 @@ export class ReplicaNode implements NodeApi {
       () =>
         this.guard(() => {
           this.core.tick();
+          this.partitions.tick();
           ticks += 1;
           // Idle HTTP sessions are looked for once a second (a pass over every credential's pool).
           if (ticks % SESSION_EXPIRY_TICKS === 0) this.sessions.expireIdle();
@@ -601,6 +630,7 @@ export class ReplicaNode implements NodeApi {
     this.sessions.close();
     await this.bus.close();
     try {
+      this.partitions.close();
       this.storage.close();
     } finally {
       this.disk.close();
@@ -635,6 +665,21 @@ export class ReplicaNode implements NodeApi {
         throw error;
       });
     }
+  }
+
+  /** The log of partition group `index`'s core: its lines name the group and its view. */
+  private groupLogger(index: number): Logger {
+    const logger = this.logger;
+    return {
+      get debugEnabled(): boolean {
+        return logger.isLevelEnabled('debug');
+      },
+      log: (level: CoreLogLevel, event: string, fields?: Readonly<Record<string, unknown>>) => {
+        if (!logger.isLevelEnabled(level)) return;
+        const core = this.partitions?.groups[index]?.core;
+        logger[level]({ ...toJson(fields), partition_group: index, view: core?.view, op: core?.op }, event);
+      },
+    };
   }
 
   private coreLogger(): Logger {
