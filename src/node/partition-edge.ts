@@ -28,8 +28,9 @@ import {
   decodeStoreConsumerOffset,
   encodeConsumerOffsetReply,
   type ConsumerKey,
+  type ConsumerOffsetReply,
 } from '../partition/consumer-offsets.js';
-import type { Consumer } from '../partition/consumer.js';
+import type { Consumer, OffsetAddress } from '../partition/consumer.js';
 import { packNamespace } from '../partition/namespace.js';
 import {
   encodeDeleteOffsetPrepare,
@@ -40,8 +41,15 @@ import {
 } from '../partition/operations.js';
 import { pollPartition } from '../partition/partition-reads.js';
 import { decodeSyncConsumerGroup, encodeSyncConsumerGroupReply } from '../partition/consumer-groups.js';
-import { decodePollMessages, encodeEmptyPollReply, encodePollReply, RESYNC_REQUIRED_PARTITION } from '../partition/poll-messages.js';
-import { choosePartition, decodeSendMessages } from '../partition/send-messages.js';
+import {
+  decodePollMessages,
+  encodeEmptyPollReply,
+  encodePollReply,
+  RESYNC_REQUIRED_PARTITION,
+  type PollMessages,
+  type PollReply,
+} from '../partition/poll-messages.js';
+import { choosePartition, decodeSendMessages, type Partitioning } from '../partition/send-messages.js';
 import { HEADER_SIZE } from '../constants.js';
 import { readClientReply } from '../transport/client-wire.js';
 import { Operation } from '../vsr/header.js';
@@ -193,7 +201,15 @@ export class PartitionEdge {
     const { kernels } = this.host;
     const decoded = decodeSendMessages(body, (batch) => kernels.messageBatchVerify(batch));
     if (!decoded.ok) return fail(decoded.code);
-    const request = decoded.value;
+    return this.sendBatch(caller, decoded.value);
+  }
+
+  /**
+   * Appends one verified producer batch to the partition `partitioning` picks: the reply body is
+   * the confirmation (count u32, then stream, topic, partition u32 and base offset u64).
+   */
+  async sendBatch(caller: EdgeCaller, request: { streamId: Identifier; topicId: Identifier; partitioning: Partitioning; batch: Uint8Array }): Promise<EdgeAnswer> {
+    const { kernels } = this.host;
     const topic = this.topicOf(request.streamId, request.topicId);
     if (typeof topic === 'number') return fail(topic);
     if (!canSendMessages(caller.principal, topic.streamId, topic.topicId)) return fail(ErrorCode.unauthorized);
@@ -217,10 +233,14 @@ export class PartitionEdge {
   async storeOffset(caller: EdgeCaller, body: Uint8Array): Promise<EdgeAnswer> {
     const decoded = decodeStoreConsumerOffset(body);
     if (!decoded.ok) return fail(DataError.invalidCommand);
-    const target = this.offsetTarget(caller, decoded.value);
+    return this.storeOffsetAt(caller, decoded.value, decoded.value.offset);
+  }
+
+  async storeOffsetAt(caller: EdgeCaller, address: OffsetAddress, value: bigint): Promise<EdgeAnswer> {
+    const target = this.offsetTarget(caller, address);
     if (typeof target === 'number') return fail(target);
-    if (decoded.value.offset > BigInt(Number.MAX_SAFE_INTEGER)) return fail(DataError.invalidOffset);
-    const offset = Number(decoded.value.offset);
+    if (value > BigInt(Number.MAX_SAFE_INTEGER)) return fail(DataError.invalidOffset);
+    const offset = Number(value);
     const prepare = encodeStoreOffsetPrepare({ ...target.partition, consumer: target.key, offset });
     const result = await this.propose(caller, target.partition.group, PartitionOperation.storeConsumerOffset, prepare);
     return result.code === 0 ? ok(RESULT_OK) : fail(result.code);
@@ -230,7 +250,11 @@ export class PartitionEdge {
   async deleteOffset(caller: EdgeCaller, body: Uint8Array): Promise<EdgeAnswer> {
     const decoded = decodeDeleteConsumerOffset(body);
     if (!decoded.ok) return fail(DataError.invalidCommand);
-    const target = this.offsetTarget(caller, decoded.value);
+    return this.deleteOffsetAt(caller, decoded.value);
+  }
+
+  async deleteOffsetAt(caller: EdgeCaller, address: OffsetAddress): Promise<EdgeAnswer> {
+    const target = this.offsetTarget(caller, address);
     if (typeof target === 'number') return fail(target);
     const prepare = encodeDeleteOffsetPrepare({ ...target.partition, consumer: target.key });
     const result = await this.propose(caller, target.partition.group, PartitionOperation.deleteConsumerOffset, prepare);
@@ -256,15 +280,22 @@ export class PartitionEdge {
   /** GetConsumerOffset (120): the 20-byte record, or the empty body of "none stored". */
   getOffset(caller: EdgeCaller, body: Uint8Array): EdgeAnswer {
     const decoded = decodeGetConsumerOffset(body);
-    if (!decoded.ok) return fail(DataError.invalidCommand);
-    const target = this.offsetTarget(caller, { ...decoded.value, partitionId: decoded.value.partitionId ?? 0 });
-    if (typeof target === 'number') return fail(target);
+    // As Iggy: an undecodable Get answers the empty body ("no offset"), not an error.
+    if (!decoded.ok) return ok(EMPTY);
+    const found = this.offsetOf(caller, decoded.value);
+    return typeof found === 'number' ? fail(found) : ok(encodeConsumerOffsetReply(found));
+  }
+
+  /** A consumer's stored offset in a partition (null: none stored), or the code refusing it. */
+  offsetOf(caller: EdgeCaller, address: OffsetAddress): ConsumerOffsetReply | null | number {
+    const target = this.offsetTarget(caller, { ...address, partitionId: address.partitionId ?? 0 });
+    if (typeof target === 'number') return target;
     const { machine } = target.partition.group;
     const stored = machine.storedOffset(target.partition, target.key);
-    if (stored === null) return ok(EMPTY);
+    if (stored === null) return null;
     const view = machine.partition(target.partition);
     const currentOffset = view === null || view.nextOffset === 0 ? 0 : view.nextOffset - 1;
-    return ok(encodeConsumerOffsetReply({ partitionId: target.partition.partitionId, currentOffset, storedOffset: stored }));
+    return { partitionId: target.partition.partitionId, currentOffset, storedOffset: stored };
   }
 
   /**
@@ -273,10 +304,20 @@ export class PartitionEdge {
    */
   async poll(caller: EdgeCaller, body: Uint8Array): Promise<EdgeAnswer> {
     const decoded = decodePollMessages(body);
-    if (!decoded.ok) return fail(DataError.invalidCommand);
-    const request = decoded.value;
+    // Iggy answers a poll body that does not decode with the empty poll, not an error.
+    if (!decoded.ok) return ok(encodeEmptyPollReply(0));
+    const polled = await this.pollReply(caller, decoded.value);
+    if (typeof polled === 'number') return fail(polled);
+    return ok(encodePollReply(polled));
+  }
+
+  /**
+   * A poll's reply (for a group poll the fence turned away: the empty re-sync one), or the code
+   * refusing it.
+   */
+  async pollReply(caller: EdgeCaller, request: PollMessages): Promise<PollReply | number> {
     const target = this.offsetTarget(caller, { ...request, partitionId: request.partitionId ?? (request.consumer.kind === 'group' ? null : 0) });
-    if (typeof target === 'number') return fail(target);
+    if (typeof target === 'number') return target;
     const { partition, key } = target;
     const fenced = this.groupFence(caller, request.consumer, partition.streamId, partition.topicId, partition.partitionId);
     if (fenced !== null) return fenced;
@@ -288,12 +329,12 @@ export class PartitionEdge {
       count: request.count,
       storedOffset: machine.storedOffset(partition, key),
     });
-    if (!outcome.ok) return fail(ErrorCode.invalidFormat);
+    if (!outcome.ok) return ErrorCode.invalidFormat;
     if (request.autoCommit && outcome.lastOffset !== null) {
       const prepare = encodeStoreOffsetPrepare({ ...partition, consumer: key, offset: outcome.lastOffset });
       await this.propose(caller, partition.group, PartitionOperation.storeConsumerOffset, prepare);
     }
-    return ok(encodePollReply(outcome.reply));
+    return outcome.reply;
   }
 
   /**
@@ -319,16 +360,16 @@ export class PartitionEdge {
    * partition it names. Not a member: ConsumerGroupMemberNotFound (the SDK joins and syncs
    * again); not its partition: the empty poll with the re-sync sentinel.
    */
-  private groupFence(caller: EdgeCaller, consumer: Consumer, streamId: number, topicId: number, partitionId: number): EdgeAnswer | null {
+  private groupFence(caller: EdgeCaller, consumer: Consumer, streamId: number, topicId: number, partitionId: number): PollReply | number | null {
     if (consumer.kind !== 'group') return null;
     const stream = { kind: 'id' as const, id: streamId };
     const topic = { kind: 'id' as const, id: topicId };
     const group = this.host.state.queries.consumerGroup(stream, topic, consumer.id);
-    if (group === null) return fail(ErrorCode.consumerGroupIdNotFound);
+    if (group === null) return ErrorCode.consumerGroupIdNotFound;
     const member = group.members.find((candidate) => candidate.clientId === caller.client);
-    if (member === undefined) return fail(DataError.consumerGroupMemberNotFound);
+    if (member === undefined) return DataError.consumerGroupMemberNotFound;
     if (member.partitions.includes(partitionId)) return null;
-    return ok(encodeEmptyPollReply(RESYNC_REQUIRED_PARTITION));
+    return { partitionId: RESYNC_REQUIRED_PARTITION, currentOffset: 0, batches: [] };
   }
 
   /** Forgets a client's group sessions (its connection closed; a later proposal registers again). */
