@@ -50,6 +50,7 @@ import type { NodeApi } from './node-api.js';
 import { PASSWORD_GATE_DEFAULTS, PasswordGate, type PasswordGateOptions } from './password-gate.js';
 import { LazyRequestLogger } from './request-logger.js';
 import type { PasswordVerifier } from './secrets.js';
+import { messageRoutes } from './routes/messages.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { healthRoutes } from './routes/health.js';
 import { identityRoutes } from './routes/identity.js';
@@ -172,6 +173,8 @@ export function buildApp(options: BuildAppOptions): FastifyInstance {
       if (consistencyGate(node, ctx.forwarder, request, reply) === undefined) done();
     });
     await authenticated.register(systemRoutes, { ctx });
+    // The data plane: served here, whichever node is hit (never forwarded to the primary).
+    await authenticated.register(messageRoutes, { ctx });
     if (!metricsPublic) await authenticated.register(metricsRoutes, { ctx });
     await authenticated.register(async (controlPlane) => {
       controlPlane.addHook('preValidation', (request, reply, done) => {

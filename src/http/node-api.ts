@@ -12,6 +12,13 @@
 import type { Registry } from 'prom-client';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import type { PasswordVerifier } from './secrets.js';
+import type { Identifier } from '../metadata/operations.js';
+import type { Principal } from '../metadata/permissions.js';
+import type { ConsumerOffsetReply } from '../partition/consumer-offsets.js';
+import type { OffsetAddress } from '../partition/consumer.js';
+import type { PollMessages, PollReply } from '../partition/poll-messages.js';
+import type { Partitioning, SendConfirmation } from '../partition/send-messages.js';
+import type { HttpBatchKernels } from '../partition/http-messages.js';
 
 /** The credential a request authenticated with: a JWT id, or the hash of a personal access token. */
 export type SessionKey = string;
@@ -144,4 +151,29 @@ export interface NodeApi {
   write(session: SessionKey, userId: number, operation: number, body: Uint8Array): Promise<WriteOutcome>;
   /** Ends the VSR registrations of the session key's pool (a replicated Logout each), if any. */
   logout(session: SessionKey): Promise<void>;
+  /** The message data plane; absent on a node without one (the in-process test node). */
+  readonly dataPlane?: DataPlaneApi;
+}
+
+/** Who a data-plane call acts for: the authenticated user and what it may do. */
+export interface DataPlaneCaller {
+  readonly userId: number;
+  readonly principal: Principal;
+}
+
+/**
+ * Messages and consumer offsets, served by whichever node is hit: reads from its committed
+ * partition state, writes proposed in the partition's group. A number is the Iggy code refusing
+ * the call (or the transient code of one that did not complete).
+ */
+export interface DataPlaneApi {
+  /** What a JSON send's batch is built and hashed with. */
+  readonly kernels: HttpBatchKernels;
+  /** Appends one verified producer batch; the confirmation of the batch's base offset. */
+  send(caller: DataPlaneCaller, input: { readonly streamId: Identifier; readonly topicId: Identifier; readonly partitioning: Partitioning; readonly batch: Uint8Array }): Promise<SendConfirmation | number>;
+  poll(caller: DataPlaneCaller, request: PollMessages): Promise<PollReply | number>;
+  storeOffset(caller: DataPlaneCaller, address: OffsetAddress, offset: bigint): Promise<number>;
+  deleteOffset(caller: DataPlaneCaller, address: OffsetAddress): Promise<number>;
+  /** The stored offset (null: none stored), or the code refusing the read. */
+  offset(caller: DataPlaneCaller, address: OffsetAddress): ConsumerOffsetReply | null | number;
 }

@@ -54,6 +54,7 @@ import { HEADER_SIZE } from '../constants.js';
 import { readClientReply } from '../transport/client-wire.js';
 import { Operation } from '../vsr/header.js';
 import { encodeRegisterBody, parseResultBody } from '../vsr/reply.js';
+import type { DataPlaneApi, DataPlaneCaller } from '../http/node-api.js';
 import type { ClientConnection, SubmitOutcome } from './binary-sessions.js';
 import type { PartitionGroup, PartitionGroups } from './partition-groups.js';
 
@@ -115,6 +116,10 @@ export class PartitionEdge {
 
   constructor(host: PartitionEdgeHost) {
     this.host = host;
+  }
+
+  get kernels(): Kernels {
+    return this.host.kernels;
   }
 
   // ------------------------------------------------------------ resolution
@@ -396,4 +401,61 @@ function resultOf(outcome: SubmitOutcome): { code: number; payload: Uint8Array }
   const parsed = parseResultBody(outcome.frame.subarray(HEADER_SIZE, reply.size));
   if (!parsed.ok) return { code: parsed.errorCode < 0 ? ErrorCode.invalidFormat : parsed.errorCode, payload: EMPTY };
   return { code: 0, payload: parsed.payload };
+}
+
+/** HTTP data-plane calls in flight on one node at once; more answer TransientNotAccepted. */
+export const HTTP_DATA_CLIENTS_MAX = 256;
+
+/**
+ * The data plane for the HTTP edge. An HTTP request has no connection or session of its own on
+ * the data plane, and a client id carries one request at a time, so each call borrows a client
+ * id of the node's (kept for reuse, so its group sessions are reused too).
+ */
+export function httpDataPlane(edge: PartitionEdge, randomClientId: () => bigint): DataPlaneApi {
+  const free: bigint[] = [];
+  let inUse = 0;
+  async function withClient<T>(caller: DataPlaneCaller, run: (edgeCaller: EdgeCaller) => Promise<T>): Promise<T | number> {
+    if (free.length === 0 && inUse >= HTTP_DATA_CLIENTS_MAX) return ErrorCode.transientNotAccepted;
+    const client = free.pop() ?? randomClientId();
+    inUse += 1;
+    try {
+      return await run({ connection: null, client, userId: caller.userId, principal: caller.principal });
+    } finally {
+      inUse -= 1;
+      free.push(client);
+    }
+  }
+  const reads = (caller: DataPlaneCaller): EdgeCaller => ({ connection: null, client: 0n, userId: caller.userId, principal: caller.principal });
+  return {
+    kernels: edge.kernels,
+    async send(caller, input) {
+      const answer = await withClient(caller, (edgeCaller) => edge.sendBatch(edgeCaller, input));
+      if (typeof answer === 'number') return answer;
+      if (answer.status !== 0) return answer.status;
+      const view = new DataView(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+      return {
+        streamId: view.getUint32(4, true),
+        topicId: view.getUint32(8, true),
+        partitionId: view.getUint32(12, true),
+        baseOffset: Number(view.getBigUint64(16, true)),
+      };
+    },
+    async poll(caller, request) {
+      // Only an auto-commit proposes; a plain poll borrows no client.
+      if (!request.autoCommit) return edge.pollReply(reads(caller), request);
+      const polled = await withClient(caller, (edgeCaller) => edge.pollReply(edgeCaller, request));
+      return polled;
+    },
+    async storeOffset(caller, address, offset) {
+      const answer = await withClient(caller, (edgeCaller) => edge.storeOffsetAt(edgeCaller, address, offset));
+      return typeof answer === 'number' ? answer : answer.status;
+    },
+    async deleteOffset(caller, address) {
+      const answer = await withClient(caller, (edgeCaller) => edge.deleteOffsetAt(edgeCaller, address));
+      return typeof answer === 'number' ? answer : answer.status;
+    },
+    offset(caller, address) {
+      return edge.offsetOf(reads(caller), address);
+    },
+  };
 }

@@ -12,6 +12,7 @@ import type {
   ClientSessionInfo,
   ClusterNode,
   ClusterStatus,
+  DataPlaneApi,
   NodeApi,
   ReplicaTransportCounters,
   SessionKey,
@@ -52,7 +53,7 @@ import { NodeMetrics } from './node-metrics.js';
 import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { PartitionGroups } from './partition-groups.js';
-import { PartitionEdge } from './partition-edge.js';
+import { PartitionEdge, httpDataPlane } from './partition-edge.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
 
@@ -139,6 +140,7 @@ export class ReplicaNode implements NodeApi {
   readonly storage: StorageDriver<MetadataMachineSnapshot>;
   /** The partition groups this replica is a member of (the data plane). */
   readonly partitions: PartitionGroups;
+  readonly dataPlane: DataPlaneApi;
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
@@ -364,6 +366,11 @@ export class ReplicaNode implements NodeApi {
       state: this.state,
       partitions: this.partitions,
       submit: (connection, input, body, target) => this.binary.submit(connection, input, body, target),
+    });
+    this.dataPlane = httpDataPlane(this.binary.edge, () => {
+      const bytes = randomBytes(16);
+      const id = bytes.readBigUInt64LE(0) | (bytes.readBigUInt64LE(8) << 64n);
+      return id === 0n ? 1n : id;
     });
   }
 

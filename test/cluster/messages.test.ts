@@ -203,4 +203,58 @@ describe('the data plane across processes', () => {
       for (const client of clients) client.close();
     }
   });
+
+  it('over HTTP: a JSON send through a backup is polled as JSON from another replica; offsets put, get, delete', async () => {
+    const token = await cluster.rootToken();
+    const http = cluster.client(0, token);
+    const stream = await http.createStream(`http-messages-${Date.now()}`);
+    await http.createTopic(stream.id, { name: 'events', partitionsCount: 2 });
+    const primary = await cluster.primary();
+    const backup = (primary + 1) % 3;
+    const other = (primary + 2) % 3;
+    const call = async (index: number, method: string, path: string, body?: unknown): Promise<{ status: number; headers: Headers; text: string }> => {
+      const response = await fetch(`http://${cluster.httpAddress(index)}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, headers: response.headers, text: await response.text() };
+    };
+    const base = `/streams/${stream.id}/topics/0`;
+    const payloads = ['alpha', 'beta', 'gamma'].map((text) => Buffer.from(text).toString('base64'));
+    const sent = await call(backup, 'POST', `${base}/messages`, {
+      partitioning: { kind: 'partition_id', value: Buffer.from([1, 0, 0, 0]).toString('base64') },
+      messages: payloads.map((payload, index) => ({ id: index + 1, payload })),
+    });
+    expect(sent.status).toBe(201);
+    expect(sent.headers.get('iggy-durability')).toBe('replicated');
+    expect(JSON.parse(sent.text)).toEqual({ confirmations: [{ stream_id: stream.id, topic_id: 0, partition_id: 1, base_offset: 0 }] });
+    const polled = await cluster.waitFor(
+      `replica ${other} serving the JSON send`,
+      async () => {
+        const reply = await call(other, 'GET', `${base}/messages?consumer_id=1&partition_id=1&kind=offset&value=0&count=10`);
+        expect(reply.status).toBe(200);
+        const json = JSON.parse(reply.text) as { count: number; messages: { header: { offset: number; id: number }; payload: string }[] };
+        return json.count === 3 ? json : null;
+      },
+      30_000,
+    );
+    expect(polled.messages.map((message) => [message.header.offset, message.header.id, message.payload])).toEqual(payloads.map((payload, index) => [index, index + 1, payload]));
+    // An empty batch is refused with Iggy's code, before anything is proposed.
+    const empty = await call(backup, 'POST', `${base}/messages`, { partitioning: { kind: 'balanced' }, messages: [] });
+    expect(empty.status).toBeGreaterThanOrEqual(400);
+    const stored = await call(backup, 'PUT', `${base}/consumer-offsets`, { consumer_id: 9, partition_id: 1, offset: 1 });
+    expect(stored.status).toBe(204);
+    const read = await cluster.waitFor(
+      `replica ${other} reading the stored offset`,
+      async () => {
+        const reply = await call(other, 'GET', `${base}/consumer-offsets?consumer_id=9&partition_id=1`);
+        return reply.status === 200 ? JSON.parse(reply.text) : null;
+      },
+      30_000,
+    );
+    expect(read).toEqual({ partition_id: 1, current_offset: 2, stored_offset: 1 });
+    expect((await call(primary, 'DELETE', `${base}/consumer-offsets/9?partition_id=1`)).status).toBe(204);
+    expect((await call(primary, 'DELETE', `${base}/consumer-offsets/9?partition_id=1`)).status).toBe(404);
+  });
 });
