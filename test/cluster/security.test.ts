@@ -196,8 +196,11 @@ describe('vrmeta start with a cluster secret', () => {
         ];
         expect(bodies[4]).toContain('vsr_view');
         for (const body of bodies) for (const needle of needles) expect(body.includes(needle), `replica ${index}`).toBe(false);
-        for (const file of readdirSync(cluster.dataDir(index))) {
-          const bytes = readFileSync(join(cluster.dataDir(index), file));
+        // Every file of the data directory, the partition groups' directories included.
+        for (const file of readdirSync(cluster.dataDir(index), { recursive: true, encoding: 'utf8' })) {
+          const path = join(cluster.dataDir(index), file);
+          if (!statSync(path).isFile()) continue;
+          const bytes = readFileSync(path);
           if (file === 'snapshot.bin') snapshots += 1;
           for (const needle of [secretBytes, tokenKey, Buffer.from(secretBytes.toString('hex'))]) {
             expect(bytes.includes(needle), `replica ${index} ${file}`).toBe(false);
