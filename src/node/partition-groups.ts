@@ -50,6 +50,8 @@ export interface PartitionGroupsOptions {
   /** Runs a callback into a core; a throw there is fatal for the node. */
   readonly guard: (fn: () => void) => void;
   readonly segmentSizeBytes?: number;
+  /** A partition of `group` changed: its statistics are read again. */
+  readonly onPartitionChanged?: (group: PartitionGroup, namespace: number) => void;
 }
 
 /** One partition group on this replica. */
@@ -83,7 +85,11 @@ export class PartitionGroup {
     });
     const segmentSizeBytes = options.segmentSizeBytes ?? SEGMENT_SIZE_BYTES_DEFAULT;
     const stores = new DiskPartitionStores(this.disk, kernels, { segmentSizeBytes, logger });
-    this.machine = new PartitionStateMachine({ kernels, stores });
+    this.machine = new PartitionStateMachine({
+      kernels,
+      stores,
+      onChanged: (namespace) => options.onPartitionChanged?.(this, namespace),
+    });
     this.core = new Replica({
       config: replicaConfig({ ...options.config, group: this.group }),
       stateMachine: this.machine,

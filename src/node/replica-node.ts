@@ -52,7 +52,8 @@ import { TICK_MS, nodeTimeouts, type NodeConfig } from './config.js';
 import { NodeMetrics } from './node-metrics.js';
 import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
-import { PartitionGroups } from './partition-groups.js';
+import { PartitionGroups, type PartitionGroup } from './partition-groups.js';
+import { unpackNamespace } from '../partition/namespace.js';
 import { PartitionEdge, httpDataPlane } from './partition-edge.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
@@ -141,6 +142,8 @@ export class ReplicaNode implements NodeApi {
   /** The partition groups this replica is a member of (the data plane). */
   readonly partitions: PartitionGroups;
   readonly dataPlane: DataPlaneApi;
+  /** The metadata commit at the last sweep of the partitions' statistics (-1: none yet). */
+  private statsSyncedAtCommit = -2;
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
@@ -335,7 +338,10 @@ export class ReplicaNode implements NodeApi {
       sendToReplicaParts: (target, header, body) => this.bus.sendToReplicaParts(target, header, body),
       sendToClient: (client, frame) => this.routeClientFrame(client, frame),
       guard: (fn) => this.guard(fn),
+      onPartitionChanged: (group, namespace) => this.syncPartitionStats(group, namespace),
     });
+    // The statistics registry is not persisted: read every partition's once at boot.
+    this.syncAllPartitionStatsIfMetadataMoved();
     this.binary = new BinarySessions({
       cluster,
       replica: config.replicaId,
@@ -585,7 +591,10 @@ export class ReplicaNode implements NodeApi {
           this.partitions.tick();
           ticks += 1;
           // Idle HTTP sessions are looked for once a second (a pass over every credential's pool).
-          if (ticks % SESSION_EXPIRY_TICKS === 0) this.sessions.expireIdle();
+          if (ticks % SESSION_EXPIRY_TICKS === 0) {
+            this.sessions.expireIdle();
+            this.syncAllPartitionStatsIfMetadataMoved();
+          }
           if (ticks % IDLE_COLLECT_TICKS === 0) this.idleCollector?.check(this.collectorView());
           this.fetchCollector?.check(this.core.stateTransferProgress());
         }),
@@ -672,6 +681,42 @@ export class ReplicaNode implements NodeApi {
         throw error;
       });
     }
+  }
+
+  /**
+   * Reads every partition's statistics again once the metadata moved (a partition created, a
+   * restore, a purge zeroed its counters): nothing when idle.
+   */
+  private syncAllPartitionStatsIfMetadataMoved(): void {
+    const commit = this.core?.commitMin ?? -1;
+    if (commit === this.statsSyncedAtCommit) return;
+    this.statsSyncedAtCommit = commit;
+    for (const group of this.partitions.groups) {
+      for (const namespace of group.machine.namespaces()) this.syncPartitionStats(group, namespace);
+    }
+  }
+
+  /**
+   * Sets the metadata statistics of a partition (messages, bytes, segments, current offset) to
+   * what its group's committed log holds, when the partition's incarnation is the live one.
+   */
+  private syncPartitionStats(group: PartitionGroup, namespace: number): void {
+    const parts = unpackNamespace(BigInt(namespace));
+    if (!parts.ok) return;
+    const { streamId, topicId, partitionId } = parts.value;
+    const topic = this.state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
+    if (!topic.found) return;
+    const incarnation = topic.incarnationOf(partitionId);
+    if (incarnation === null) return;
+    const view = group.machine.partition({ namespace, incarnation });
+    const stats = this.state.partitionStats(streamId, topicId, partitionId);
+    if (view === null || stats === null) return;
+    stats.add({
+      messagesCount: view.messagesCount - stats.messagesCount,
+      sizeBytes: view.sizeBytes - stats.sizeBytes,
+      segmentsCount: view.segmentsCount - stats.segmentsCount,
+    });
+    stats.setCurrentOffset(view.nextOffset === 0 ? 0 : view.nextOffset - 1);
   }
 
   /** The log of partition group `index`'s core: its lines name the group and its view. */

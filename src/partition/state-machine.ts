@@ -78,6 +78,11 @@ export type MachineKernels = Pick<
 export interface PartitionMachineOptions {
   readonly kernels: MachineKernels;
   readonly stores: PartitionStores;
+  /**
+   * A partition's log changed (a committed send, a restore): for the node's statistics, which
+   * are read outside the log. Must not call back into the machine's writes.
+   */
+  readonly onChanged?: (namespace: number) => void;
 }
 
 interface Partition {
@@ -109,6 +114,7 @@ function compareOffsets(a: StoredConsumerOffset, b: StoredConsumerOffset): numbe
 export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   private readonly kernels: MachineKernels;
   private readonly stores: PartitionStores;
+  private readonly onChanged: (namespace: number) => void;
   private partitions = new Map<number, Partition>();
   /** Stores replaced by a newer incarnation, with the snapshot count when they were. */
   private retired: { readonly key: StoreKey; readonly snapshots: number }[] = [];
@@ -117,6 +123,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   constructor(options: PartitionMachineOptions) {
     this.kernels = options.kernels;
     this.stores = options.stores;
+    this.onChanged = options.onChanged ?? (() => {});
   }
 
   apply(input: ApplyInput): ApplyResult {
@@ -158,6 +165,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     partition.store.append(stamped);
     partition.nextOffset += verified.messageCount;
     partition.dirty = true;
+    this.onChanged(decoded.value.namespace);
     const { streamId, topicId, partitionId } = parts.value;
     const payload = encodeSendReply([{ streamId, topicId, partitionId, baseOffset }]);
     return { errorCode: 0, payload };
@@ -278,6 +286,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     for (const key of this.stores.list()) {
       if (!named.has(`${key.namespace}.${key.incarnation}`)) this.stores.remove(key);
     }
+    for (const namespace of this.partitions.keys()) this.onChanged(namespace);
   }
 
   /** The partition's committed view, or null when no batch was ever committed to it. */

@@ -125,6 +125,13 @@ describe('the data plane across processes', () => {
           expect(messages).toEqual(expected.map((payload, offset) => [offset, payload]));
         }
       }
+      // The topic's statistics are the partitions' logs, on every replica.
+      for (let index = 0; index < 3; index++) {
+        const topic = await cluster.client(index, token).getTopic(stream.id, 0);
+        const partitions = (topic.partitions as unknown as { id: number; messages_count: number; current_offset: number }[]).map((partition) => [partition.id, partition.messages_count, partition.current_offset]);
+        expect(partitions).toEqual([0, 1, 2].map((id) => [id, sent.get(id)!.length, sent.get(id)!.length - 1]));
+        expect(Number(topic.messages_count)).toBe([0, 1, 2].reduce((sum, id) => sum + sent.get(id)!.length, 0));
+      }
       // A consumer offset stored through one replica is read through every other.
       const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: stream.id, topic: 0, partitionId: 1 });
       const stored = await partitionCall(clients[(primary + 1) % 3]!, STORE_OFFSET, new Uint8Array([...prefix, ...new Uint8Array([5, 0, 0, 0, 0, 0, 0, 0]), 1]));
@@ -196,7 +203,11 @@ describe('the data plane across processes', () => {
         expect(new Set(payloads).size).toBe(payloads.length);
         expect(messages.map(([offset]) => offset)).toEqual(messages.map((_, offset) => offset));
       }
+      // The restarted replica's statistics come back from its partition log (they are not persisted).
+      const restartedTopic = await cluster.client(primary, token).getTopic(stream.id, 0);
+      const counted = (restartedTopic.partitions as unknown as { messages_count: number }[])[0]!.messages_count;
       const logs = await Promise.all(clients.map((client) => pollAll(client, stream.id, 0)));
+      expect(counted).toBe(logs[0]!.messages.length);
       expect(logs[1]).toEqual(logs[0]);
       expect(logs[2]).toEqual(logs[0]);
     } finally {
