@@ -28,6 +28,8 @@ import {
   type ReplyView,
 } from '../support/iggy-frames.js';
 import { startBinaryNode, type BinaryNode } from '../support/binary-node.js';
+import { encodeBatch, textMessages } from '../support/message-batches.js';
+import { offsetPrefix, pollBody, sendMessagesBody } from './partition/wire.js';
 
 let server: BinaryNode;
 let root: RawClient;
@@ -316,6 +318,39 @@ describe('client port: system reads, data plane, unknown commands', () => {
     anonymous.close();
     expect(listed!.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(server.node.clients().every((client) => Number.isInteger(client.clientId) && client.clientId > 0 && client.clientId <= 0xffff_ffff)).toBe(true);
+  });
+
+  it('consumer groups on the data plane: sync returns the assignment, a group poll is fenced, offsets per group', async () => {
+    committed(await root.write(OP.createStream, name('conf-cg')), OP.createStream);
+    const address = b(stringId('conf-cg'), stringId('t'));
+    committed(await root.write(OP.createTopic, b(stringId('conf-cg'), u32(2), name('t'))), OP.createTopic);
+    committed(await root.write(OP.createGroup, b(address, name('readers'))), OP.createGroup);
+    const group = b(address, stringId('readers'));
+    // Not a member: sync answers the empty body, a group poll ConsumerGroupMemberNotFound.
+    expect(expectOk(await root.read(CODE.syncGroup, group), OP.nonReplicated)).toEqual(Buffer.alloc(0));
+    const groupPoll = (partitionId: number): Buffer =>
+      Buffer.from(pollBody(offsetPrefix({ consumerKind: 2, consumerId: 'readers', stream: 'conf-cg', topic: 't', partitionId }), 3, 0n, 10, 0));
+    expectDeny(await root.read(CODE.pollMessages, groupPoll(0)), 5006);
+    committed(await root.write(OP.joinGroup, group), OP.joinGroup);
+    const sync = expectOk(await root.read(CODE.syncGroup, group), OP.nonReplicated);
+    // generation u64, count u32, partition u32 x count: the only member owns both partitions.
+    expect([sync.readUInt32LE(8), sync.readUInt32LE(12), sync.readUInt32LE(16)]).toEqual([2, 0, 1]);
+    const send = sendMessagesBody({ stream: 'conf-cg', topic: 't', partitioning: { partitionId: 1 }, messagesCount: 2, batch: encodeBatch(textMessages(2)) });
+    const sent = await root.write(OP.sendMessages, Buffer.from(send), root.requestNext);
+    expect([sent.status, sent.body.readUInt32LE(0), Number(sent.body.readBigUInt64LE(16))]).toEqual([0, 1, 0]);
+    const polled = expectOk(await root.read(CODE.pollMessages, groupPoll(1)), OP.nonReplicated);
+    expect([polled.readUInt32LE(0), Number(polled.readBigUInt64LE(4)), polled.readUInt32LE(12)]).toEqual([1, 1, 2]);
+    // A group's offset needs its partition named; stored under the group, not under a consumer.
+    const groupOffset = (partitionId: number | null): Buffer => Buffer.from(offsetPrefix({ consumerKind: 2, consumerId: 'readers', stream: 'conf-cg', topic: 't', partitionId }));
+    expectDeny(await root.write(OP.storeOffset, b(groupOffset(null), u64(1n), [1]), root.requestNext), 6);
+    expect(result((await root.write(OP.storeOffset, b(groupOffset(1), u64(1n), [1]), root.requestNext)).body).code).toBe(0);
+    const stored = expectOk(await root.read(CODE.getOffset, groupOffset(1)), OP.nonReplicated);
+    expect([stored.readUInt32LE(0), Number(stored.readBigUInt64LE(4)), Number(stored.readBigUInt64LE(12))]).toEqual([1, 1, 1]);
+    const consumerOffset = Buffer.from(offsetPrefix({ consumerKind: 1, consumerId: 'readers', stream: 'conf-cg', topic: 't', partitionId: 1 }));
+    expect(expectOk(await root.read(CODE.getOffset, consumerOffset), OP.nonReplicated)).toEqual(Buffer.alloc(0));
+    committed(await root.write(OP.leaveGroup, group), OP.leaveGroup);
+    expectDeny(await root.read(CODE.pollMessages, groupPoll(1)), 5006);
+    committed(await root.write(OP.deleteStream, stringId('conf-cg')), OP.deleteStream);
   });
 
   it('data-plane bodies that do not decode answer as Iggy; flush and snapshot FeatureUnavailable; an unknown code InvalidCommand', async () => {
