@@ -25,6 +25,7 @@
  * µs timestamp reaches 2^53 in the year 2255), and a field beyond it is refused as a layout fault
  * rather than rounded.
  */
+import { assert } from '../stdx/assert.js';
 
 export const BATCH_HEADER_SIZE = 256;
 export const MESSAGE_HEADER_SIZE = 48;
@@ -329,4 +330,72 @@ export function batchChecksumInput(batch: Uint8Array, frameStarts: readonly numb
 /** The last offset a batch holds (its offsets are base .. base + count - 1). */
 export function batchLastOffset(header: BatchHeader): number {
   return header.baseOffset + header.messageCount - 1;
+}
+
+/** One message of a producer batch. */
+export interface ProducerMessage {
+  /** u128, as the producer gave or minted it. */
+  readonly id: bigint;
+  readonly payload: Uint8Array;
+  /** Encoded user headers; empty or absent for none. */
+  readonly userHeaders?: Uint8Array;
+}
+
+/** The hashes a producer batch is sealed with (the kernels' own, passed in by the caller). */
+export interface ProducerBatchHashes {
+  xxh3_64(bytes: Uint8Array): bigint;
+  messageBatchChecksum(batch: Uint8Array): bigint;
+}
+
+/** The bytes `messages` take as one batch (header and frames). */
+export function producerBatchLength(messages: readonly ProducerMessage[]): number {
+  let length = BATCH_HEADER_SIZE;
+  for (const message of messages) {
+    const userHeaders = message.userHeaders?.byteLength ?? 0;
+    length += MESSAGE_HEADER_SIZE + message.payload.byteLength + userHeaders;
+  }
+  return length;
+}
+
+/**
+ * A batch as a producer sends it: partition, offsets and time of arrival 0 (the server stamps
+ * them), `offset_delta` the frame's index, `timestamp_delta` 0, each frame's XXH3-64 over the
+ * frame after its checksum field, and the batch checksum.
+ */
+export function encodeProducerBatch(
+  hashes: ProducerBatchHashes,
+  messages: readonly ProducerMessage[],
+  fields: { readonly partitionId?: number; readonly originTimestampUs: number },
+): Uint8Array {
+  const batchLength = producerBatchLength(messages);
+  const batch = new Uint8Array(batchLength);
+  writeBatchHeader(batch, 0, {
+    partitionId: fields.partitionId ?? 0,
+    baseOffset: 0,
+    baseTimestampUs: 0,
+    originTimestampUs: fields.originTimestampUs,
+    batchLength,
+    batchChecksum: 0n,
+    messageCount: messages.length,
+  });
+  const data = view(batch);
+  let at = BATCH_HEADER_SIZE;
+  for (const [index, message] of messages.entries()) {
+    const { id, payload } = message;
+    const userHeaders = message.userHeaders ?? new Uint8Array(0);
+    assert(id >= 0n && id < 1n << 128n, 'a message id is a u128');
+    data.setBigUint64(at + MessageHeaderOffset.id, id & 0xffff_ffff_ffff_ffffn, true);
+    data.setBigUint64(at + MessageHeaderOffset.id + 8, id >> 64n, true);
+    data.setUint32(at + MessageHeaderOffset.offsetDelta, index, true);
+    data.setUint32(at + MessageHeaderOffset.userHeadersLength, userHeaders.byteLength, true);
+    data.setUint32(at + MessageHeaderOffset.payloadLength, payload.byteLength, true);
+    batch.set(payload, at + MESSAGE_HEADER_SIZE);
+    batch.set(userHeaders, at + MESSAGE_HEADER_SIZE + payload.byteLength);
+    const end = at + MESSAGE_HEADER_SIZE + payload.byteLength + userHeaders.byteLength;
+    const checksum = hashes.xxh3_64(batch.subarray(at + MessageHeaderOffset.id, end));
+    data.setBigUint64(at + MessageHeaderOffset.checksum, checksum, true);
+    at = end;
+  }
+  setBatchChecksum(batch, hashes.messageBatchChecksum(batch));
+  return batch;
 }

@@ -401,12 +401,10 @@ export class ClientConnection implements ClientHandle {
     if (code === CommandCode.pollMessages || code === CommandCode.getConsumerOffset || code === CommandCode.syncConsumerGroup) {
       const caller = { connection: this, client: session.clientId, userId: session.userId, principal };
       const edge = this.sessions.edge;
-      const answer =
-        code === CommandCode.pollMessages
-          ? await edge.poll(caller, body)
-          : code === CommandCode.getConsumerOffset
-            ? edge.getOffset(caller, body)
-            : edge.syncGroup(caller, body);
+      let answer: EdgeAnswer;
+      if (code === CommandCode.pollMessages) answer = await edge.poll(caller, body);
+      else if (code === CommandCode.getConsumerOffset) answer = edge.getOffset(caller, body);
+      else answer = edge.syncGroup(caller, body);
       if (this.closed || this.session !== session) return;
       this.reply(header, { op: header.session, commit: BigInt(host.core.commitMax), status: answer.status }, answer.status === 0 ? answer.body : undefined);
       return;
@@ -432,19 +430,28 @@ export class ClientConnection implements ClientHandle {
 
   // ---------------------------------------------------------------- data plane
 
+  /**
+   * What every write of a bound session passes first: a stamped request checksum must match the
+   * body it came with (Iggy: InvalidFormat, before anything is proposed), and the session's user
+   * must still be active (else it is evicted). The principal, or null once answered.
+   */
+  private admitWrite(header: ClientRequestHeader, body: Uint8Array): Principal | null {
+    const host = this.sessions.host;
+    if (header.requestChecksum !== 0n && BigInt(host.kernels.xxh3_64(body)) !== header.requestChecksum) {
+      this.deny(header, ErrorCode.invalidFormat);
+      return null;
+    }
+    const principal = this.principal();
+    if (principal === null) this.evict(this.session!.clientId, EvictionReason.userInactive);
+    return principal;
+  }
+
   /** SendMessages, Store/DeleteConsumerOffset: proposed in the partition's group. */
   private async partitionWrite(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
     const host = this.sessions.host;
     const session = this.session!;
-    if (header.requestChecksum !== 0n && BigInt(host.kernels.xxh3_64(body)) !== header.requestChecksum) {
-      this.deny(header, ErrorCode.invalidFormat);
-      return;
-    }
-    const principal = this.principal();
-    if (principal === null) {
-      this.evict(session.clientId, EvictionReason.userInactive);
-      return;
-    }
+    const principal = this.admitWrite(header, body);
+    if (principal === null) return;
     const caller = { connection: this, client: session.clientId, userId: session.userId, principal };
     const edge = this.sessions.edge;
     let answer: EdgeAnswer;
@@ -472,16 +479,8 @@ export class ClientConnection implements ClientHandle {
   private async write(header: ClientRequestHeader, body: Uint8Array): Promise<void> {
     const host = this.sessions.host;
     const session = this.session!;
-    if (header.requestChecksum !== 0n && BigInt(host.kernels.xxh3_64(body)) !== header.requestChecksum) {
-      // Stamped over other bytes than it carries: refused before anything is proposed (Iggy).
-      this.deny(header, ErrorCode.invalidFormat);
-      return;
-    }
-    const principal = this.principal();
-    if (principal === null) {
-      this.evict(session.clientId, EvictionReason.userInactive);
-      return;
-    }
+    const principal = this.admitWrite(header, body);
+    if (principal === null) return;
     const request = Number(header.request);
     const known = host.core.clientTable.checkRequest(session.clientId, session.epoch, request, header.requestChecksum).kind;
     if (known === 'duplicate' || known === 'already_applied') {

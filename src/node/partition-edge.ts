@@ -19,6 +19,7 @@ import { ErrorCode } from '../metadata/errors.js';
 import type { Identifier } from '../metadata/operations.js';
 import { canPollMessages, canSendMessages, type Principal } from '../metadata/permissions.js';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
+import type { TopicAddressView } from '../metadata/queries.js';
 import { setBatchChecksum, stampBatch } from '../format/message-batch.js';
 import { DataError } from '../partition/codes.js';
 import {
@@ -90,6 +91,8 @@ interface GroupSession {
   nextRequest: number;
 }
 
+type FoundTopic = Extract<TopicAddressView, { readonly found: true }>;
+
 /** A partition resolved against committed metadata. */
 interface ResolvedPartition extends PartitionAddress {
   readonly streamId: number;
@@ -124,13 +127,13 @@ export class PartitionEdge {
 
   // ------------------------------------------------------------ resolution
 
-  private topicOf(streamId: Identifier, topicId: Identifier): { streamId: number; topicId: number; partitionsCount: number; incarnationOf: (id: number) => number | null } | number {
+  private topicOf(streamId: Identifier, topicId: Identifier): FoundTopic | number {
     const found = this.host.state.queries.topicAddress(streamId, topicId);
     if (!found.found) return found.missing === 'stream' ? ErrorCode.streamIdNotFound : ErrorCode.topicIdNotFound;
     return found;
   }
 
-  private partitionOf(topic: { streamId: number; topicId: number; incarnationOf: (id: number) => number | null }, partitionId: number): ResolvedPartition | number {
+  private partitionOf(topic: FoundTopic, partitionId: number): ResolvedPartition | number {
     const incarnation = topic.incarnationOf(partitionId);
     if (incarnation === null) return DataError.partitionNotFound;
     const packed = packNamespace({ streamId: topic.streamId, topicId: topic.topicId, partitionId });

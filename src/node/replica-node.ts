@@ -33,6 +33,7 @@ import { recover, toReplicaBootState } from '../storage/recovery.js';
 import { PRNG_SEED_BYTES, Prng } from '../stdx/prng.js';
 import { FramePool } from '../transport/frame-pool.js';
 import { ReplicaBus } from '../transport/tcp-bus.js';
+import { randomClientId } from '../transport/binary-client.js';
 import { ClientListener, type ClientListenerOptions } from '../transport/client-listener.js';
 import { formatHostPort, parseHostPort } from '../transport/address.js';
 import type { Advertisement } from '../transport/advertisement.js';
@@ -373,11 +374,7 @@ export class ReplicaNode implements NodeApi {
       partitions: this.partitions,
       submit: (connection, input, body, target) => this.binary.submit(connection, input, body, target),
     });
-    this.dataPlane = httpDataPlane(this.binary.edge, () => {
-      const bytes = randomBytes(16);
-      const id = bytes.readBigUInt64LE(0) | (bytes.readBigUInt64LE(8) << 64n);
-      return id === 0n ? 1n : id;
-    });
+    this.dataPlane = httpDataPlane(this.binary.edge, randomClientId);
   }
 
   /** The core as the binary sessions see it: a local submission is observed like every core call. */

@@ -32,15 +32,13 @@
  * its own error body with `code`.
  */
 import {
-  BATCH_HEADER_SIZE,
   BATCH_SIZE_MAX,
   BatchDeltas,
+  encodeProducerBatch,
   MESSAGE_HEADER_SIZE,
-  MessageHeaderOffset,
+  producerBatchLength,
   readMessageHeader,
-  setBatchChecksum,
   walkBatch,
-  writeBatchHeader,
 } from '../format/message-batch.js';
 import type { Identifier } from '../metadata/operations.js';
 import { assert } from '../stdx/assert.js';
@@ -299,60 +297,6 @@ function toPartitioning(json: JsonPartitioning): Parsed<Partitioning> {
   return { ok: true, value: { kind: 'partition_id', partitionId: view.getUint32(0, true) } };
 }
 
-function frameSize(message: JsonMessage): number {
-  return MESSAGE_HEADER_SIZE + message.payload.byteLength + message.userHeaders.byteLength;
-}
-
-/** Writes one frame at `at` and its checksum, XXH3-64 of the frame after the checksum field. */
-function writeFrame(
-  batch: Uint8Array,
-  at: number,
-  message: JsonMessage,
-  index: number,
-  kernels: HttpBatchKernels,
-): number {
-  const data = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
-  const { id, payload, userHeaders } = message;
-  assert(id > 0n && id <= U128_MAX, 'a frame id is a minted or given non-zero u128');
-  data.setBigUint64(at + MessageHeaderOffset.id, id & U64_MAX, true);
-  data.setBigUint64(at + MessageHeaderOffset.id + 8, id >> 64n, true);
-  data.setUint32(at + MessageHeaderOffset.offsetDelta, index, true);
-  data.setUint32(at + MessageHeaderOffset.timestampDelta, 0, true);
-  data.setUint32(at + MessageHeaderOffset.userHeadersLength, userHeaders.byteLength, true);
-  data.setUint32(at + MessageHeaderOffset.payloadLength, payload.byteLength, true);
-  batch.set(payload, at + MESSAGE_HEADER_SIZE);
-  batch.set(userHeaders, at + MESSAGE_HEADER_SIZE + payload.byteLength);
-  const end = at + frameSize(message);
-  const checksum = kernels.xxh3_64(batch.subarray(at + MessageHeaderOffset.id, end));
-  data.setBigUint64(at + MessageHeaderOffset.checksum, checksum, true);
-  return end;
-}
-
-function encodeBatch(
-  messages: readonly JsonMessage[],
-  batchLength: number,
-  originTimestampUs: number,
-  kernels: HttpBatchKernels,
-): Uint8Array {
-  const batch = new Uint8Array(batchLength);
-  writeBatchHeader(batch, 0, {
-    partitionId: 0,
-    baseOffset: 0,
-    baseTimestampUs: 0,
-    originTimestampUs,
-    batchLength,
-    batchChecksum: 0n,
-    messageCount: messages.length,
-  });
-  let at = BATCH_HEADER_SIZE;
-  for (const [index, message] of messages.entries()) {
-    at = writeFrame(batch, at, message, index, kernels);
-  }
-  assert(at === batchLength, 'the frames tile the batch');
-  setBatchChecksum(batch, kernels.messageBatchChecksum(batch));
-  return batch;
-}
-
 /**
  * Decodes a JSON send body (as parsed by the lossless parser: integers past 2^53 are `bigint`)
  * into Iggy's partitioning and a producer batch. Total: never throws on any JSON value.
@@ -372,8 +316,7 @@ export function decodeHttpSendMessages(
   if (messages.length === 0) {
     return validateError('messages', 'no messages', DataError.invalidMessagesCount);
   }
-  let batchLength = BATCH_HEADER_SIZE;
-  for (const message of messages) batchLength += frameSize(message);
+  const batchLength = producerBatchLength(messages);
   if (batchLength > BATCH_SIZE_MAX) {
     const reason = `a ${batchLength}-byte batch (max ${BATCH_SIZE_MAX})`;
     return validateError('messages', reason, DataError.invalidCommand);
@@ -381,7 +324,7 @@ export function decodeHttpSendMessages(
   const minted = messages.map((message) =>
     message.id === 0n ? { ...message, id: mintId() } : message,
   );
-  const batch = encodeBatch(minted, batchLength, originTimestampUs, kernels);
+  const batch = encodeProducerBatch(kernels, minted, { originTimestampUs });
   return {
     ok: true,
     value: { partitioning: partitioning.value, messagesCount: messages.length, batch },

@@ -7,7 +7,7 @@
  * model's log: every committed batch at its offset with its producer's frames, offsets dense
  * from 0, the same bytes on every replica.
  */
-import { BATCH_HEADER_SIZE, MESSAGE_HEADER_SIZE } from '../format/message-batch.js';
+import { BATCH_HEADER_SIZE, encodeProducerBatch } from '../format/message-batch.js';
 import type { Kernels } from '../kernels/kernel.js';
 import { DataError } from '../partition/codes.js';
 import { PARTITION_CHECKPOINT_CODEC } from '../partition/checkpoint-codec.js';
@@ -45,35 +45,6 @@ function partitionIdOf(namespace: number): number {
   return parts.value.partitionId;
 }
 
-/** A producer's batch of `payloads`: frames with their checksums, the batch checksum, offsets 0. */
-export function encodeProducerBatch(
-  kernels: Pick<Kernels, 'xxh3_64' | 'messageBatchChecksum'>,
-  partitionId: number,
-  messages: readonly { readonly id: bigint; readonly payload: Uint8Array }[],
-  originTimestampUs: number,
-): Uint8Array {
-  const size = messages.reduce((sum, m) => sum + MESSAGE_HEADER_SIZE + m.payload.byteLength, 0);
-  const batch = new Uint8Array(BATCH_HEADER_SIZE + size);
-  const view = new DataView(batch.buffer);
-  view.setBigUint64(0, BigInt(partitionId), true);
-  view.setBigUint64(24, BigInt(originTimestampUs), true);
-  view.setBigUint64(32, BigInt(batch.byteLength), true);
-  view.setUint32(48, messages.length, true);
-  let at = BATCH_HEADER_SIZE;
-  messages.forEach((message, index) => {
-    view.setBigUint64(at + 8, message.id & 0xffff_ffff_ffff_ffffn, true);
-    view.setBigUint64(at + 16, message.id >> 64n, true);
-    view.setUint32(at + 24, index, true);
-    view.setUint32(at + 36, message.payload.byteLength, true);
-    batch.set(message.payload, at + MESSAGE_HEADER_SIZE);
-    const end = at + MESSAGE_HEADER_SIZE + message.payload.byteLength;
-    view.setBigUint64(at, kernels.xxh3_64(batch.subarray(at + 8, end)), true);
-    at = end;
-  });
-  view.setBigUint64(40, kernels.messageBatchChecksum(batch), true);
-  return batch;
-}
-
 /** The clients' shared view of which life of each partition is current (ticks run in order). */
 class Incarnations {
   private readonly current = new Map<number, number>();
@@ -105,7 +76,8 @@ function randomOperation(
       payload: Uint8Array.from({ length: 1 + prng.int(160) }, () => prng.int(256)),
     }));
     const origin = 1_000 + prng.int(1000);
-    const batch = encodeProducerBatch(kernels, partitionIdOf(namespace), messages, origin);
+    const fields = { partitionId: partitionIdOf(namespace), originTimestampUs: origin };
+    const batch = encodeProducerBatch(kernels, messages, fields);
     return [PartitionOperation.sendMessages, encodeSendPrepare({ ...address, batch })];
   }
   const kind = prng.chance(0.5) ? ('consumer' as const) : ('group' as const);

@@ -101,7 +101,8 @@ export function evictionErrorCode(reason: number, protocolMax: number, protocolM
   }
 }
 
-function randomClientId(): bigint {
+/** A random non-zero u128 client id, from node:crypto. */
+export function randomClientId(): bigint {
   for (;;) {
     const bytes = randomBytes(16);
     const id = bytes.readBigUInt64LE(0) | (bytes.readBigUInt64LE(8) << 64n);

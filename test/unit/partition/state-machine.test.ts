@@ -28,7 +28,7 @@ import { PartitionStateMachine, type PartitionSnapshot } from '../../../src/part
 import { DiskPartitionStores } from '../../../src/storage/partition-stores.js';
 import { SimDisk } from '../../../src/storage/sim-disk.js';
 import { Prng } from '../../../src/stdx/prng.js';
-import { encodeProducerBatch } from '../../../src/testing/partition-plane.js';
+import { encodeProducerBatch } from '../../../src/format/message-batch.js';
 import type { CheckpointModel } from '../../../src/vsr/state-machine.js';
 import { kernelVariants } from '../storage-fixtures.js';
 
@@ -78,7 +78,7 @@ describe.each(kernelVariants())('the partition state machine ($label kernels)', 
       id: BigInt(index + 1),
       payload: Uint8Array.from({ length: 20 + index }, () => prng.int(256)),
     }));
-    return encodeProducerBatch(kernels, partitionId, messages, 5);
+    return encodeProducerBatch(kernels, messages, { partitionId, originTimestampUs: 5 });
   }
 
   function apply(machine: PartitionStateMachine, operation: number, body: Uint8Array): { errorCode: number; payload: Uint8Array } {
