@@ -79,9 +79,15 @@ export const Command = {
   forwardLogoutResult: 29,
   /** After the handshake: the sender's client-facing addresses (src/transport/advertisement.ts). */
   replicaAdvertise: 30,
+  /**
+   * A ranged read of one of the state machine's stores from a peer (a partition group's segment
+   * log below a store's start: src/partition/backfill.ts), and its answer.
+   */
+  requestStoreRange: 31,
+  storeRange: 32,
 } as const;
 export type Command = (typeof Command)[keyof typeof Command];
-export const COMMAND_MAX = Command.replicaAdvertise;
+export const COMMAND_MAX = Command.storeRange;
 
 assert(HEADER_SIZE === 256);
 assert(MESSAGE_SIZE_MAX % 4096 === 0, 'MESSAGE_SIZE_MAX is a multiple of the page size');

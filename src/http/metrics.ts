@@ -16,7 +16,7 @@ import type { NodeApi, StateTransferStatus } from './node-api.js';
 import type { PasswordGateStats } from './password-gate.js';
 
 const STATUS_VALUES = ['normal', 'view_change', 'recovering'] as const;
-const TRANSFER_STAGES = ['idle', 'awaiting_target', 'fetching', 'installing'] as const satisfies readonly (
+const TRANSFER_STAGES = ['idle', 'awaiting_target', 'fetching', 'preparing', 'installing'] as const satisfies readonly (
   | StateTransferStatus['stage']
   | 'idle'
 )[];

@@ -38,7 +38,7 @@ export type WriteOutcome =
   | { readonly kind: 'unknown'; readonly reason: string };
 
 export interface StateTransferStatus {
-  readonly stage: 'awaiting_target' | 'fetching' | 'installing';
+  readonly stage: 'awaiting_target' | 'fetching' | 'preparing' | 'installing';
   readonly peer: number | null;
   readonly artifact: string | null;
   readonly bytesDone: number;

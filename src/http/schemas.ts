@@ -358,7 +358,7 @@ export const ClusterStatus = Type.Object({
   election_timeout_ms: Type.Integer({ minimum: 1 }),
   state_transfer: nullable(
     Type.Object({
-      stage: stringEnum(['awaiting_target', 'fetching', 'installing']),
+      stage: stringEnum(['awaiting_target', 'fetching', 'preparing', 'installing']),
       peer: nullable(Type.Integer({ minimum: 0 })),
       artifact: nullable(Type.String()),
       bytes_done: U64Safe,

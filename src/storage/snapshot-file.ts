@@ -277,11 +277,10 @@ export class SnapshotFile<S> {
 
   /**
    * Verifies the transfer file (length, XXH3-64 = the accepted checkpoint id, format version,
-   * decode, sequence number = the accepted op) and only then installs it as `snapshot.bin`:
-   * trailer appended, fsync, rename, directory fsync. Any mismatch returns an error and
-   * installs nothing; IO failures throw (DurableWriteError with the stage).
+   * decode, sequence number = the accepted op), installing nothing: the decoded model and its
+   * payload.
    */
-  transferInstall(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult<S> {
+  transferDecode(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult<S> {
     if (!this.disk.exists(SNAPSHOT_TRANSFER_FILE)) return { ok: false, error: 'no transfer in progress' };
     const actualSize = this.disk.size(SNAPSHOT_TRANSFER_FILE);
     if (actualSize !== sizeBytes) return { ok: false, error: `received ${actualSize} bytes, the manifest says ${sizeBytes}` };
@@ -301,8 +300,20 @@ export class SnapshotFile<S> {
     if (model.op !== op) {
       return { ok: false, error: `the snapshot is for op ${model.op}, the accepted checkpoint is op ${op}` };
     }
-    // `actual` is the payload's XXH3-64, computed above and equal to the checkpoint id: the
-    // trailer needs no second pass over the payload.
+    return { ok: true, model, payload };
+  }
+
+  /**
+   * Verifies the transfer file (`transferDecode`) and only then installs it as `snapshot.bin`:
+   * trailer appended, fsync, rename, directory fsync. Any mismatch returns an error and
+   * installs nothing; IO failures throw (DurableWriteError with the stage).
+   */
+  transferInstall(op: number, sizeBytes: number, checksum: bigint): TransferInstallResult<S> {
+    const decoded = this.transferDecode(op, sizeBytes, checksum);
+    if (!decoded.ok) return decoded;
+    const { model, payload } = decoded;
+    // The payload hashes to the checkpoint id (checked above): the trailer needs no second pass.
+    const actual = checksum;
     const trailer = new Uint8Array(TRAILER_SIZE);
     trailerWriteChecksum(actual, trailer, 0);
     let stage: DurableWriteStage = 'write';

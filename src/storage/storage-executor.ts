@@ -89,6 +89,11 @@ export function executeStorageRequest<S>(handles: DurableHandles<S>, request: St
         if (!installed.ok) return installed;
         return { ok: true, model: installed.model, installedPayload: installed.payload };
       }
+      case 'transfer_decode': {
+        const decoded = handles.snapshotFile.transferDecode(request.op, request.len, request.checksum);
+        if (!decoded.ok) return decoded;
+        return { ok: true, model: decoded.model };
+      }
       case 'transfer_discard':
         handles.snapshotFile.transferDiscard();
         break;

@@ -151,6 +151,7 @@ export class MemoryReplicaStore<S> implements ReplicaStore<S> {
       }
       case 'transfer_write':
       case 'transfer_install':
+      case 'transfer_decode':
       case 'transfer_discard':
         return this.executeTransfer(request);
     }
@@ -173,9 +174,10 @@ export class MemoryReplicaStore<S> implements ReplicaStore<S> {
         this.transfer = grown;
         return { ok: true };
       }
+      case 'transfer_decode':
       case 'transfer_install': {
         const payload = this.transfer;
-        this.transfer = new Uint8Array(0);
+        if (request.kind === 'transfer_install') this.transfer = new Uint8Array(0);
         if (payload.byteLength !== request.len) {
           return { ok: false, error: `transfer: length ${payload.byteLength} != ${request.len}` };
         }
@@ -187,6 +189,7 @@ export class MemoryReplicaStore<S> implements ReplicaStore<S> {
         if (decoded.model.op !== request.op) {
           return { ok: false, error: 'transfer: sequence number mismatch' };
         }
+        if (request.kind === 'transfer_decode') return { ok: true, model: decoded.model };
         this.replaceSnapshot({ payload, checksum: request.checksum });
         return { ok: true, model: decoded.model };
       }

@@ -246,6 +246,8 @@ export class ClusterSim<S = MetadataMachineSnapshot> extends Cluster<S> {
       if (replica === null || replica.status !== 'normal' || replica.nackUnknown) return false;
       if (replica.view !== first.view || replica.commitMin !== replica.commitMax) return false;
       if (replica.commitMin !== first.commitMin) return false;
+      // A store whose start is still being fetched from a peer: not converged yet.
+      if ((replica.stateMachine.storeRanges?.pending ?? 0) > 0) return false;
     }
     return first.commitMin >= this.checker.ackedOpMax;
   }

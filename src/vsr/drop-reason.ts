@@ -111,6 +111,18 @@ export const DropReason = {
   chunkPastEnd: 'chunk_past_end',
   /** A chunk request while CHUNK_READS_PER_OFFER_MAX reads of its offer are queued (duplicates). */
   chunkReadsBusy: 'chunk_reads_busy',
+
+  // Store ranges (a machine's stores between replicas: src/partition/backfill.ts).
+  /** The state machine has no stores to serve or fetch. */
+  storeRangeUnsupported: 'store_range_unsupported',
+  /** A range request for bytes we do not hold: answered unavailable. */
+  storeRangeUnavailable: 'store_range_unavailable',
+  /** An answer for no fetch of ours (another nonce, store or offset: late, or a duplicate). */
+  storeRangeStale: 'store_range_stale',
+  /** An answer whose records do not verify or are not the ones asked for: asked elsewhere. */
+  storeRangeInvalid: 'store_range_invalid',
+  /** The peer does not hold the range: asked elsewhere. */
+  storeRangeRefused: 'store_range_refused',
 } as const;
 export type DropReason = (typeof DropReason)[keyof typeof DropReason];
 

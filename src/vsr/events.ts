@@ -28,6 +28,11 @@ export const REPLICA_EVENTS = {
   state_transfer_installed: 'state transfer installed',
   state_transfer_abandoned: 'state transfer abandoned; falling back to repair',
   state_transfer_discard_failed: 'state transfer: discarding the partial artifact failed',
+  store_backfill_started: 'a store lacks the start of its log: fetching it from a peer',
+  store_backfill_completed: 'store backfill completed: the log is whole again',
+  store_backfill_obsolete:
+    'store backfill stopped: a newer incarnation replaced the store, its messages are obsolete',
+  store_backfill_refused: 'store backfill: a peer sent records that are not the ones asked for',
 } as const;
 
 export type ReplicaEvent = keyof typeof REPLICA_EVENTS;

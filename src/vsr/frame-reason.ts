@@ -58,6 +58,8 @@ export const FrameRejection = {
   chunkLenAboveMax: 'chunk_len_above_max',
   chunkEmpty: 'chunk_empty',
   artifactOutOfRange: 'artifact_out_of_range',
+  /** A store range that names no offsets (`to` not above `from`), or an answer that moves none. */
+  storeRangeEmpty: 'store_range_empty',
   outcomeInvalid: 'outcome_invalid',
   resultFieldsNonzero: 'result_fields_nonzero',
   authModeInvalid: 'auth_mode_invalid',

@@ -339,6 +339,51 @@ export interface StateChunkHeader extends HeaderCommon {
   readonly artifact: number;
 }
 
+/**
+ * A ranged read of a state machine store (header-only): whole records from `fromOffset` up to
+ * (not including) `toOffset`, at most `bytesMax` body bytes unless one record is larger. `store`
+ * and `incarnation` name the store; the core does not interpret them. (vrmeta extension.)
+ */
+export interface RequestStoreRangeHeader extends HeaderCommon {
+  readonly command: typeof Command.requestStoreRange;
+  readonly nonce: bigint;
+  readonly group: bigint;
+  readonly store: number;
+  readonly incarnation: number;
+  readonly fromOffset: number;
+  readonly toOffset: number;
+  readonly bytesMax: number;
+}
+
+/** StoreRange `status` (u8): the records, or why there are none. */
+export const StoreRangeStatus = {
+  /** The body holds whole records from `fromOffset` up to `nextOffset`. */
+  records: 0,
+  /** The server does not hold the range (its store is behind, or it was never its own). */
+  unavailable: 1,
+  /**
+   * The store was replaced in the server's committed state (a newer incarnation): its records
+   * are obsolete and will never be read again, so a fetch of them may stop.
+   */
+  replaced: 2,
+} as const;
+export type StoreRangeStatus = (typeof StoreRangeStatus)[keyof typeof StoreRangeStatus];
+
+/**
+ * The answer to a RequestStoreRange. Body: the records (status `records`, non-empty, `nextOffset`
+ * above `fromOffset`) or nothing (the other statuses, `nextOffset` equal to `fromOffset`).
+ */
+export interface StoreRangeHeader extends HeaderCommon {
+  readonly command: typeof Command.storeRange;
+  readonly nonce: bigint;
+  readonly group: bigint;
+  readonly store: number;
+  readonly incarnation: number;
+  readonly fromOffset: number;
+  readonly nextOffset: number;
+  readonly status: number;
+}
+
 export interface ForwardRegisterHeader extends HeaderCommon {
   readonly command: typeof Command.forwardRegister;
   readonly client: bigint;
@@ -470,6 +515,8 @@ export type Header =
   | StateTransferTargetHeader
   | RequestStateChunkHeader
   | StateChunkHeader
+  | RequestStoreRangeHeader
+  | StoreRangeHeader
   | ForwardRegisterHeader
   | ForwardRegisterResultHeader
   | ForwardLogoutHeader

@@ -18,6 +18,7 @@ import {
   MANIFEST_ENTRIES_MAX,
   MANIFEST_SIZE_MAX,
   MANIFEST_SIZE_MIN,
+  MESSAGE_BODY_SIZE_MAX,
   MESSAGE_SIZE_MAX,
   REPLICAS_MAX,
   DVC_HEADERS_MAX,
@@ -38,6 +39,7 @@ import {
   REPLICA_AUTH_MODE_MAX,
   REPLICA_AUTH_STATUS_MAX,
   ReplicaAuthMode,
+  StoreRangeStatus,
   ReplicaAuthStatus,
   type DoViewChangeHeader,
   type Header,
@@ -164,6 +166,10 @@ function validateCommand(header: Header, bodySize: number): FrameRejection | nul
     case Command.requestStateChunk:
     case Command.stateChunk:
       return validateStateTransfer(header, bodySize);
+
+    case Command.requestStoreRange:
+    case Command.storeRange:
+      return validateStoreRange(header, bodySize);
 
     case Command.forwardRegister:
     case Command.forwardRegisterResult:
@@ -320,6 +326,34 @@ function validateStateTransfer(
 
     default:
       return unreachable(header, 'validateHeader: command');
+  }
+}
+
+/** RequestStoreRange and StoreRange (a ranged read of a state machine store). */
+function validateStoreRange(
+  header: HeaderOf<typeof Command.requestStoreRange | typeof Command.storeRange>,
+  bodySize: number,
+): FrameRejection | null {
+  if (header.nonce === 0n) return FrameRejection.nonceRequired;
+  if (header.command === Command.requestStoreRange) {
+    if (header.toOffset <= header.fromOffset) return FrameRejection.storeRangeEmpty;
+    if (header.bytesMax === 0) return FrameRejection.chunkLenZero;
+    if (header.bytesMax > MESSAGE_BODY_SIZE_MAX) return FrameRejection.chunkLenAboveMax;
+    return null;
+  }
+  switch (header.status) {
+    case StoreRangeStatus.records:
+      // As for StateChunk: an answer that moves nothing is never sent, and never accepted.
+      if (bodySize === 0) return FrameRejection.chunkEmpty;
+      if (header.nextOffset <= header.fromOffset) return FrameRejection.storeRangeEmpty;
+      return null;
+    case StoreRangeStatus.unavailable:
+    case StoreRangeStatus.replaced:
+      if (bodySize !== 0) return FrameRejection.sizeNotHeaderOnly;
+      if (header.nextOffset !== header.fromOffset) return FrameRejection.storeRangeEmpty;
+      return null;
+    default:
+      return FrameRejection.outcomeInvalid;
   }
 }
 

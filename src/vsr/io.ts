@@ -130,6 +130,17 @@ export type StorageRequest<S> =
       readonly len: number;
       readonly checksum: bigint;
     }
+  /**
+   * State transfer: the checks of `transfer_install` (length, XXH3-64, version, decode, op)
+   * without installing anything: the decoded model, for a machine that must fetch what the
+   * checkpoint names before it is installed (StoreRanges.prepareInstall).
+   */
+  | {
+      readonly kind: 'transfer_decode';
+      readonly op: number;
+      readonly len: number;
+      readonly checksum: bigint;
+    }
   /** State transfer abandoned: remove the temp file. */
   | { readonly kind: 'transfer_discard' };
 
@@ -140,7 +151,7 @@ export type StorageResult<S> =
       readonly payload?: Uint8Array;
       /** snapshot_chunk_read: the bytes read (absent: that checkpoint is no longer held). */
       readonly chunk?: Uint8Array;
-      /** transfer_install: the decoded model that is now durable. */
+      /** transfer_install: the decoded model that is now durable (transfer_decode: not yet). */
       readonly model?: CheckpointModel<S>;
       /**
        * transfer_install: its payload, when the storage holds it (kept for offers only under

@@ -68,6 +68,8 @@ import {
   type StartViewHeader,
   type StateChunkHeader,
   type StateTransferTargetHeader,
+  type RequestStoreRangeHeader,
+  type StoreRangeHeader,
 } from './header.js';
 import { commandName, type DropReason } from './drop-reason.js';
 import { REPLICA_EVENTS, type ReplicaEvent } from './events.js';
@@ -90,7 +92,7 @@ import {
   encodeRegisterPayload,
   resultBody,
 } from './reply.js';
-import type { CheckpointModel, StateMachine } from './state-machine.js';
+import type { CheckpointModel, StateMachine, StoreRangeHost } from './state-machine.js';
 import {
   VIEW_FENCE,
   isReplicaSendCommand,
@@ -516,6 +518,8 @@ export class Replica<S> {
   private ticks = 0;
   /** The next superblock write installs a transferred checkpoint (its op may jump). */
   private superblockStateTransfer = false;
+  /** The transfer session whose machine is fetching before its install (`prepareTransferred`). */
+  private transferPrepared: bigint | null = null;
 
   private storageIdNext = 1;
   private readonly storagePending = new Map<number, (result: StorageResult<S>) => void>();
@@ -561,6 +565,7 @@ export class Replica<S> {
     this.timeoutRepair = new Timeout('repair', t.repair);
     this.incarnation = env.prng.u128();
     this.transferServer = new TransferServer(this.transferServerHost());
+    this.stateMachine.storeRanges?.attach(this.storeRangeHost());
 
     // Capacity first, then the recovered table (the seed PR's boot crash: see client-table.ts).
     this.clientTable = new ClientTable(config.clientsTableMax, config.sessionsPerUserMax);
@@ -807,6 +812,8 @@ export class Replica<S> {
     this.ticks += 1;
     for (const timeout of this.timeouts()) timeout.tick();
     this.transferServer.tick();
+    this.stateMachine.storeRanges?.tick();
+    this.tickTransferPreparing();
     this.tickStateTransfer();
     this.tickSnapshotRepair();
     if (this.superblockRetryTicks > 0 && --this.superblockRetryTicks === 0) this.persistView();
@@ -908,9 +915,8 @@ export class Replica<S> {
     const header = message.header;
     if (header.cluster !== this.config.cluster) return this.drop('wrong_cluster', header);
     if (!this.ofThisGroup(header)) return this.drop('wrong_group', header);
-    if (header.replica >= this.config.replicaCount) {
-      return this.drop('replica_out_of_range', header);
-    }
+    const { replicaCount } = this.config;
+    if (header.replica >= replicaCount) return this.drop('replica_out_of_range', header);
     assert(message.frame.byteLength === header.size, 'a decoded frame is exactly its size');
     assert(message.body.byteLength === header.size - HEADER_SIZE, 'the body follows the header');
     this.notePeerCommit(header);
@@ -965,6 +971,10 @@ export class Replica<S> {
         break;
       case Command.stateChunk:
         this.onStateChunk(header, message.body);
+        break;
+      case Command.requestStoreRange:
+      case Command.storeRange:
+        this.onStoreRangeFrame(header, message.body);
         break;
       default:
         break;
@@ -3275,6 +3285,35 @@ export class Replica<S> {
     };
   }
 
+  /**
+   * The machine's store ranges serve and fetch bytes its checkpoint names: committed and
+   * immutable, so any status may serve; a machine without stores drops them.
+   */
+  private onStoreRangeFrame(
+    header: RequestStoreRangeHeader | StoreRangeHeader,
+    body: Uint8Array,
+  ): void {
+    const ranges = this.stateMachine.storeRanges;
+    if (ranges === undefined) return this.drop('store_range_unsupported', header);
+    if (header.replica === this.config.replica) return this.drop('own_message', header);
+    if (header.command === Command.requestStoreRange) return ranges.onRequest(header);
+    ranges.onRange(header, body);
+  }
+
+  private storeRangeHost(): StoreRangeHost {
+    const replica = this.config.replica;
+    return {
+      replica,
+      replicaCount: this.config.replicaCount,
+      retryTicks: this.config.timeouts.repair,
+      nonce: () => this.env.prng.u128() | 1n,
+      sendRequest: (to, fields) => this.send(to, Command.requestStoreRange, fields),
+      sendRange: (to, fields, body) => this.send(to, Command.storeRange, fields, body),
+      drop: (reason, header) => this.drop(reason, header),
+      emit: (level, event, fields) => this.emit(level, event, fields),
+    };
+  }
+
   /** A frame as header + body: the bus writes the body as is where it can, else joins them. */
   private sendToReplicaParts(replica: number, header: Uint8Array, body: Uint8Array): void {
     const bus = this.env.bus;
@@ -3586,6 +3625,10 @@ export class Replica<S> {
   private installTransferred(session: TransferSession): void {
     const accepted = session.accepted!;
     assert(accepted.op > this.commitMin, 'commit walks are suppressed while transferring');
+    const ranges = this.stateMachine.storeRanges;
+    if (ranges?.prepareInstall !== undefined && this.stateTransfer.stage === 'fetching') {
+      return this.prepareTransferred(session, ranges.prepareInstall.bind(ranges));
+    }
     this.stateTransfer.beginInstall();
     const startedAtTick = session.startedAtTick;
     const install = transferInstallRequest(accepted);
@@ -3598,6 +3641,43 @@ export class Replica<S> {
       const installed = { model: result.model, payload: result.installedPayload };
       this.installAccepted(session, accepted, installed, startedAtTick);
     });
+  }
+
+  /**
+   * Before the install: the machine fetches what the checkpoint names beyond it (a partition
+   * group's messages below its next offsets), so that replacing the journal, which may hold this
+   * replica's only copy of some of them, never leaves it holding less. The transfer file is
+   * decoded (verified as for the install, nothing installed); `tickTransferPreparing` installs
+   * once the machine is ready. Stalls are the machine's to handle meanwhile: it rotates peers.
+   */
+  private prepareTransferred(session: TransferSession, prepare: (machine: S) => void): void {
+    const accepted = session.accepted!;
+    this.stateTransfer.beginPreparing();
+    const { op, checksum } = accepted;
+    const decode = { kind: 'transfer_decode', op, len: accepted.entry.len, checksum } as const;
+    this.submit(decode, (result) => {
+      if (this.stateTransfer.session(session.nonce, 'preparing') === null) return;
+      if (!result.ok || result.model === undefined) {
+        this.installRefused(result.ok ? 'no snapshot' : result.error);
+        return;
+      }
+      prepare(result.model.machine);
+      this.transferPrepared = session.nonce;
+      this.tickTransferPreparing();
+    });
+  }
+
+  private tickTransferPreparing(): void {
+    const nonce = this.transferPrepared;
+    if (nonce === null) return;
+    const session = this.stateTransfer.session(nonce, 'preparing');
+    if (session === null) {
+      this.transferPrepared = null;
+      return;
+    }
+    if (this.stateMachine.storeRanges?.installReady !== true) return;
+    this.transferPrepared = null;
+    this.installTransferred(session);
   }
 
   /** The storage refused the artifact: fetch it again, or give up after too many. */

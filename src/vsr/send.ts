@@ -33,6 +33,8 @@ export const VIEW_FENCE = {
   [Command.stateTransferTarget]: false,
   [Command.requestStateChunk]: false,
   [Command.stateChunk]: false,
+  [Command.requestStoreRange]: false,
+  [Command.storeRange]: false,
 } as const;
 
 /** The commands a replica sends to its peers. */

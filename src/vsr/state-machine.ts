@@ -13,7 +13,13 @@
  * its own on-disk and on-wire format while running the same view change, repair, checkpoint and
  * state transfer.
  */
+import type { Command } from '../constants.js';
 import type { ClientEntrySnapshot } from '../format/snapshot-model.js';
+import type { DropReason } from './drop-reason.js';
+import type { ReplicaEvent } from './events.js';
+import type { RequestStoreRangeHeader, StoreRangeHeader } from './header-types.js';
+import type { LogLevel } from './io.js';
+import type { SendFields } from './send.js';
 
 /**
  * What a checkpoint persists and a state transfer ships: the replica's part (the op it was taken
@@ -59,6 +65,51 @@ export interface ApplyResult {
   readonly payload: Uint8Array;
 }
 
+/**
+ * What a machine's store ranges get from their replica: its identity, its one send path for the
+ * two range frames, its seeded nonces, its drop counter and its typed events. Everything is read
+ * when used.
+ */
+export interface StoreRangeHost {
+  readonly replica: number;
+  readonly replicaCount: number;
+  /** Ticks a range request may go unanswered before it is sent again (the repair interval). */
+  readonly retryTicks: number;
+  /** A fresh non-zero session nonce from the replica's seeded PRNG. */
+  nonce(): bigint;
+  sendRequest(to: number, fields: SendFields<typeof Command.requestStoreRange>): void;
+  sendRange(to: number, fields: SendFields<typeof Command.storeRange>, body: Uint8Array): void;
+  drop(reason: DropReason, header: RequestStoreRangeHeader | StoreRangeHeader): void;
+  emit(level: LogLevel, event: ReplicaEvent, fields?: Readonly<Record<string, unknown>>): void;
+}
+
+/**
+ * Ranged reads of a machine's stores between the replicas of its group: what a machine whose
+ * state is larger than its checkpoint (a partition group's segment logs) uses to fetch bytes its
+ * checkpoint names but its disk lacks. The replica forwards the two frames and its ticks; what a
+ * store and an offset are is the machine's.
+ */
+export interface StoreRanges<S = unknown> {
+  /** Called once, before the first `restore`. */
+  attach(host: StoreRangeHost): void;
+  /**
+   * A state transfer fetched checkpoint `machine` whole and is about to install it: fetch what it
+   * names that this replica's stores lack, so the install never leaves this replica holding
+   * less than it did (the journal it replaces may be its only copy of those messages). The
+   * replica installs once `installReady` holds; until then it is transferring.
+   */
+  prepareInstall?(machine: S): void;
+  /** Every fetch `prepareInstall` started is complete. */
+  readonly installReady?: boolean;
+  /** Fetches not completed yet: 0 once every store the checkpoint names is whole here. */
+  readonly pending: number;
+  tick(): void;
+  /** A peer asks for a range: answer it (records, or unavailable). */
+  onRequest(header: RequestStoreRangeHeader): void;
+  /** A peer's answer to one of our requests (validated frame; the body is not yet trusted). */
+  onRange(header: StoreRangeHeader, body: Uint8Array): void;
+}
+
 /** A replicated state machine whose snapshot type is `S`. */
 export interface StateMachine<S> {
   /** Applies a committed operation. Never throws on bad input: rejections are results. */
@@ -81,4 +132,6 @@ export interface StateMachine<S> {
    * that cannot be replayed: one carrying a secret minted outside the log.
    */
   duplicateDenyCode?(operation: number): number;
+  /** Ranged reads of the machine's stores between replicas, for a machine that has stores. */
+  readonly storeRanges?: StoreRanges<S>;
 }

@@ -170,12 +170,17 @@ export function decodeManifest(kernels: ChecksumKernels, bytes: Uint8Array): Man
   return { ok: true, manifest: { chunkSize, entries } };
 }
 
-export type Stage = 'idle' | 'awaiting_target' | 'fetching' | 'installing';
+/**
+ * `preparing`: every byte of the checkpoint is here and verified, and the state machine fetches
+ * what the checkpoint names beyond it (a partition group's segments) before it is installed.
+ */
+export type Stage = 'idle' | 'awaiting_target' | 'fetching' | 'preparing' | 'installing';
 
 const LEGAL: Readonly<Record<Stage, readonly Stage[]>> = {
   idle: ['awaiting_target'],
   awaiting_target: ['fetching', 'idle'],
-  fetching: ['installing', 'awaiting_target', 'idle'],
+  fetching: ['preparing', 'installing', 'awaiting_target', 'idle'],
+  preparing: ['installing', 'idle'],
   installing: ['idle'],
 };
 
@@ -274,6 +279,15 @@ export class TransferStageMachine {
     this.move('fetching');
     this.active.accepted = accepted;
     this.active.peer = accepted.servers[0]!;
+  }
+
+  /** Fetching -> Preparing: the artifact is whole; the machine fetches what it names. */
+  beginPreparing(): void {
+    assert(
+      this.active?.accepted != null && this.active.received === this.active.accepted.entry.len,
+      'prepare whole',
+    );
+    this.move('preparing');
   }
 
   beginInstall(): void {

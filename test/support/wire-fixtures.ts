@@ -429,6 +429,37 @@ const SPECS: { readonly [C in HeaderCommand]: fc.Arbitrary<FrameSpec> } = {
     }),
     fc.uint8Array({ minLength: 1, maxLength: 1200 }),
   ),
+  [Command.requestStoreRange]: spec(
+    true,
+    fc
+      .record({
+        command: fc.constant(Command.requestStoreRange),
+        nonce: u128NonZero,
+        group: u64Big,
+        store: u64,
+        incarnation: u64,
+        fromOffset: fc.integer({ min: 0, max: 2 ** 52 }),
+        span: fc.integer({ min: 1, max: 2 ** 40 }),
+        bytesMax: fc.integer({ min: 1, max: 1024 * 1024 - 256 }),
+      })
+      .map(({ span, ...fields }) => ({ ...fields, toOffset: fields.fromOffset + span })),
+  ),
+  [Command.storeRange]: spec(
+    true,
+    fc
+      .record({
+        command: fc.constant(Command.storeRange),
+        nonce: u128NonZero,
+        group: u64Big,
+        store: u64,
+        incarnation: u64,
+        fromOffset: fc.integer({ min: 0, max: 2 ** 52 }),
+        span: fc.integer({ min: 1, max: 2 ** 40 }),
+        status: fc.constant(0),
+      })
+      .map(({ span, ...fields }) => ({ ...fields, nextOffset: fields.fromOffset + span })),
+    fc.uint8Array({ minLength: 1, maxLength: 1200 }),
+  ),
   [Command.forwardRegister]: spec(
     true,
     fc.record({ command: fc.constant(Command.forwardRegister), client: u128NonZero, nonce: u128NonZero, userId: u32 }),

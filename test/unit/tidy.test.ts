@@ -161,6 +161,8 @@ const PARTITION_IMPORTS_ALLOWED: readonly RegExp[] = [
   /^format\/[^/]+\.ts$/,
   /^partition\/[^/]+\.ts$/,
   /^metadata\/body-io\.ts$/,
+  // The wire enums of the store-range frames a partition group's backfill answers and reads.
+  /^vsr\/header-types\.ts$/,
 ];
 /**
  * Modules src/partition may import types from, and nothing else: the state machine boundary it
