@@ -167,6 +167,15 @@ interface PendingBatch {
   readonly position: number;
 }
 
+const HANDED_OVER = Symbol('handed over segments');
+
+/** Segments one log handed over for another to adopt (`handOverSegments`). */
+export interface AdoptableSegments {
+  readonly [HANDED_OVER]: readonly Segment[];
+  /** Their start offsets, oldest first (their file names). */
+  readonly startOffsets: readonly number[];
+}
+
 /** What `truncateTo` did (see there). */
 export type TruncateOutcome =
   | { readonly kind: 'cut'; readonly nextOffset: number; readonly droppedMessages: number }
@@ -462,6 +471,67 @@ export class PartitionLog {
     });
     if (outcome !== null && outcome !== 'stop') return { ok: false, fault: outcome };
     return { ok: true, batch: found };
+  }
+
+  /** base_timestamp of the newest batch (0 when the log holds none). */
+  get lastTimestampUs(): number {
+    return this.newestTimestampUs();
+  }
+
+  /**
+   * Hands this log's segments over to the log of the same partition that continues it (see
+   * `adoptOlderSegments`): flushed, every one sealed, in a form only that method reads. The caller
+   * moves the files; this instance is unusable afterwards (its files are no longer its own).
+   */
+  handOverSegments(): AdoptableSegments {
+    this.checkWritable();
+    this.flush();
+    assert(this.nextOffset > this.segments[0]!.startOffset, 'a hand-over carries batches');
+    const segments = this.segments
+      .filter((segment) => segment.batchCount > 0)
+      .map((segment) => ({ ...segment, sealed: true, filesDurable: true }));
+    this.poisonedBy = new Error('segments handed over to the log that continues them');
+    return { [HANDED_OVER]: segments, startOffsets: segments.map((segment) => segment.startOffset) };
+  }
+
+  /**
+   * Takes `older`'s segments in front of this log's, once their files are this log's (renamed by
+   * the caller, newest first, so that a crash in between leaves a contiguous log that merely
+   * starts later). They must end right where this log starts.
+   */
+  adoptOlderSegments(older: AdoptableSegments): void {
+    this.checkWritable();
+    const adopted = older[HANDED_OVER];
+    assert(adopted.length > 0, 'segments to adopt');
+    const first = this.segments[0]!;
+    assert(adopted[adopted.length - 1]!.lastOffset + 1 === first.startOffset, 'adopted segments end where this log starts');
+    assert(adopted.length + this.segments.length <= PARTITION_SEGMENTS_MAX, 'adopted segments fit the segment bound');
+    this.segments = [...adopted.map((segment) => ({ ...segment })), ...this.segments];
+    this.logger.log('info', 'partition_segments_adopted', { partitionId: this.partitionId, segments: adopted.length, startOffset: adopted[0]!.startOffset });
+  }
+
+  /**
+   * Takes `newer`'s segments after this log's, once their files are this log's (renamed by the
+   * caller, oldest first: a crash in between leaves this log merely shorter). They must start
+   * right where this log ends. An empty last segment of this log gives way to them (its files
+   * are the first one's name, replaced by the rename); a non-empty one is sealed.
+   */
+  adoptNewerSegments(newer: AdoptableSegments): void {
+    this.checkWritable();
+    assert(this.pending.length === 0, 'the log is flushed before newer segments follow it');
+    const adopted = newer[HANDED_OVER];
+    assert(adopted.length > 0, 'segments to adopt');
+    assert(adopted[0]!.startOffset === this.nextOffset, 'adopted segments start where this log ends');
+    const last = this.lastSegment();
+    if (last.batchCount === 0) this.segments.pop();
+    else last.sealed = true;
+    assert(adopted.length + this.segments.length <= PARTITION_SEGMENTS_MAX, 'adopted segments fit the segment bound');
+    const taken = adopted.map((segment) => ({ ...segment }));
+    // The newest adopted segment is the active one again, below the rotation size.
+    const active = taken[taken.length - 1]!;
+    active.sealed = active.sizeBytes >= this.segmentSizeBytes;
+    this.segments = [...this.segments, ...taken];
+    this.logger.log('info', 'partition_segments_adopted', { partitionId: this.partitionId, segments: adopted.length, startOffset: adopted[0]!.startOffset });
   }
 
   /** Leading segments that may be removed: sealed, and never the last one (it names the next offset). */
