@@ -22,7 +22,8 @@
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { readBatchHeader, setBatchChecksum, stampBatch } from '../format/message-batch.js';
-import type { ApplyInput, ApplyResult, StateMachine } from '../vsr/state-machine.js';
+import type { ApplyInput, ApplyResult, StateMachine, StoreRanges } from '../vsr/state-machine.js';
+import { StoreBackfill, type PrefetchTarget, type ServedStore } from './backfill.js';
 import { DataError } from './codes.js';
 import type { ConsumerKey } from './consumer-offsets.js';
 import { unpackNamespace } from './namespace.js';
@@ -83,11 +84,14 @@ export interface PartitionMachineOptions {
    * are read outside the log. Must not call back into the machine's writes.
    */
   readonly onChanged?: (namespace: number) => void;
+  /** What one backfill answer may carry (backfill.ts BACKFILL_BYTES_MAX by default). */
+  readonly backfillBytesMax?: number;
 }
 
 interface Partition {
   readonly key: StoreKey;
-  readonly store: PartitionStore;
+  /** Replaced by the whole store once a backfill adopted its start. */
+  store: PartitionStore;
   nextOffset: number;
   readonly offsets: Map<string, StoredConsumerOffset>;
   /** Appended since the last flush. */
@@ -119,11 +123,97 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   /** Stores replaced by a newer incarnation, with the snapshot count when they were. */
   private retired: { readonly key: StoreKey; readonly snapshots: number }[] = [];
   private snapshots = 0;
+  private readonly backfill: StoreBackfill;
+  private readonly ranges: StoreRanges<PartitionSnapshot>;
 
   constructor(options: PartitionMachineOptions) {
     this.kernels = options.kernels;
     this.stores = options.stores;
     this.onChanged = options.onChanged ?? (() => {});
+    this.backfill = new StoreBackfill({
+      kernels: this.kernels,
+      stores: this.stores,
+      ...(options.backfillBytesMax === undefined ? {} : { bytesMax: options.backfillBytesMax }),
+      served: (namespace, incarnation) => this.served(namespace, incarnation),
+      completed: (namespace, store) => {
+        const partition = this.partitions.get(namespace);
+        if (partition === undefined) return;
+        partition.store = store;
+        this.onChanged(namespace);
+      },
+    });
+    const backfill = this.backfill;
+    this.ranges = {
+      attach: (host) => backfill.attach(host),
+      get pending() {
+        return backfill.pending;
+      },
+      tick: () => backfill.tick(),
+      onRequest: (header) => backfill.onRequest(header),
+      onRange: (header, body) => backfill.onRange(header, body),
+      prepareInstall: (snapshot) => backfill.prepareInstall(this.prefetchTargets(snapshot)),
+      get installReady() {
+        return backfill.installReady;
+      },
+    };
+  }
+
+  /**
+   * Fetches what the stores lack from the group's peers (backfill.ts): before an install, the
+   * messages a transferred checkpoint names beyond them; after a restore, a store's start.
+   */
+  get storeRanges(): StoreRanges<PartitionSnapshot> {
+    return this.ranges;
+  }
+
+  /**
+   * The committed store a peer's backfill reads: the partition's, or a replaced one's while it
+   * is kept (all of it committed); 'replaced' once a newer incarnation holds the namespace.
+   */
+  private served(namespace: number, incarnation: number): ServedStore | 'replaced' | null {
+    const partition = this.partitions.get(namespace);
+    if (partition !== undefined && partition.key.incarnation === incarnation) {
+      return { store: partition.store, nextOffset: partition.nextOffset };
+    }
+    const retired = this.retired.find(
+      (entry) => entry.key.namespace === namespace && entry.key.incarnation === incarnation,
+    );
+    if (retired !== undefined) {
+      const store = this.stores.open(retired.key);
+      return { store, nextOffset: store.nextOffset };
+    }
+    if (partition !== undefined && partition.key.incarnation > incarnation) return 'replaced';
+    return null;
+  }
+
+  /**
+   * What `snapshot` names beyond each store: from where the store's log ends (it starts at 0 and
+   * is the same incarnation) or from 0, up to the checkpoint's next offset.
+   */
+  private prefetchTargets(snapshot: PartitionSnapshot): PrefetchTarget[] {
+    const targets: PrefetchTarget[] = [];
+    for (const record of snapshot.partitions) {
+      if (record.nextOffset === 0) continue;
+      const parts = unpackNamespace(BigInt(record.namespace));
+      if (!parts.ok) continue;
+      const { namespace, incarnation, nextOffset: end } = record;
+      const key = { namespace, incarnation, partitionId: parts.value.partitionId };
+      const local = this.partitions.get(namespace);
+      const whole =
+        local !== undefined &&
+        local.key.incarnation === incarnation &&
+        local.store.stats().startOffset === 0;
+      const from = whole ? local.store.nextOffset : 0;
+      if (from >= end) continue;
+      const floorTimestampUs = whole && from > 0 ? local.store.lastTimestampUs : 0;
+      targets.push({ key, from, end, floorTimestampUs });
+    }
+    return targets;
+  }
+
+  /** The stores being backfilled: how far each staging log got, and where it must end. */
+  backfillProgress(): ReadonlyMap<number, { readonly fetched: number; readonly end: number }> {
+    return this.backfill.progress();
   }
 
   apply(input: ApplyInput): ApplyResult {
@@ -181,6 +271,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     if (current !== undefined && current.key.incarnation > address.incarnation) return null;
     if (current !== undefined) {
       this.retired.push({ key: current.key, snapshots: this.snapshots });
+      this.backfill.cancel(address.namespace);
     }
     const key = { namespace: address.namespace, incarnation: address.incarnation, partitionId };
     const store = this.stores.open(key);
@@ -267,16 +358,22 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
       const { namespace, incarnation } = record;
       const key = { namespace, incarnation, partitionId: parts.value.partitionId };
       named.add(`${key.namespace}.${key.incarnation}`);
-      const store = this.stores.open(key);
-      const cut = store.truncateTo(record.nextOffset);
+      let store = this.stores.open(key);
+      let cut = store.truncateTo(record.nextOffset);
+      if (cut.kind === 'behind') {
+        // Messages fetched for this checkpoint before it was installed (or a store's start).
+        store = this.joinStaging(key, store);
+        cut = store.truncateTo(record.nextOffset);
+      }
       if (cut.kind === 'not_a_boundary') {
         const where = `checkpoint offset ${record.nextOffset} is inside a stored batch`;
         throw new Error(`partition ${namespace}: ${where}`);
       }
       if (cut.kind === 'behind') {
-        // The store lost bytes the checkpoint counts (a lost disk, an installed checkpoint): it
-        // continues from the checkpoint's offset, and the range below is missing until a
-        // partition transfer fills it.
+        // The store holds less than the checkpoint counts (a lost disk, an installed checkpoint
+        // whose ops this replica never applied): what it holds becomes the start of its backfill,
+        // and it continues from the checkpoint's offset; the range below is fetched from a peer.
+        if (this.stores.keepAsStaging(key)) store = this.stores.open(key);
         store.purge(record.nextOffset);
       }
       const offsets = new Map(record.offsets.map((entry) => [offsetKey(entry), entry]));
@@ -286,7 +383,31 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     for (const key of this.stores.list()) {
       if (!named.has(`${key.namespace}.${key.incarnation}`)) this.stores.remove(key);
     }
+    const targets = [...this.partitions.values()]
+      .map((partition) => ({ key: partition.key, end: partition.store.stats().startOffset }))
+      .filter((target) => target.end > 0);
+    this.backfill.reset(targets);
     for (const namespace of this.partitions.keys()) this.onChanged(namespace);
+  }
+
+  /**
+   * A store short of its checkpoint joined with its staging log, where they continue each other:
+   * the staging log follows the store (fetched before the install), or precedes it (a store's
+   * start fetched after one), or, starting at 0 and reaching further, replaces it.
+   */
+  private joinStaging(key: StoreKey, store: PartitionStore): PartitionStore {
+    const staged = this.stores.stagingRange(key);
+    if (staged === null || staged.nextOffset === staged.startOffset) return store;
+    const start = store.stats().startOffset;
+    if (staged.startOffset === store.nextOffset) return this.stores.appendStaging(key);
+    if (staged.startOffset === 0 && start > 0 && staged.nextOffset === start) {
+      return this.stores.adoptStaging(key);
+    }
+    if (staged.startOffset === 0 && staged.nextOffset > store.nextOffset) {
+      this.stores.remove(key);
+      return this.stores.appendStaging(key);
+    }
+    return store;
   }
 
   /** The partition's committed view, or null when no batch was ever committed to it. */

@@ -45,8 +45,13 @@ export interface PartitionStore {
   truncateTo(offset: number): StoreTruncate;
   /** Drops every batch; the log restarts empty at `startOffset`, durably. */
   purge(startOffset: number): void;
-  /** Whole batches holding offsets from `offset`, none starting above `ceilingOffset`. */
-  readFrom(offset: number, maxMessages: number, ceilingOffset: number): StoreRead;
+  /**
+   * Whole batches holding offsets from `offset`, none starting above `ceilingOffset`, at most
+   * `bytesMax` bytes unless the first batch alone is larger.
+   */
+  readFrom(offset: number, maxMessages: number, ceiling: number, bytesMax?: number): StoreRead;
+  /** base_timestamp of the newest batch (0 when the store holds none). */
+  readonly lastTimestampUs: number;
   /** The first batch whose base_timestamp is at or after `timestampUs`. */
   findByTimestamp(timestampUs: number): StoreTimestampRead;
   stats(): StoreStats;
@@ -68,6 +73,32 @@ export interface PartitionStores {
   list(): StoreKey[];
   /** Removes a store and its bytes, durably; a missing store is a no-op. */
   remove(key: StoreKey): void;
+  /**
+   * The staging log of a store whose log lacks its start: the missing range, fetched from a peer
+   * from offset 0 (created empty when there is none). Never a store until `adoptStaging`.
+   */
+  openStaging(key: StoreKey): PartitionStore;
+  /** The stores that have a staging log, in any order (partition ids unknown: -1). */
+  listStaging(): StoreKey[];
+  removeStaging(key: StoreKey): void;
+  /**
+   * A store that holds less than its checkpoint counts keeps it: its batches move to the end of
+   * its staging log (when they continue it), and it is left empty. Whether anything moved. The
+   * store must be opened again afterwards.
+   */
+  keepAsStaging(key: StoreKey): boolean;
+  /**
+   * Moves the staging log in front of the store (it must end where the store starts), durably
+   * and so that a crash at any point leaves a store without a hole; returns the whole store.
+   */
+  adoptStaging(key: StoreKey): PartitionStore;
+  /**
+   * Moves the staging log after the store (it must start where the store ends), durably and so
+   * that a crash at any point leaves a store without a hole; returns the longer store.
+   */
+  appendStaging(key: StoreKey): PartitionStore;
+  /** Where the store's staging log starts and ends, or null when it has none. */
+  stagingRange(key: StoreKey): { readonly startOffset: number; readonly nextOffset: number } | null;
 }
 
 export function storeKeyName(key: StoreKey): string {

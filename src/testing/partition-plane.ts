@@ -24,6 +24,8 @@ import type { Prng } from '../stdx/prng.js';
 import type { SimModel, SimWorkload } from './checkers.js';
 import type { SimPlane } from './cluster.js';
 
+/** The body bound of a simulated backfill answer (a few batches). */
+export const SIM_BACKFILL_BYTES = 2048;
 /** Small segments, so runs rotate, cut back across segments and replay rotations. */
 export const SIM_SEGMENT_BYTES = 4096;
 const NAMESPACES: readonly number[] = [
@@ -191,6 +193,8 @@ export function partitionSimPlane(
       new PartitionStateMachine({
         kernels,
         stores: new DiskPartitionStores(disk, kernels, { segmentSizeBytes: SIM_SEGMENT_BYTES }),
+        // Small answers: a backfill takes many round trips, each one a place for a fault.
+        backfillBytesMax: SIM_BACKFILL_BYTES,
       }),
     workload,
   };

@@ -32,6 +32,7 @@ export const REPLICA_EVENTS = {
   store_backfill_completed: 'store backfill completed: the log is whole again',
   store_backfill_obsolete:
     'store backfill stopped: a newer incarnation replaced the store, its messages are obsolete',
+  store_range_unreadable: 'store range refused: the store does not read back as it was written',
   store_backfill_refused: 'store backfill: a peer sent records that are not the ones asked for',
 } as const;
 

@@ -8,7 +8,10 @@
  *   - consumer offsets are replicated: stored through one replica, read through every other;
  *   - kill -9 of the primary during sends: sends resume through the survivors, and afterwards
  *     every acknowledged message is on every replica exactly once (counted, not timed), the
- *     restarted replica included.
+ *     restarted replica included;
+ *   - a replica whose data directory was wiped while sends went on rejoins its partition group by
+ *     state transfer, fetches the messages below the installed checkpoint back from a peer
+ *     (store backfill), and then serves the same log, byte for byte, from offset 0.
  */
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../support/message-batches.js';
@@ -17,7 +20,9 @@ import { offsetPrefix, pollBody, sendMessagesBody } from '../unit/partition/wire
 import { Cluster, clusterForAll, sleep } from './harness.js';
 
 let cluster: Cluster;
-clusterForAll({}, (started) => (cluster = started));
+// A checkpoint every 112 ops that drains the WAL below it: a replica down for a few hundred
+// sends has a gap no peer's journal holds, and must rejoin by state transfer.
+clusterForAll({ journalSlots: 128, prepareQueueDepth: 8 }, (started) => (cluster = started));
 
 const SEND = 160;
 const STORE_OFFSET = 161;
@@ -212,6 +217,47 @@ describe('the data plane across processes', () => {
       expect(logs[2]).toEqual(logs[0]);
     } finally {
       for (const client of clients) client.close();
+    }
+  });
+
+  it('a wiped replica rejoins by state transfer, fetches the messages below its checkpoint, serves the same log', async () => {
+    const token = await cluster.rootToken();
+    const http = cluster.client(0, token);
+    const stream = await http.createStream(`wiped-messages-${Date.now()}`);
+    await http.createTopic(stream.id, { name: 'orders', partitionsCount: 1 });
+    const victim = ((await cluster.primary()) + 1) % 3;
+    const survivors = [0, 1, 2].filter((index) => index !== victim);
+    let clients = await Promise.all(survivors.map((index) => loggedIn(index)));
+    let victimClient: RawClient | null = null;
+    try {
+      let sent = 0;
+      const sendSome = async (rounds: number): Promise<void> => {
+        for (let round = 0; round < rounds; round++, sent += 2) {
+          expect(confirmedOffset(await send(clients[round % 2]!, stream.id, 0, `w${sent}`, 2))).toBe(sent);
+        }
+      };
+      await sendSome(40);
+      await cluster.stop(victim);
+      cluster.wipe(victim);
+      // Several checkpoints of the partition group while it is down, and more sends than the
+      // frames its peers queue for it (256): no journal holds its gap any more.
+      await sendSome(560);
+      cluster.start(victim);
+      const completed = await cluster.waitFor('the wiped replica fetching its store back', () => cluster.events(victim, 'store_backfill_completed')[0], 60_000);
+      // Fetched before the install: the replica never held a checkpoint without its messages.
+      expect([completed['before_install'], (completed['offsets'] as number) > 0]).toEqual([true, true]);
+      expect(cluster.events(victim, 'state_transfer_installed').length).toBeGreaterThan(0);
+      victimClient = await loggedIn(victim);
+      const messages = await waitForMessages(victim, victimClient, stream.id, 0, sent);
+      expect(messages.map(([offset]) => offset)).toEqual(messages.map((_, offset) => offset));
+      for (const client of clients) expect(await pollAll(client, stream.id, 0)).toEqual(await pollAll(victimClient, stream.id, 0));
+      // Its statistics are the whole log again.
+      const topic = await cluster.client(victim, token).getTopic(stream.id, 0);
+      expect((topic.partitions as unknown as { messages_count: number }[])[0]!.messages_count).toBe(sent);
+    } finally {
+      for (const client of clients) client.close();
+      victimClient?.close();
+      clients = [];
     }
   });
 
