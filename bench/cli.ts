@@ -245,6 +245,28 @@ export function registerBenchCommands(bench: Command): void {
     });
 
   bench
+    .command('messages')
+    .description('produce and consume rates and p50/p99 of 1 KiB messages: a 3-replica vrmeta cluster vs a 3-server NATS JetStream cluster')
+    .option('--json', 'print the report as JSON')
+    .option('--smoke', 'tiny run without JetStream (keeps the bench running in the test suite; numbers meaningless)')
+    .option('--duration <s>', 'seconds each level produces (default 3)', positiveNumber)
+    .option('--batches <list>', 'messages per send and per poll, comma-separated (default 1,100,1000)', clientsList)
+    .option('--producers <list>', 'producers (and consumers), comma-separated (default 1,8,64)', clientsList)
+    .option('--no-nats', 'vrmeta alone')
+    .addOption(new Option('--kernels <mode>', 'wasm | ts | both').argParser(benchKernels).default(['wasm'], 'wasm'))
+    .action(async (options: { json?: boolean; smoke?: boolean; duration?: number; batches?: number[]; producers?: number[]; nats: boolean; kernels: ('wasm' | 'ts')[] }) => {
+      const smoke = options.smoke === true;
+      await runChildBench('messages', () => import('./messages.js'), options.json, (bench) => bench.runMessagesBench({
+        kernels: options.kernels,
+        batches: options.batches ?? (smoke ? [1, 3] : [...bench.MESSAGE_BATCHES]),
+        producers: options.producers ?? (smoke ? [1, 2] : [...bench.MESSAGE_PRODUCERS]),
+        durationMs: (options.duration ?? (smoke ? 0.3 : 3)) * 1000,
+        nats: options.nats && !smoke,
+        log: benchLog,
+      }), (bench) => bench.formatMessagesReport);
+    });
+
+  bench
     .command('restart')
     .description('whole-cluster restart of vrmeta dev (3 replicas): spawn to every /readyz 200, split into boot and election')
     .option('--json', 'print the report as JSON')
