@@ -267,6 +267,25 @@ export function registerBenchCommands(bench: Command): void {
     });
 
   bench
+    .command('failover')
+    .description('write unavailability when the primary is killed (SIGKILL) or frozen (SIGSTOP): a 3-replica vrmeta cluster vs a 3-member etcd')
+    .option('--json', 'print the report as JSON')
+    .option('--rounds <n>', 'rounds per signal and protocol (default 10)', positiveInteger)
+    .addOption(new Option('--protocol <p>', 'http | binary | both').argParser(benchProtocols).default(['http', 'binary'], 'both'))
+    .addOption(new Option('--signal <s>', 'kill | stop | both').choices(['kill', 'stop', 'both']).default('both'))
+    .option('--no-etcd', 'vrmeta alone')
+    .action(async (options: { json?: boolean; rounds?: number; protocol: ('http' | 'binary')[]; signal: 'kill' | 'stop' | 'both'; etcd: boolean }) => {
+      const signals = options.signal === 'both' ? (['SIGKILL', 'SIGSTOP'] as const) : options.signal === 'kill' ? (['SIGKILL'] as const) : (['SIGSTOP'] as const);
+      await runChildBench('failover', () => import('./failover.js'), options.json, (bench) => bench.runFailoverBench({
+        rounds: options.rounds ?? 10,
+        signals,
+        protocols: options.protocol,
+        etcd: options.etcd,
+        log: benchLog,
+      }), (bench) => bench.formatFailoverReport);
+    });
+
+  bench
     .command('restart')
     .description('whole-cluster restart of vrmeta dev (3 replicas): spawn to every /readyz 200, split into boot and election')
     .option('--json', 'print the report as JSON')
