@@ -50,11 +50,14 @@ export function rejectionCounters(): Record<RejectionReason, number> {
 /**
  * Whether a command's `replica` field names its sender. Not for Prepare (a backup forwards the
  * primary's prepare along the chain), RepairPrepare (a stored prepare served verbatim, stamped by
- * the primary that prepared it) and Request (stamped by the client): their header is relayed
- * byte for byte under a checksum that covers `replica`, so it cannot be re-stamped.
+ * the primary that prepared it), Request (stamped by the client) and Reply (a committed reply
+ * names the replica that prepared its op, and a retry is answered with those cached bytes: a
+ * primary relaying one to the backup that forwarded the retry relays an older primary's stamp):
+ * their header is relayed byte for byte under a checksum that covers `replica`, so it cannot be
+ * re-stamped. No replica acts on a Reply's `replica`.
  */
 function senderStamped(command: number): boolean {
-  return command !== Command.prepare && command !== Command.repairPrepare && command !== Command.request;
+  return command !== Command.prepare && command !== Command.repairPrepare && command !== Command.request && command !== Command.reply;
 }
 
 /**

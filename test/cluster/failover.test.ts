@@ -10,8 +10,14 @@
  * are NOT idempotent (each adds one partition) and are never retried by the client: the final
  * count must lie between 1 + acknowledged and 1 + acknowledged + ambiguous, so a server-side
  * retry that applied a write twice (a forward re-sent after the op entered a pipeline) shows.
+ *
+ * Over the binary protocol, sessions through each survivor (forwarded by a backup) must keep
+ * writing after the kill. A retry of a write the dead primary had committed is answered with the
+ * cached reply, which names that primary; the new primary relays it to the backup, whose bus once
+ * dropped it as an impersonation, so those sessions answered TransientNotCommitted forever.
  */
 import { afterEach, expect, it } from 'vitest';
+import { BinaryClient } from '../../src/transport/binary-client.js';
 import { Cluster, attempt, sleep } from './harness.js';
 import { Writer, firstFailure, streamNames } from './workload.js';
 
@@ -107,6 +113,58 @@ it('kill -9 the primary under write load: a new view is elected, no acknowledged
     }
     await c.assertIdenticalReads(c.indices());
     expect(partitionsAcked).toBeGreaterThan(0);
+  });
+}, 150_000);
+
+it('kill -9 the primary under binary writes through every survivor: each keeps writing, nothing acknowledged is lost', async () => {
+  const c = await Cluster.start({ journalSlots: 128, prepareQueueDepth: 8 });
+  cluster = c;
+  await c.explain(async () => {
+    const before = await c.waitForConverged(c.indices(), 20_000);
+    const oldPrimary = before[0]!.primary;
+    const survivors = c.indices().filter((index) => index !== oldPrimary);
+    // Two sessions through each survivor, never following the leader: a backup forwards them.
+    const routes = survivors.flatMap((index) => [index, index]);
+    const clients = await Promise.all(
+      routes.map((index) => BinaryClient.connect({ addresses: [`127.0.0.1:${c.tcpPort(index)}`], username: 'iggy', password: 'iggy', followLeader: false })),
+    );
+    const created = new Set<string>();
+    const afterKill = new Map<number, number>(survivors.map((index) => [index, 0]));
+    let killed = false;
+    let stop = false;
+    const loops = clients.map(async (client, w) => {
+      for (let n = 0; !stop; n++) {
+        const name = Buffer.from(`b-${w}-${n}`);
+        // A write is retried with its request number (on the next replica after a lost
+        // connection): an acknowledgement is definitive, an error fails the test.
+        const payload = await client.write(128, Buffer.concat([Buffer.from([name.length]), name]));
+        expect(Buffer.from(payload.subarray(33, 33 + name.length)).equals(name)).toBe(true);
+        created.add(name.toString());
+        if (killed) afterKill.set(routes[w]!, afterKill.get(routes[w]!)! + 1);
+      }
+    });
+    const failed = firstFailure(loops);
+    try {
+      await Promise.race([failed, c.waitFor('20 acknowledged creates before the kill', () => created.size >= 20, 30_000)]);
+      await c.kill9(oldPrimary);
+      killed = true;
+      await Promise.race([
+        failed,
+        c.waitFor('10 acknowledged creates through each survivor after the kill', () => [...afterKill.values()].every((count) => count >= 10), 45_000),
+      ]);
+    } finally {
+      stop = true;
+      await Promise.allSettled(loops);
+      for (const client of clients) client.close();
+    }
+    await Promise.all(loops);
+    c.start(oldPrimary);
+    await c.waitForConverged(c.indices(), 45_000, 'the old primary rejoining');
+    for (const index of c.indices()) {
+      const names = await streamNames(c, index);
+      expect(new Set(names).size, `replica ${index}: a stream name appears twice`).toBe(names.length);
+      expect([...created].filter((name) => !names.includes(name)), `replica ${index} lost acknowledged creates`).toEqual([]);
+    }
   });
 }, 150_000);
 
