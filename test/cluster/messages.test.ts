@@ -246,7 +246,8 @@ describe('the data plane across processes', () => {
       const completed = await cluster.waitFor('the wiped replica fetching its store back', () => cluster.events(victim, 'store_backfill_completed')[0], 60_000);
       // Fetched before the install: the replica never held a checkpoint without its messages.
       expect([completed['before_install'], (completed['offsets'] as number) > 0]).toEqual([true, true]);
-      expect(cluster.events(victim, 'state_transfer_installed').length).toBeGreaterThan(0);
+      // The install follows the fetch (a storage write later): wait for it, then the messages.
+      await cluster.waitFor('the wiped replica installing the checkpoint', () => cluster.events(victim, 'state_transfer_installed')[0], 60_000);
       victimClient = await loggedIn(victim);
       const messages = await waitForMessages(victim, victimClient, stream.id, 0, sent);
       expect(messages.map(([offset]) => offset)).toEqual(messages.map((_, offset) => offset));
