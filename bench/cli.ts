@@ -286,6 +286,24 @@ export function registerBenchCommands(bench: Command): void {
     });
 
   bench
+    .command('soak')
+    .description('false failovers: view changes of a 3-replica cluster under load, with a large snapshot checkpointed and a backup rejoining by state transfer')
+    .option('--json', 'print the report as JSON')
+    .option('--minutes <n>', 'soak length (default 10)', positiveNumber)
+    .option('--clients <n>', 'binary clients in closed loops (default 64)', positiveInteger)
+    .option('--state-mib <n>', 'snapshot size the state is grown to first (default 64)', positiveInteger)
+    .option('--transfer-every <s>', 'seconds between backup wipes (default 120)', positiveNumber)
+    .action(async (options: { json?: boolean; minutes?: number; clients?: number; stateMib?: number; transferEvery?: number }) => {
+      await runChildBench('soak', () => import('./soak.js'), options.json, (bench) => bench.runSoakBench({
+        minutes: options.minutes ?? 10,
+        clients: options.clients ?? 64,
+        stateMiB: options.stateMib ?? 64,
+        transferEveryS: options.transferEvery ?? 120,
+        log: benchLog,
+      }), (bench) => bench.formatSoakReport);
+    });
+
+  bench
     .command('restart')
     .description('whole-cluster restart of vrmeta dev (3 replicas): spawn to every /readyz 200, split into boot and election')
     .option('--json', 'print the report as JSON')
