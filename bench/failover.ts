@@ -23,6 +23,7 @@ import {
   sleep,
   stopChild,
   VrmetaCluster,
+  type ChildHandle,
 } from './procs.js';
 
 /** Writers per round: several, so one attempt stuck on the dead primary hides nothing. */
@@ -100,6 +101,18 @@ function seriesOf(system: FailoverSeries['system'], protocol: FailoverSeries['pr
   return { system, protocol, signal, gapsMs, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted[sorted.length - 1] ?? Number.NaN };
 }
 
+/** Kills the primary's process, or freezes it. */
+async function strike(child: ChildHandle, signal: FailoverSignal): Promise<void> {
+  if (signal === 'SIGKILL') await stopChild(child, 'SIGKILL');
+  else process.kill(child.pid, 'SIGSTOP');
+}
+
+/** Brings a struck primary back: a new process on its data (`respawn`), or SIGCONT. */
+function revive(child: ChildHandle, signal: FailoverSignal, respawn: () => unknown): void {
+  if (signal === 'SIGKILL') respawn();
+  else process.kill(child.pid, 'SIGCONT');
+}
+
 // ---------------------------------------------------------------------------------- vrmeta
 
 class VrmetaFailover {
@@ -122,12 +135,8 @@ class VrmetaFailover {
     const write = protocol === 'http' ? await this.httpWriter(survivor) : await this.binaryWriter(survivor);
     try {
       const child = this.cluster.child(primary)!;
-      const gap = await measureGap(write.write, async () => {
-        if (signal === 'SIGKILL') await stopChild(child, 'SIGKILL');
-        else process.kill(child.pid, 'SIGSTOP');
-      });
-      if (signal === 'SIGKILL') this.cluster.spawn(primary);
-      else process.kill(child.pid, 'SIGCONT');
+      const gap = await measureGap(write.write, () => strike(child, signal));
+      revive(child, signal, () => this.cluster.spawn(primary));
       await Promise.all([0, 1, 2].map((index) => this.cluster.waitReady(index, 60_000)));
       return gap;
     } finally {
@@ -210,12 +219,8 @@ class EtcdFailover {
       const answer = await httpCall(this.agent, 'POST', `${base}/v3/kv/put`, body, {}, ATTEMPT_TIMEOUT_MS);
       return answer.status === 200 && answer.text.includes('"revision"');
     };
-    const gap = await measureGap(write, async () => {
-      if (signal === 'SIGKILL') await stopChild(child, 'SIGKILL');
-      else process.kill(child.pid, 'SIGSTOP');
-    });
-    if (signal === 'SIGKILL') this.cluster.spawn(leader, 'existing', this.cluster.initialCluster());
-    else process.kill(child.pid, 'SIGCONT');
+    const gap = await measureGap(write, () => strike(child, signal));
+    revive(child, signal, () => this.cluster.spawn(leader, 'existing', this.cluster.initialCluster()));
     await Promise.all([0, 1, 2].map((index) => this.cluster.waitHealthy(index, 60_000)));
     return gap;
   }

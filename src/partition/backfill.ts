@@ -116,7 +116,7 @@ interface Fetch {
 
 /** What one answer's records are, or why they cannot be staged. */
 type Checked =
-  | { readonly ok: true; readonly batches: readonly Uint8Array[]; readonly nextOffset: number }
+  | { readonly ok: true; readonly batches: readonly Uint8Array[] }
   | { readonly ok: false; readonly reason: string };
 
 export class StoreBackfill {
@@ -338,7 +338,7 @@ export class StoreBackfill {
       const reason = `records end at ${nextOffset}, the answer says ${header.nextOffset}`;
       return { ok: false, reason };
     }
-    return { ok: true, batches, nextOffset };
+    return { ok: true, batches };
   }
 
   private batchProblem(

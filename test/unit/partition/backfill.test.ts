@@ -53,27 +53,25 @@ describe.each(kernelVariants())('store backfill ($label kernels)', ({ kernels })
     private nonces = 0n;
 
     add(disk = new SimDisk(new Prng(this.nodes.length + 5)), bytesMax = 700): Node {
-      const index = this.nodes.length;
-      const stores = new DiskPartitionStores(disk, kernels, { segmentSizeBytes: 1024 });
-      const changed: number[] = [];
-      const onChanged = (namespace: number): void => void changed.push(namespace);
-      const machine = new PartitionStateMachine({ kernels, stores, onChanged, backfillBytesMax: bytesMax });
-      const node: Node = { machine, disk, stores, drops: [], events: [], changed };
-      machine.storeRanges.attach(this.host(index, node));
+      const node = this.node(this.nodes.length, disk, bytesMax);
       this.nodes.push(node);
       return node;
     }
 
     /** Replaces node `index` with a fresh machine over the same disk (a restart). */
     restart(index: number, bytesMax = 700): Node {
-      const old = this.nodes[index]!;
-      const stores = new DiskPartitionStores(old.disk, kernels, { segmentSizeBytes: 1024 });
+      const node = this.node(index, this.nodes[index]!.disk, bytesMax);
+      this.nodes[index] = node;
+      return node;
+    }
+
+    private node(index: number, disk: SimDisk, bytesMax: number): Node {
+      const stores = new DiskPartitionStores(disk, kernels, { segmentSizeBytes: 1024 });
       const changed: number[] = [];
       const onChanged = (namespace: number): void => void changed.push(namespace);
       const machine = new PartitionStateMachine({ kernels, stores, onChanged, backfillBytesMax: bytesMax });
-      const node: Node = { machine, disk: old.disk, stores, drops: [], events: [], changed };
+      const node: Node = { machine, disk, stores, drops: [], events: [], changed };
       machine.storeRanges.attach(this.host(index, node));
-      this.nodes[index] = node;
       return node;
     }
 
