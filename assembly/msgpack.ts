@@ -102,9 +102,9 @@
 // topic: f64 id, f64 createdAtUs, u64 messageExpiryUs, u64 maxTopicSizeBytes, f64 compression,
 // f64 replicationFactor, u32 name (offset, len), u32 partition column (offset, len; snapshot
 // version 4: createdAtUs as u64 little-endian, 8 bytes per partition), u32 consumer-group count,
-// u32 option count (snapshot version 3)
+// u32 option count (snapshot version 3), f64 purgedAtUs (snapshot version 5)
 // @ts-ignore: decorator
-@inline const TOPIC_SIZE: usize = 72;
+@inline const TOPIC_SIZE: usize = 80;
 // topic option (snapshot version 3): u32 key (offset, len), u32 value (offset, len), u32 hasValue,
 // u32 padding. Key order is checked by the JS side (UTF-16 order, as token names).
 // @ts-ignore: decorator
@@ -143,7 +143,7 @@
 // @ts-ignore: decorator
 @inline const STREAM_MAX: u64 = 1 + 5 + 5 + 9 + 5;
 // @ts-ignore: decorator
-@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5 + 5; // partition column: bin header up to 5
+@inline const TOPIC_MAX: u64 = 1 + 5 + 5 + 9 + 9 + 1 + 9 + 2 + 5 + 5 + 5 + 9; // partition column: bin header up to 5
 // @ts-ignore: decorator
 @inline const TOPIC_OPTION_MAX: u64 = 1 + 5 + 5; // [key, value | nil]
 // @ts-ignore: decorator
@@ -158,7 +158,7 @@
 @inline const REVOKED_MAX: u64 = 1 + 5 + 5 + 9; // bin header up to 5: the bound holds for any length
 
 // @ts-ignore: decorator
-@inline const SNAPSHOT_FORMAT_VERSION: f64 = 4;
+@inline const SNAPSHOT_FORMAT_VERSION: f64 = 5;
 // Bytes per partition in the column, and the largest high word (bits 32..63) of a value <= 2^53 - 1.
 // @ts-ignore: decorator
 @inline const PARTITION_CREATED_AT_SIZE: u32 = 8;
@@ -673,7 +673,7 @@ function encodeStreams(o: usize, record: usize, count: u32): usize {
 }
 
 function encodeTopic(o: usize, record: usize, id: u64): usize {
-  store<u8>(o, 0x9a);
+  store<u8>(o, 0x9b);
   o = writeUint(o + 1, id);
   o = writeStr(o, heap + load<u32>(record, 48), load<u32>(record, 52));
   o = writeUint(o, uintOf(load<f64>(record, 8), SAFE_MAX, T_TOPICS, topicIndex));
@@ -718,7 +718,7 @@ function encodeTopic(o: usize, record: usize, id: u64): usize {
     }
     topicOptionRecord += TOPIC_OPTION_SIZE;
   }
-  return o;
+  return writeUint(o, uintOf(load<f64>(record, 72), SAFE_MAX, T_TOPICS, topicIndex));
 }
 
 // Topic field 7 (version 4): the createdAtUs column, copied as one bin. A length that is not whole

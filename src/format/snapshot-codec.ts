@@ -120,6 +120,7 @@ export function decodeSnapshot(bytes: Uint8Array): MetadataSnapshot {
   if (fieldCount === 0) reader.fail('malformed', 'version', 'the snapshot array is empty');
   const versionOffset = reader.position;
   const version = reader.uint('version', U32_MAX);
+  reader.version = version;
   if (!SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version)) {
     const readable = SNAPSHOT_FORMAT_VERSIONS_READABLE.join(' and ');
     throw new SnapshotDecodeError(
@@ -334,7 +335,9 @@ function decodeStreams(reader: Reader): StreamSnapshot[] {
 }
 
 function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
-  reader.record(10);
+  // Version 4 has no field 11 (the last purge): such a topic was never purged.
+  const withPurge = reader.version >= 5;
+  reader.record(withPurge ? 11 : 10);
   const id = reader.uint('id', U32_MAX);
   if (id <= previousTopicId) {
     reader.fail('not_canonical_order', 'id', `${id} does not follow ${previousTopicId}`);
@@ -378,6 +381,7 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     reader,
     partitionsCreatedAtUs.byteLength / PARTITION_CREATED_AT_SIZE,
   );
+  const purgedAtUs = withPurge ? reader.uint('purgedAtUs', Number.MAX_SAFE_INTEGER) : 0;
   return {
     id,
     name,
@@ -389,6 +393,7 @@ function decodeTopic(reader: Reader, previousTopicId: number): TopicSnapshot {
     partitionsCreatedAtUs,
     consumerGroups,
     options,
+    purgedAtUs,
   };
 }
 
@@ -575,6 +580,8 @@ class Reader {
   readonly columns = new ColumnBlocks();
   private readonly view: DataView;
   position = 0;
+  /** The snapshot's format version, once read: fields added by a version are read by it only. */
+  version = 0;
   /** Where the value being read started (for error offsets). */
   private valueStart = 0;
   private readonly path: Array<string | number> = [];

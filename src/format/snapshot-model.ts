@@ -26,15 +26,17 @@
 /**
  * Bumped whenever the encoding changes; writers write only this one. Version 2 added the
  * revoked access tokens (field 7); version 3 the topic options (topic field 9); version 4 made a
- * topic's partitions (topic field 7) one `bin` column instead of an array of [id, createdAtUs].
+ * topic's partitions (topic field 7) one `bin` column instead of an array of [id, createdAtUs];
+ * version 5 added a topic's last purge (topic field 11).
  */
-export const SNAPSHOT_FORMAT_VERSION = 4;
+export const SNAPSHOT_FORMAT_VERSION = 5;
 /**
- * Versions readers accept. Only the current one: there is no migration, so a data directory
- * written before the partition column is refused at boot with the version it holds (the operator
- * wipes it and the replica rejoins by state transfer).
+ * Versions readers accept. Version 4 differs only by the missing topic field 11, read as "never
+ * purged", so a data directory of the previous release boots and its next checkpoint is written
+ * at version 5. Older ones are refused at boot with the version they hold (the operator wipes the
+ * directory and the replica rejoins by state transfer).
  */
-export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [4];
+export const SNAPSHOT_FORMAT_VERSIONS_READABLE: readonly number[] = [4, 5];
 
 export function isReadableSnapshotVersion(version: number | null): boolean {
   return version !== null && SNAPSHOT_FORMAT_VERSIONS_READABLE.includes(version);
@@ -185,7 +187,7 @@ export type CompressionAlgorithm = (typeof CompressionAlgorithm)[keyof typeof Co
 
 /**
  * Encoded as [id, name, createdAtUs, messageExpiryUs, compressionAlgorithm, maxTopicSizeBytes,
- * replicationFactor, partitionsCreatedAtUs, consumerGroups, options].
+ * replicationFactor, partitionsCreatedAtUs, consumerGroups, options, purgedAtUs].
  */
 export interface TopicSnapshot {
   readonly id: number;
@@ -213,6 +215,12 @@ export interface TopicSnapshot {
    * ordered by `key` ascending (UTF-16 order; catalog keys are ASCII), keys unique.
    */
   readonly options: readonly TopicOptionSnapshot[];
+  /**
+   * Field 11 (version 5): the timestamp of the topic's last committed purge, 0 if never purged.
+   * A partition's log incarnation is the later of its createdAtUs and this (queries.ts), so a
+   * purge starts every partition of the topic over, empty, at offset 0.
+   */
+  readonly purgedAtUs: number;
 }
 
 /**

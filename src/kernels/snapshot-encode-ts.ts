@@ -227,7 +227,7 @@ function encodeStreams(streams: readonly StreamSnapshot[]): void {
 
 function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: number): void {
   ensure(16);
-  buffer[position++] = 0x9a;
+  buffer[position++] = 0x9b;
   writeU32(topic.id, 'topic.id');
   writeString(topic.name);
   ensure(64);
@@ -276,6 +276,8 @@ function encodeTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: numb
       writeString(option.value);
     }
   }
+  ensure(9);
+  writeU64Number(topic.purgedAtUs, 'topic.purgedAtUs');
 }
 
 /**

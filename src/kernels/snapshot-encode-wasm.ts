@@ -72,7 +72,7 @@ const Table = {
 const TABLE_KIND_COUNT = 13;
 
 /** Record sizes in bytes, indexed by table kind (multiples of 8: f64 fields stay aligned). */
-const RECORD_SIZE = [64, 32, 24, 16, 32, 72, 16, 32, 32, 8, 72, 24, 24] as const;
+const RECORD_SIZE = [64, 32, 24, 16, 32, 80, 16, 32, 32, 8, 72, 24, 24] as const;
 
 /** A JS string takes at most 3 UTF-8 bytes per UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
@@ -443,6 +443,7 @@ function marshalTopic(topic: TopicSnapshot, streamIndex: number, topicIndex: num
   for (let index = 0; index < groups.length; index++) marshalGroup(groups[index]!);
   marshalTopicOptions(topic, streamIndex, topicIndex);
   u32[field + 17] = topic.options.length;
+  f64[word + 9] = topic.purgedAtUs;
 }
 
 /** Key order is UTF-16 order, which the kernel cannot see in UTF-8 bytes: checked here. */

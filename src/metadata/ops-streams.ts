@@ -128,6 +128,9 @@ export function purgeStream(ctx: OpContext, request: PurgeStreamRequest): ApplyR
 }
 
 function purgeCounters(ctx: OpContext, stream: StreamState, topic: TopicState): void {
+  // Commit timestamps increase strictly, so this is later than every partition's creation: each
+  // partition's log incarnation moves to it, and the data plane starts each one over, empty.
+  topic.purgedAtUs = ctx.timestampUs;
   topic.partitions.forEach((id, createdAtUs) =>
     ctx.stats.purgePartition(stream, topic, { id, createdAtUs }, ctx.op),
   );
@@ -196,6 +199,7 @@ export function createTopic(ctx: OpContext, request: CreateTopicRequest): ApplyR
     partitions: ctx.state.newPartitionStore(),
     groups: ctx.state.newGroupSlab(),
     groupIndex: new Map(),
+    purgedAtUs: 0,
   }));
   topic.partitions.append(request.partitionsCount, ctx.timestampUs);
   stream.topicIndex.set(topic.name, topic.id);

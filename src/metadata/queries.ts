@@ -200,8 +200,11 @@ export class MetadataQueries {
       streamId: stream.id,
       topicId: topic.id,
       partitionsCount: partitions.count,
+      // A purge incarnates every partition of the topic anew; one created later is its own.
       incarnationOf: (partitionId) =>
-        partitions.has(partitionId) ? partitions.createdAtUs(partitionId) : null,
+        partitions.has(partitionId)
+          ? Math.max(partitions.createdAtUs(partitionId), topic.purgedAtUs)
+          : null,
     };
   }
 

@@ -96,6 +96,7 @@ export function snapshotOf(state: MetadataState): MetadataMachineSnapshot {
         consumerGroups,
         // Frozen and replaced wholesale on change, so sharing it is safe.
         options: topic.options,
+        purgedAtUs: topic.purgedAtUs,
       });
     }
     streams.push({ id: stream.id, name: stream.name, createdAtUs: stream.createdAtUs, topics });
@@ -327,5 +328,6 @@ function topicFromSnapshot(topic: TopicSnapshot, limits: MetadataLimits): TopicS
       : Object.freeze(
           topic.options.map((entry) => Object.freeze({ key: entry.key, value: entry.value })),
         ),
+    purgedAtUs: topic.purgedAtUs,
   };
 }

@@ -46,6 +46,12 @@ export interface TopicState {
   /** Explicit catalog options, ascending by key, frozen (options.ts): replaced, never edited. */
   options: readonly TopicOptionEntry[];
   /**
+   * The timestamp of the last committed purge, 0 if never purged: the partitions' logs are
+   * incarnated anew by it (queries.ts `incarnationOf`), so the purge drops their messages and
+   * consumer offsets on the data plane in the same commit that zeroes their counters.
+   */
+  purgedAtUs: number;
+  /**
    * Dense ids 0..n-1: partitions are added at the top and deleted from the top, so they are a
    * createdAtUs column (partition-store.ts), not one object each.
    */

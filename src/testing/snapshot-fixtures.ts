@@ -293,6 +293,8 @@ function topic(prng: Prng, id: number, createdAtUs: number, partitionCount: numb
     consumerGroups,
     // Chosen by id, not drawn, so adding topic options left every other field's draws as they were.
     options: id % 4 === 1 ? TOPIC_OPTIONS_SAMPLE : [],
+    // Chosen by id as well: every third topic was purged a day after it was created.
+    purgedAtUs: id % 3 === 2 ? createdAtUs + DAY_US : 0,
   };
 }
 

@@ -161,6 +161,48 @@ describe('the data plane across processes', () => {
     }
   });
 
+  it('a purge through a backup empties every partition on every replica: offsets and stored offsets restart', async () => {
+    const token = await cluster.rootToken();
+    const http = cluster.client(0, token);
+    const stream = await http.createStream(`purge-messages-${Date.now()}`);
+    await http.createTopic(stream.id, { name: 'orders', partitionsCount: 2 });
+    const primary = await cluster.primary();
+    const backup = (primary + 1) % 3;
+    const clients = await Promise.all([0, 1, 2].map((index) => loggedIn(index)));
+    try {
+      for (const partitionId of [0, 1]) confirmedOffset(await send(clients[primary]!, stream.id, partitionId, `old-p${partitionId}`, 4));
+      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: stream.id, topic: 0, partitionId: 0 });
+      const stored = await partitionCall(clients[primary]!, STORE_OFFSET, new Uint8Array([...prefix, ...new Uint8Array([2, 0, 0, 0, 0, 0, 0, 0]), 1]));
+      expect([stored.status, result(stored.body).code]).toEqual([0, 0]);
+      for (let index = 0; index < 3; index++) await waitForMessages(index, clients[index]!, stream.id, 1, 4);
+      await cluster.client(backup, token).purgeTopic(stream.id, 0);
+      for (let index = 0; index < 3; index++) {
+        for (const partitionId of [0, 1]) {
+          await cluster.waitFor(
+            `replica ${index} serving partition ${partitionId} empty after the purge`,
+            async () => {
+              const polled = await pollAll(clients[index]!, stream.id, partitionId);
+              return polled.messages.length === 0 && polled.currentOffset === 0 ? true : null;
+            },
+            30_000,
+          );
+        }
+        const reply = await clients[index]!.read(GET_OFFSET, Buffer.from(prefix));
+        expect([reply.status, reply.body.length]).toEqual([0, 0]);
+        const topic = await cluster.client(index, token).getTopic(stream.id, 0);
+        expect(Number(topic.messages_count)).toBe(0);
+      }
+      // The next send starts the partition over at offset 0; the purged messages never return.
+      expect(confirmedOffset(await send(clients[backup]!, stream.id, 0, 'new', 1))).toBe(0);
+      for (let index = 0; index < 3; index++) {
+        expect(await waitForMessages(index, clients[index]!, stream.id, 0, 1)).toEqual([[0, 'new-0']]);
+        expect((await pollAll(clients[index]!, stream.id, 1)).messages).toEqual([]);
+      }
+    } finally {
+      for (const client of clients) client.close();
+    }
+  });
+
   it('kill -9 of the primary during sends: sends resume, every acknowledged message is on every replica once', async () => {
     const token = await cluster.rootToken();
     const http = cluster.client(0, token);

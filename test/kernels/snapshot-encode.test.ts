@@ -17,7 +17,7 @@ import { freshSnapshotEncoder, hex, positional, snapshotEncoders } from './snaps
 
 /** Persisted in every checkpoint: changing these bytes needs a SNAPSHOT_FORMAT_VERSION bump. */
 const GOLDEN_HEX =
-  '9804cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
+  '9805cf00060dd710212000cd1092929700a469676779d93b246172676f6e3269' +
   '6424763d3139246d3d31393435362c743d322c703d31246332467364484e6862' +
   '48527a59577830246147467a6147686863326701cf00060dd71021200192cd03' +
   'ff9193013f9192020f9293a26369c420000102030405060708090a0b0c0d0e0f' +
@@ -25,19 +25,20 @@ const GOLDEN_HEX =
   '6e61c420abacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6' +
   'c7c8c9cac09707a76ac3bc7267656ed92e246172676f6e32696424763d313924' +
   '6d3d31393435362c743d322c703d312463475677634756792463324673644102' +
-  'ccc8c090929401a96f72646572732d6575cf00060dd710212064919a01ad6f72' +
+  'ccc8c090929401a96f72646572732d6575cf00060dd710212064919b01ad6f72' +
   '6465722e63726561746564cf00060dd7102120c8cfffffffffffffffff01cf00' +
   '0000028000000003c410c9202110d70d0600ca202110d70d0600919401a76269' +
   '6c6c696e6703919301c4100123456789abcdeffedcba98765432109200019392' +
   'b5636f6d7072657373696f6e5f616c676f726974686dc092ad656e666f726365' +
   '5f6673796e63a47472756592ac7365676d656e745f73697a65a9313334323137' +
-  '37323894cd012ca9e38387e383bce382bfcf00060dd71021212c90929700c410' +
-  'fedcba98765432100123456789abcdef1107ce00010000c41000000000000000' +
-  '000000000000000000c40800010203040506079705c410000000000000000000' +
-  '00000000000001cf00000001000000000000c410ffffffffffffffffffffffff' +
-  'ffffffffc400ce000102009393c410000102030405060708090a0b0c0d0e0f00' +
-  'cf00060dd7e6b4c40093c410101112131415161718191a1b1c1d1e1f070193c4' +
-  '10ffffffffffffffffffffffffffffffffceffffffffcf001fffffffffffff';
+  '373238cf00060deb2df8800094cd012ca9e38387e383bce382bfcf00060dd710' +
+  '21212c90929700c410fedcba98765432100123456789abcdef1107ce00010000' +
+  'c41000000000000000000000000000000000c40800010203040506079705c410' +
+  '00000000000000000000000000000001cf00000001000000000000c410ffffff' +
+  'ffffffffffffffffffffffffffc400ce000102009393c4100001020304050607' +
+  '08090a0b0c0d0e0f00cf00060dd7e6b4c40093c410101112131415161718191a' +
+  '1b1c1d1e1f070193c410ffffffffffffffffffffffffffffffffceffffffffcf' +
+  '001fffffffffffff';
 
 const EMPTY: MetadataSnapshot = {
   version: SNAPSHOT_FORMAT_VERSION,
@@ -80,6 +81,7 @@ function topic(overrides: Partial<TopicSnapshot> = {}): TopicSnapshot {
     partitionsCreatedAtUs: new Uint8Array(0),
     consumerGroups: [],
     options: [],
+    purgedAtUs: 0,
     ...overrides,
   };
 }
@@ -112,15 +114,15 @@ describe('snapshot encode: format reference', () => {
     expect(unpack(new Uint8Array(Buffer.from(GOLDEN_HEX, 'hex')))).toEqual(positional(goldenSnapshot()));
   });
 
-  it('version 4 writes a topic as 10 fields, its partitions a bin, its explicit options last as [key, value | nil]', () => {
+  it('version 5 writes a topic as 11 fields: its partitions a bin, its explicit options as [key, value | nil], its last purge last', () => {
     const options = [
       { key: 'compression_algorithm', value: null },
       { key: 'segment_size', value: '134217728' },
     ];
-    const bytes = hex(msgpackEncode(positional(withTopic({ options })), { useBigInt64: true }));
-    // [1, "t", 0, 0, 1, 0, 1, bin(0), [], [["compression_algorithm", nil], ["segment_size", "134217728"]]]
+    const bytes = hex(msgpackEncode(positional(withTopic({ options, purgedAtUs: 300 })), { useBigInt64: true }));
+    // [1, "t", 0, 0, 1, 0, 1, bin(0), [], [["compression_algorithm", nil], ["segment_size", "134217728"]], 300]
     const tail = '9292b5' + hex(Buffer.from('compression_algorithm')) + 'c092ac' + hex(Buffer.from('segment_size')) + 'a9' + hex(Buffer.from('134217728'));
-    expect(bytes).toBe('98040000909194' + '01a173' + '00' + '919a' + '01a174' + '00000100' + '01' + 'c400' + '90' + tail + '9000' + '90');
+    expect(bytes).toBe('98050000909194' + '01a173' + '00' + '919b' + '01a174' + '00000100' + '01' + 'c400' + '90' + tail + 'cd012c' + '9000' + '90');
   });
 });
 
@@ -150,7 +152,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
   });
 
   it('encodes an empty snapshot as 98 04 00 00 90 90 90 00 90', () => {
-    expect(hex(encode(EMPTY))).toBe('980400009090900090');
+    expect(hex(encode(EMPTY))).toBe('980500009090900090');
   });
 
   it('matches the generic encoder and msgpackr on the small reference snapshot', () => {
@@ -173,7 +175,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [Number.MAX_SAFE_INTEGER, 'cf001fffffffffffff'],
   ])('writes the u64 number %d in its smallest form %s', (value, expected) => {
     const bytes = encode({ ...EMPTY, createdAtUs: value });
-    expect(hex(bytes)).toBe(`9804${expected}009090900090`);
+    expect(hex(bytes)).toBe(`9805${expected}009090900090`);
     expect(unpack(bytes)[1]).toEqual(value < 2 ** 32 ? value : BigInt(value));
   });
 
@@ -189,8 +191,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     [U64_MAX, 'cfffffffffffffffff'],
   ])('writes the u64 bigint %s in its smallest form %s, never a float', (value, expected) => {
     const bytes = encode(withTopic({ messageExpiryUs: value, maxTopicSizeBytes: value }));
-    // topic: 9a 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 c4 00 90 90
-    expect(hex(bytes)).toContain(`9a01a17400${expected}01${expected}01c4009090`);
+    // topic: 9b 01 a1 74 00 <messageExpiryUs> 01 <maxTopicSizeBytes> 01 c4 00 90 90
+    expect(hex(bytes)).toContain(`9b01a17400${expected}01${expected}01c4009090`);
     const decoded = unpack(bytes) as unknown[][][][][];
     expect(decoded[4]![0]![3]![0]![3]).toEqual(value < 2n ** 32n ? Number(value) : value);
   });
@@ -270,8 +272,8 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     const column = columnOf(values);
     const snapshot = withTopic({ partitionsCreatedAtUs: column });
     const bytes = encode(snapshot);
-    // topic: 9a 01 a1 74 00 00 01 00 01 <bin header> <column>
-    const at = hex(bytes).indexOf(`9a01a1740000010001${header}`);
+    // topic: 9b 01 a1 74 00 00 01 00 01 <bin header> <column>
+    const at = hex(bytes).indexOf(`9b01a1740000010001${header}`);
     expect(at).toBeGreaterThan(0);
     const start = at / 2 + 9 + header.length / 2;
     expect(bytes.subarray(start, start + column.byteLength)).toEqual(column);
@@ -302,7 +304,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     };
     const absent = encode({ ...EMPTY, users: [user] });
     // 98 04 00 00 91 97 01 a1 75 a1 68 01 00 c0 91 93 a1 61 c4 01 01 c0 90 90 00 90
-    expect(hex(absent)).toBe('98040000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
+    expect(hex(absent)).toBe('98050000919701a175a16801' + '00c0' + '9193a161c40101c0' + '90900090');
     const present = encode({
       ...EMPTY,
       users: [
@@ -313,7 +315,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
         },
       ],
     });
-    expect(hex(present)).toBe('98040000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
+    expect(hex(present)).toBe('98050000919701a175a16801' + '00920090' + '9193a161c4010105' + '90900090');
   });
 
   it('writes topic options as [key, value | nil] in key order, like the generic encoder', () => {
@@ -394,7 +396,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     // Only the current version is written (and read).
     ['version 2', () => ({ ...EMPTY, version: 2 }), /version is 2/],
     ['version 3', () => ({ ...EMPTY, version: 3 }), /version is 3/],
-    ['version 5', () => ({ ...EMPTY, version: 5 }), /version is 5/],
+    ['version 6', () => ({ ...EMPTY, version: 6 }), /version is 6/],
     [
       'revoked token ids out of order',
       () => ({ ...EMPTY, revokedTokens: [revoked(2), revoked(1)] }),
@@ -405,6 +407,7 @@ describe.each(snapshotEncoders)('snapshot encode ($label)', ({ label, encode, in
     ['a revoked token user id of 2^32', () => ({ ...EMPTY, revokedTokens: [{ ...revoked(1), userId: 2 ** 32 }] }), /revokedToken\.userId/],
     ['a revoked token expiry at 2^53', () => ({ ...EMPTY, revokedTokens: [{ ...revoked(1), expiryAtUs: 2 ** 53 }] }), /revokedToken\.expiryAtUs/],
     ['a fractional timestamp', () => ({ ...EMPTY, createdAtUs: 1.5 }), /createdAtUs 1.5/],
+    ['a topic purged at 2^53', () => withTopic({ purgedAtUs: 2 ** 53 }), /topic\.purgedAtUs/],
     ['a u64 number at 2^53', () => ({ ...EMPTY, sequenceNumber: 2 ** 53 }), /sequenceNumber/],
     ['a negative u64 number', () => ({ ...EMPTY, createdAtUs: -1 }), /createdAtUs -1/],
     ['writerRelease of 2^32', () => ({ ...EMPTY, writerRelease: 2 ** 32 }), /writerRelease/],

@@ -108,6 +108,8 @@ export function positional(snapshot: MetadataSnapshot): unknown[] {
         ]),
         // Version 3: the topic's explicit options.
         topic.options.map((option) => [option.key, option.value]),
+        // Version 5: the topic's last purge.
+        int(topic.purgedAtUs),
       ]),
     ]),
     snapshot.clientTable.map((client) => [

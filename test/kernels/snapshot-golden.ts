@@ -15,7 +15,7 @@ function sequence(length: number, start: number): Uint8Array {
 
 export function goldenSnapshot(): MetadataSnapshot {
   return {
-    version: 4,
+    version: 5,
     createdAtUs: 1_704_067_200_000_000,
     sequenceNumber: 4242,
     users: [
@@ -73,6 +73,7 @@ export function goldenSnapshot(): MetadataSnapshot {
               { key: 'enforce_fsync', value: 'true' },
               { key: 'segment_size', value: '134217728' },
             ],
+            purgedAtUs: 1_704_153_600_000_000,
           },
         ],
       },

@@ -42,6 +42,7 @@ interface MTopic {
   partitions: { id: number; createdAtUs: number; counters: Counters }[];
   groups: MGroup[];
   options: readonly { key: string; value: string | null }[];
+  purgedAtUs: number;
 }
 
 /** A topic's segment size: its explicit `segment_size` option, else 1 GiB (the max size floor). */
@@ -206,7 +207,10 @@ export class ReferenceModel {
         if (!stream) return [1009, null];
         if (!this.canManageStream(actor, stream.id)) return [41, null];
         if (request.operation === Operation.purgeStream) {
-          for (const topic of stream.topics) for (const partition of topic.partitions) this.zero(partition.counters);
+          for (const topic of stream.topics) {
+            topic.purgedAtUs = timestampUs;
+            for (const partition of topic.partitions) this.zero(partition.counters);
+          }
           return [0, null];
         }
         this.streams = this.streams.filter((s) => s !== stream);
@@ -244,6 +248,7 @@ export class ReferenceModel {
           partitions: Array.from({ length: request.partitionsCount }, (_, p) => ({ id: p, createdAtUs: timestampUs, counters: { size: 0, messages: 0, segments: 0, offset: 0 } })),
           groups: [],
           options: request.options,
+          purgedAtUs: 0,
         });
         return [0, id];
       }
@@ -278,6 +283,7 @@ export class ReferenceModel {
         const found = this.topicOf(actor, request.streamId, request.topicId, 'manage');
         if (typeof found === 'number') return [found, null];
         if (request.operation === Operation.purgeTopic) {
+          found.topic.purgedAtUs = timestampUs;
           for (const partition of found.topic.partitions) this.zero(partition.counters);
           return [0, null];
         }
@@ -508,6 +514,7 @@ export class ReferenceModel {
           members: g.members.map((m) => ({ id: m.id, clientId: m.clientId, partitions: m.partitions })),
         })),
         options: t.options.map((option) => ({ key: option.key, value: option.value })),
+        purgedAtUs: t.purgedAtUs,
       })),
     }));
     // The model issues no revocations (its generator draws none).

@@ -143,6 +143,7 @@ function topics(max: number): fc.Arbitrary<TopicSnapshot[]> {
       replicationFactor: u8,
       // Ordered subsets of canonical entries (the decoder checks them against the catalog).
       options: fc.subarray(TOPIC_OPTION_SAMPLES),
+      purgedAtUs: u64Number,
       // Version 4: the createdAtUs column (ids implicit), built as u64 little-endian by hand.
       partitionsCreatedAtUs: fc.array(u64Number, { maxLength: max + 2 }).map((values) => {
         const column = new Uint8Array(values.length * 8);

@@ -140,6 +140,51 @@ describe('stats registry: purge', () => {
   });
 });
 
+describe('purge: a new incarnation of every partition of the topic', () => {
+  const incarnations = (driver: Driver, stream: number, topic: number): (number | null)[] => {
+    const address = driver.sm.queries.topicAddress(idOf(stream), idOf(topic));
+    if (!address.found) throw new Error('topic not found');
+    return Array.from({ length: address.partitionsCount + 1 }, (_, id) => address.incarnationOf(id));
+  };
+
+  it('moves the data plane incarnation of the purged partitions to the purge, not their creation time', () => {
+    const driver = populated();
+    const created = incarnations(driver, 0, 0);
+    const sibling = incarnations(driver, 0, 1);
+    expect(created).toEqual([created[0], created[0], null]);
+    expect(driver.code(ROOT, req.purgeTopic(0, 0))).toBe(0);
+    const purgedAt = driver.timestampUs;
+    expect(purgedAt).toBeGreaterThan(created[0]!);
+    expect(incarnations(driver, 0, 0)).toEqual([purgedAt, purgedAt, null]);
+    expect(incarnations(driver, 0, 1)).toEqual(sibling);
+    // A partition added after the purge is its own incarnation; creation times are unchanged.
+    expect(driver.code(ROOT, req.createPartitions(0, 0, 1))).toBe(0);
+    const addedAt = driver.timestampUs;
+    expect(incarnations(driver, 0, 0)).toEqual([purgedAt, purgedAt, addedAt, null]);
+    expect(driver.sm.queries.topic(idOf(0), idOf(0))?.partitions.map((p) => p.createdAtUs)).toEqual([created[0], created[0], addedAt]);
+    // A rejected purge (no such topic) moves nothing; a stream purge moves every topic in it.
+    expect(driver.code(ROOT, req.purgeTopic(0, 9))).not.toBe(0);
+    expect(incarnations(driver, 0, 1)).toEqual(sibling);
+    expect(driver.code(ROOT, req.purgeStream(0))).toBe(0);
+    const streamPurgedAt = driver.timestampUs;
+    expect(incarnations(driver, 0, 0)).toEqual([streamPurgedAt, streamPurgedAt, streamPurgedAt, null]);
+    expect(incarnations(driver, 0, 1)).toEqual([streamPurgedAt, null]);
+    expect(incarnations(driver, 1, 0)).toEqual([created[0]! + 3_000_000, null]);
+  });
+
+  it('survives a checkpoint: the snapshot carries the purge, and a restored machine agrees', () => {
+    const driver = populated();
+    expect(driver.code(ROOT, req.purgeTopic(0, 1))).toBe(0);
+    const snapshot = driver.sm.snapshot();
+    expect(snapshot.streams[0]!.topics.map((topic) => topic.purgedAtUs)).toEqual([0, driver.timestampUs]);
+    const restored = new Driver();
+    restored.sm.restore(snapshot);
+    expect(incarnations(restored, 0, 1)).toEqual(incarnations(driver, 0, 1));
+    expect(incarnations(restored, 0, 0)).toEqual(incarnations(driver, 0, 0));
+    expect(snapshotEncodeTs(fullSnapshot(restored.sm.snapshot()))).toEqual(snapshotEncodeTs(fullSnapshot(snapshot)));
+  });
+});
+
 describe('stats registry: restore (boot or state-transfer install)', () => {
   it('keeps the live registry and the survivors counter objects, with their values', () => {
     const behind = populated();
@@ -191,7 +236,7 @@ describe('stats registry: restore (boot or state-transfer install)', () => {
     const topic = { id: 0, createdAtUs: 11 };
     const partition = { id: 0, createdAtUs: 11 };
     const stats = registry.bump(stream, topic, partition, { messagesCount: 5 });
-    const topicWith = (createdAtUs: number[]) => ({ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1 as const, maxTopicSizeBytes: 1n, replicationFactor: 1, partitionsCreatedAtUs: columnOf(createdAtUs), consumerGroups: [], options: [] });
+    const topicWith = (createdAtUs: number[]) => ({ id: 0, name: 't', createdAtUs: 11, messageExpiryUs: 1n, compressionAlgorithm: 1 as const, maxTopicSizeBytes: 1n, replicationFactor: 1, partitionsCreatedAtUs: columnOf(createdAtUs), consumerGroups: [], options: [], purgedAtUs: 0 });
     registry.retain([{ id: 0, name: 's', createdAtUs: 10, topics: [topicWith([11])] }]);
     expect(registry.partition(stream, topic, partition)).toBe(stats);
     // Partition 1 of the column is another incarnation (12): its counters go, partition 0's stay.

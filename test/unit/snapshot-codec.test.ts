@@ -62,8 +62,29 @@ describe('decodeSnapshot', () => {
     expect(() => decodeSnapshot(version3)).toThrow(/version 3, this build reads versions 4/);
   });
 
+  it('reads a version-4 snapshot, whose topics have no field 11, as never purged', () => {
+    // streams: [[1, "s", 0, [[1, "t", 7, 0, 1, 0, 1, bin(8: partition 0 created at 7), [], []]]]]
+    const version4 = fromHex('9804 00 00 90 91 9401a17300 91 9a01a174 07 00 01 00 01 c408 0700000000000000 90 90 90 00 90');
+    const decoded = decodeSnapshot(version4);
+    expect(decoded.version).toBe(4);
+    expect(decoded.streams[0]!.topics[0]!.purgedAtUs).toBe(0);
+    expect(columnCreatedAtUs(decoded.streams[0]!.topics[0]!.partitionsCreatedAtUs, 0)).toBe(7);
+    // The same topic with an 11th field is a version-4 topic of the wrong shape.
+    const withField = fromHex('9804 00 00 90 91 9401a17300 91 9b01a174 07 00 01 00 01 c408 0700000000000000 90 90 09 90 00 90');
+    expect(refusal(withField)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0]' });
+  });
+
+  it('version 5 needs a topic\'s field 11, a u64 timestamp', () => {
+    const version5 = fromHex('9805 00 00 90 91 9401a17300 91 9b01a174 07 00 01 00 01 c408 0700000000000000 90 90 09 90 00 90');
+    expect(decodeSnapshot(version5).streams[0]!.topics[0]!.purgedAtUs).toBe(9);
+    const without = fromHex('9805 00 00 90 91 9401a17300 91 9a01a174 07 00 01 00 01 c408 0700000000000000 90 90 90 00 90');
+    expect(refusal(without)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0]' });
+    const float = fromHex('9805 00 00 90 91 9401a17300 91 9b01a174 07 00 01 00 01 c408 0700000000000000 90 90 cb3ff0000000000000 90 00 90');
+    expect(refusal(float)).toEqual({ reason: 'malformed', path: 'streams[0].topics[0].purgedAtUs' });
+  });
+
   it('refuses another version as unsupported_version before reading further', () => {
-    expect(refusal(fromHex('9705'))).toEqual({ reason: 'unsupported_version', path: 'version' });
+    expect(refusal(fromHex('9706'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9800'))).toEqual({ reason: 'unsupported_version', path: 'version' });
     expect(refusal(fromHex('9202 c0'))).toEqual({ reason: 'unsupported_version', path: 'version' });
   });
@@ -336,7 +357,7 @@ describe('decodeSnapshot', () => {
 
 describe('peekSnapshotVersion', () => {
   it('reads the version from the array header and first integer', () => {
-    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(4);
+    expect(peekSnapshotVersion(snapshotEncodeTs(goldenSnapshot()))).toBe(5);
     expect(peekSnapshotVersion(fromHex('9702'))).toBe(2);
     expect(peekSnapshotVersion(fromHex('dc0010 cc80'))).toBe(128);
     expect(peekSnapshotVersion(fromHex('97 ce00010000'))).toBe(65_536);

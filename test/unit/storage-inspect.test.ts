@@ -112,7 +112,7 @@ describe('inspect snapshot', () => {
       status: 'valid',
       trailer: 'valid',
       checksum: `0x${snapshotChecksum.toString(16).padStart(32, '0')}`,
-      version: 4,
+      version: 5,
       sequenceNumber: 4,
       payloadSizeBytes: snapshotSize,
       sizeBytes: snapshotSize + 20,

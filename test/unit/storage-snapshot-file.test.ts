@@ -117,7 +117,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     file.write(new Uint8Array(Buffer.from('980200009090900090', 'hex')));
     const error = refusal(file);
     expect(error.reason).toBe(RefusalReason.snapshotVersion);
-    expect(error.detail).toBe('format version 2, this build reads 4');
+    expect(error.detail).toBe('format version 2, this build reads 4 and 5');
     expect(error.message).toMatch(/remedy: /);
   });
 
@@ -127,7 +127,7 @@ describe.each(kernelVariants())('snapshot file ($label kernels)', ({ kernels }) 
     file.write(new Uint8Array(Buffer.from('98030000909194' + '01a17300' + '919a01a174' + '0000010001' + '91920005' + '9090' + '900090', 'hex')));
     const error = refusal(file);
     expect(error.reason).toBe(RefusalReason.snapshotVersion);
-    expect(error.detail).toBe('format version 3, this build reads 4');
+    expect(error.detail).toBe('format version 3, this build reads 4 and 5');
     expect(error.message).toMatch(/remedy: /);
   });
 
