@@ -279,6 +279,15 @@ export class MetadataStateMachine implements StateMachine<MetadataMachineSnapsho
    * invariant here is corruption past every check: it fails an assertion, and because the new
    * state is built before the swap, the old one stays in place.
    */
+  /**
+   * The timestamp of the latest op this machine applied (0 before any): every resource created
+   * at or before it is in the state unless an applied op deleted it. Not moved by a restore, so
+   * after one it may lag the state, never lead it.
+   */
+  get appliedTimestampUs(): number {
+    return this.lastTimestampUs;
+  }
+
   restore(snapshot: MetadataMachineSnapshot): void {
     const next = stateFromSnapshot(snapshot, this.limits);
     assert(typeof next !== 'string', typeof next === 'string' ? next : '');

@@ -35,6 +35,7 @@ import type { Consumer, OffsetAddress } from '../partition/consumer.js';
 import { packNamespace } from '../partition/namespace.js';
 import {
   encodeDeleteOffsetPrepare,
+  encodeDropPrepare,
   encodeSendPrepare,
   encodeStoreOffsetPrepare,
   PartitionOperation,
@@ -200,6 +201,16 @@ export class PartitionEdge {
     if (this.sessions.size >= GROUP_SESSIONS_MAX) this.sessions.delete(this.sessions.keys().next().value!);
     this.sessions.set(key, session);
     return session;
+  }
+
+  /**
+   * Proposes DropPartition of `address` in `group` as `caller` (the node's own session there):
+   * for an incarnation committed metadata no longer has. The committed result code, or the
+   * transient code of a proposal that did not complete (the next scan proposes it again).
+   */
+  async drop(caller: EdgeCaller, group: PartitionGroup, address: PartitionAddress): Promise<number> {
+    const result = await this.propose(caller, group, PartitionOperation.dropPartition, encodeDropPrepare(address));
+    return result.code;
   }
 
   // ------------------------------------------------------------ commands

@@ -54,6 +54,7 @@ import { NodeMetrics } from './node-metrics.js';
 import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../http/secrets.js';
 import { StorageDriver } from './storage-driver.js';
 import { PartitionGroups, type PartitionGroup } from './partition-groups.js';
+import { ROOT_USER_ID } from '../metadata/state.js';
 import { unpackNamespace } from '../partition/namespace.js';
 import { PartitionEdge, httpDataPlane } from './partition-edge.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
@@ -145,6 +146,20 @@ export class ReplicaNode implements NodeApi {
   readonly dataPlane: DataPlaneApi;
   /** The metadata commit at the last sweep of the partitions' statistics (-1: none yet). */
   private statsSyncedAtCommit = -2;
+  /**
+   * The node's own client in the partition groups, for the drops it proposes (a random id per
+   * process, as any client's; root, since the drops are the node's own bookkeeping).
+   */
+  private readonly maintenance = {
+    connection: null,
+    client: randomClientId(),
+    userId: ROOT_USER_ID,
+    principal: { id: ROOT_USER_ID, permissions: null },
+  };
+  /** Drops proposed and not yet answered (`namespace.incarnation`). */
+  private readonly dropsInFlight = new Set<string>();
+  /** What the last scan for dead partitions saw (metadata commit and group views), if clean. */
+  private dropsScannedAt = '';
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
@@ -591,6 +606,7 @@ export class ReplicaNode implements NodeApi {
           if (ticks % SESSION_EXPIRY_TICKS === 0) {
             this.sessions.expireIdle();
             this.syncAllPartitionStatsIfMetadataMoved();
+            this.dropDeadPartitions();
           }
           if (ticks % IDLE_COLLECT_TICKS === 0) this.idleCollector?.check(this.collectorView());
           this.fetchCollector?.check(this.core.stateTransferProgress());
@@ -691,6 +707,52 @@ export class ReplicaNode implements NodeApi {
     for (const group of this.partitions.groups) {
       for (const namespace of group.machine.namespaces()) this.syncPartitionStats(group, namespace);
     }
+  }
+
+  /**
+   * Proposes, in each partition group this replica leads, DropPartition of every partition whose
+   * incarnation committed metadata has provably left behind: its topic was purged or recreated
+   * (a newer incarnation), or deleted (none, though this replica's metadata has applied ops past
+   * the incarnation's creation). That frees its files and offsets on every replica. A partition
+   * created by metadata this replica has not applied yet holds a newer incarnation than it knows
+   * and is left alone. Scans again only once the metadata or a group moved (a view, a commit),
+   * or the last scan found something: nothing when idle.
+   */
+  private dropDeadPartitions(): void {
+    const groups = this.partitions.groups;
+    const moment = `${this.core.commitMin}:${groups.map((group) => `${group.core.view}.${group.core.commitMin}`).join(',')}`;
+    if (moment === this.dropsScannedAt) return;
+    let found = false;
+    for (const group of groups) {
+      if (!group.core.canAcceptRequests()) continue;
+      for (const namespace of group.machine.namespaces()) {
+        const held = group.machine.incarnationOf(namespace);
+        if (held === null || !this.incarnationIsDead(namespace, held)) continue;
+        found = true;
+        const key = `${namespace}.${held}`;
+        if (this.dropsInFlight.has(key)) continue;
+        this.dropsInFlight.add(key);
+        const address = { namespace, incarnation: held };
+        void this.binary.edge
+          .drop(this.maintenance, group, address)
+          .then((code) => {
+            if (code === 0) this.logger.info({ namespace, incarnation: held }, 'partition_dropped');
+          })
+          .finally(() => this.dropsInFlight.delete(key));
+      }
+    }
+    this.dropsScannedAt = found ? '' : moment;
+  }
+
+  /** Whether committed metadata has left incarnation `held` of `namespace` behind for good. */
+  private incarnationIsDead(namespace: number, held: number): boolean {
+    const parts = unpackNamespace(BigInt(namespace));
+    if (!parts.ok) return false;
+    const { streamId, topicId, partitionId } = parts.value;
+    const topic = this.state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
+    const live = topic.found ? topic.incarnationOf(partitionId) : null;
+    if (live !== null) return live > held;
+    return held <= this.state.appliedTimestampUs;
   }
 
   /**

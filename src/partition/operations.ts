@@ -1,7 +1,8 @@
 /**
  * The operations a partition group replicates and the bodies their prepares carry. The codes are
  * Iggy's partition-plane operations (iggy-partition-plane.md §11: SendMessages 160,
- * StoreConsumerOffset 161, DeleteConsumerOffset 162). The bodies are ours: a partition group
+ * StoreConsumerOffset 161, DeleteConsumerOffset 162); DropPartition (163) is ours. The bodies are
+ * ours too: a partition group
  * multiplexes many partitions (docs/partition-plane.md), so every body starts with the address of
  * the partition it acts on, where Iggy's group id alone names it.
  *
@@ -12,12 +13,15 @@
  *   send     = address | batch (one Iggy batch, its partition_id stamped, offsets not yet)
  *   store    = address | kind u8 (1 consumer, 2 group) | consumer id u32 | offset u64
  *   delete   = address | kind u8 | consumer id u32
+ *   drop     = address
  *
- * The incarnation is the partition's `created_at` in committed metadata (the replicated clock of
- * the op that created it). Stream, topic and partition ids are slab ids that a delete frees for
- * reuse, so a namespace alone cannot tell a recreated partition from the one it replaced; the
- * pair can. A send for a newer incarnation replaces the partition's log, one for an older
- * incarnation is refused: nothing sent to a deleted topic can surface in its successor.
+ * The incarnation is the later of the partition's `created_at` and its topic's last purge in
+ * committed metadata (the replicated clock of the op that created or purged it). Stream, topic
+ * and partition ids are slab ids that a delete frees for reuse, so a namespace alone cannot tell
+ * a recreated partition from the one it replaced; the pair can. A send for a newer incarnation
+ * replaces the partition's log, one for an older incarnation is refused: nothing sent to a
+ * deleted topic can surface in its successor. A drop names an incarnation that committed
+ * metadata no longer has (its topic was deleted or purged) and frees its log and offsets.
  */
 import { BodyReader } from '../metadata/body-io.js';
 import { refuse, type Decoded } from './decoded.js';
@@ -28,6 +32,7 @@ export const PartitionOperation = {
   sendMessages: 160,
   storeConsumerOffset: 161,
   deleteConsumerOffset: 162,
+  dropPartition: 163,
 } as const;
 export type PartitionOperation = (typeof PartitionOperation)[keyof typeof PartitionOperation];
 
@@ -106,6 +111,13 @@ export function encodeDeleteOffsetPrepare(prepare: DeleteOffsetPrepare): Uint8Ar
   return body;
 }
 
+export function encodeDropPrepare(address: PartitionAddress): Uint8Array {
+  checkAddress(address);
+  const body = new Uint8Array(PARTITION_ADDRESS_SIZE);
+  writeAddress(new DataView(body.buffer), address);
+  return body;
+}
+
 function checkConsumer(consumer: ConsumerKey): void {
   if (!Number.isInteger(consumer.id) || consumer.id < 0 || consumer.id > 0xffff_ffff) {
     throw new RangeError(`consumer id ${consumer.id} out of range`);
@@ -155,4 +167,9 @@ export function decodeDeleteOffsetPrepare(body: Uint8Array): Decoded<DeleteOffse
   const address = readAddress(reader);
   const consumer = readConsumerKey(reader);
   return whole(reader, { ...address, consumer });
+}
+
+export function decodeDropPrepare(body: Uint8Array): Decoded<PartitionAddress> {
+  const reader = new BodyReader(body);
+  return whole(reader, readAddress(reader));
 }

@@ -29,6 +29,7 @@ import type { ConsumerKey } from './consumer-offsets.js';
 import { unpackNamespace } from './namespace.js';
 import {
   decodeDeleteOffsetPrepare,
+  decodeDropPrepare,
   decodeSendPrepare,
   decodeStoreOffsetPrepare,
   PartitionOperation,
@@ -224,6 +225,8 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
         return this.applyStoreOffset(input);
       case PartitionOperation.deleteConsumerOffset:
         return this.applyDeleteOffset(input);
+      case PartitionOperation.dropPartition:
+        return this.applyDrop(input);
       default:
         return fail(DataError.invalidCommand);
     }
@@ -308,6 +311,23 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     if (partition === null || !partition.offsets.delete(offsetKey(decoded.value.consumer))) {
       return fail(DataError.consumerOffsetNotFound);
     }
+    return OK;
+  }
+
+  /**
+   * A partition whose incarnation committed metadata no longer has: its store is retired (kept
+   * for two checkpoints, as a replaced one) and its offsets go. A drop of any other incarnation
+   * changes nothing: the partition moved on, or was dropped already, and the result is the same.
+   */
+  private applyDrop(input: ApplyInput): ApplyResult {
+    const decoded = decodeDropPrepare(input.body);
+    if (!decoded.ok) return fail(DataError.invalidCommand);
+    const partition = this.committedPartition(decoded.value);
+    if (partition === null) return OK;
+    this.retired.push({ key: partition.key, snapshots: this.snapshots });
+    this.backfill.cancel(partition.key.namespace);
+    this.partitions.delete(partition.key.namespace);
+    this.onChanged(partition.key.namespace);
     return OK;
   }
 
@@ -450,6 +470,11 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   /** The store of a committed partition, for the read path (partition-reads.ts). */
   storeOf(address: PartitionAddress): PartitionStore | null {
     return this.committedPartition(address)?.store ?? null;
+  }
+
+  /** The incarnation the group holds of `namespace`, or null. */
+  incarnationOf(namespace: number): number | null {
+    return this.partitions.get(namespace)?.key.incarnation ?? null;
   }
 
   /** Every partition the group holds, namespace ascending. */

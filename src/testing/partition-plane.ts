@@ -14,6 +14,7 @@ import { PARTITION_CHECKPOINT_CODEC } from '../partition/checkpoint-codec.js';
 import { packNamespace, partitionGroupId, unpackNamespace } from '../partition/namespace.js';
 import {
   encodeDeleteOffsetPrepare,
+  encodeDropPrepare,
   encodeSendPrepare,
   encodeStoreOffsetPrepare,
   PartitionOperation,
@@ -71,6 +72,12 @@ function randomOperation(
   else if (prng.chance(0.03)) incarnation -= 1;
   const address = { namespace, incarnation };
   const roll = prng.int(100);
+  if (roll >= 99) {
+    // As a node drops a partition whose topic was deleted or purged: the live incarnation (or a
+    // stale one), after which committed metadata names a newer one.
+    incarnations.bump(namespace);
+    return [PartitionOperation.dropPartition, encodeDropPrepare(address)];
+  }
   if (roll < 65) {
     const count = 1 + prng.int(4);
     const messages = Array.from({ length: count }, () => ({
@@ -125,6 +132,10 @@ export class PartitionModel implements SimModel {
     const live = current !== undefined && current.incarnation === incarnation ? current : null;
     if (operation === PartitionOperation.sendMessages) {
       return this.send(namespace, incarnation, body);
+    }
+    if (operation === PartitionOperation.dropPartition) {
+      if (live !== null) this.partitions.delete(namespace);
+      return { errorCode: 0, payload: EMPTY };
     }
     const key = `${view.getUint8(16)}:${view.getUint32(17, true)}`;
     if (operation === PartitionOperation.storeConsumerOffset) {

@@ -17,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../support/message-batches.js';
 import { RawClient, result, type ReplyView } from '../support/iggy-frames.js';
 import { offsetPrefix, pollBody, sendMessagesBody } from '../unit/partition/wire.js';
-import { Cluster, clusterForAll, sleep } from './harness.js';
+import { Cluster, clusterForAll, sleep, type LogRecord } from './harness.js';
 
 let cluster: Cluster;
 // A checkpoint every 112 ops that drains the WAL below it: a replica down for a few hundred
@@ -198,6 +198,17 @@ describe('the data plane across processes', () => {
         expect(await waitForMessages(index, clients[index]!, stream.id, 0, 1)).toEqual([[0, 'new-0']]);
         expect((await pollAll(clients[index]!, stream.id, 1)).messages).toEqual([]);
       }
+      // The purged log of partition 1 is dropped in its group (its files go two checkpoints
+      // later), and deleting the topic drops partition 0's new log: each by its group's primary.
+      // A drop names the incarnation it ends: the partitions' creation for the purged logs.
+      const dropped = (partitionId: number, after = 0): LogRecord | null =>
+        [0, 1, 2]
+          .flatMap((index) => cluster.records(index, 'partition_dropped'))
+          .find((record) => record.namespace === stream.id * 2 ** 32 + partitionId && (record.incarnation as number) > after) ?? null;
+      const purged = await cluster.waitFor('the purged partition 1 dropped', () => dropped(1), 30_000);
+      await http.deleteTopic(stream.id, 0);
+      // Partition 0's log after the purge: the purge's incarnation, later than its creation.
+      await cluster.waitFor('the deleted partition 0 dropped', () => dropped(0, purged.incarnation as number), 30_000);
     } finally {
       for (const client of clients) client.close();
     }

@@ -18,6 +18,8 @@ import {
   decodeSendPrepare,
   decodeStoreOffsetPrepare,
   encodeDeleteOffsetPrepare,
+  encodeDropPrepare,
+  decodeDropPrepare,
   encodeSendPrepare,
   encodeStoreOffsetPrepare,
   PartitionOperation,
@@ -215,6 +217,36 @@ describe.each(kernelVariants())('the partition state machine ($label kernels)', 
     expect(lives()).toEqual([0, 1]);
     machine.snapshot();
     expect(lives()).toEqual([1]);
+  });
+
+  it('a drop of the live incarnation frees its log and offsets, its store after two snapshots; others change nothing', () => {
+    const { machine, stores } = fresh();
+    const address = { namespace: NAMESPACE, incarnation: LIFE };
+    expect(decodeDropPrepare(encodeDropPrepare(address))).toEqual({ ok: true, value: address });
+    expect(decodeDropPrepare(new Uint8Array(17))).toEqual({ ok: false, reason: '1 trailing bytes' });
+    send(machine, 3);
+    const consumer = { kind: 'consumer' as const, id: 4 };
+    expect(apply(machine, PartitionOperation.storeConsumerOffset, encodeStoreOffsetPrepare({ ...address, consumer, offset: 1 })).errorCode).toBe(0);
+    machine.snapshot();
+    // Another incarnation (an older one, or one not yet sent to) is not this partition's.
+    for (const incarnation of [LIFE - 1, LIFE + 1]) {
+      expect(apply(machine, PartitionOperation.dropPartition, encodeDropPrepare({ namespace: NAMESPACE, incarnation })).errorCode).toBe(0);
+      expect(machine.partition(address)).toMatchObject({ nextOffset: 3 });
+    }
+    expect(apply(machine, PartitionOperation.dropPartition, encodeDropPrepare(address)).errorCode).toBe(0);
+    expect(machine.partition(address)).toBeNull();
+    expect(machine.storedOffset(address, consumer)).toBeNull();
+    expect(machine.namespaces()).toEqual([]);
+    expect(machine.records().partitions).toEqual([]);
+    // A second drop of it is the same result.
+    expect(apply(machine, PartitionOperation.dropPartition, encodeDropPrepare(address)).errorCode).toBe(0);
+    const lives = (): number[] => stores.list().map((key) => key.incarnation - LIFE);
+    machine.snapshot(); // the durable checkpoint before it may still name the dropped store
+    expect(lives()).toEqual([0]);
+    machine.snapshot();
+    expect(lives()).toEqual([]);
+    // The partition's next life starts empty, at offset 0.
+    expect(baseOffsetOf(send(machine, 2, LIFE + 5))).toBe(0);
   });
 
   it('restore cuts stores back to the checkpoint, restarts short ones and drops unknown ones', () => {
