@@ -110,6 +110,15 @@ export function clusterIdOf(name: string): bigint {
   return value;
 }
 
+/** A data-plane namespace resolved against committed metadata. */
+interface MetadataIncarnation {
+  readonly streamId: number;
+  readonly topicId: number;
+  readonly partitionId: number;
+  /** The live incarnation, or null: the topic or the partition is gone. */
+  readonly live: number | null;
+}
+
 export interface ReplicaNodeOptions {
   readonly config: NodeConfig;
   /**
@@ -744,14 +753,25 @@ export class ReplicaNode implements NodeApi {
     this.dropsScannedAt = found ? '' : moment;
   }
 
-  /** Whether committed metadata has left incarnation `held` of `namespace` behind for good. */
-  private incarnationIsDead(namespace: number, held: number): boolean {
+  /**
+   * The partition a data-plane namespace names, with the incarnation committed metadata holds
+   * live for it (null: no such partition, the topic or partition was deleted), or null when the
+   * namespace is malformed.
+   */
+  private metadataIncarnation(namespace: number): MetadataIncarnation | null {
     const parts = unpackNamespace(BigInt(namespace));
-    if (!parts.ok) return false;
+    if (!parts.ok) return null;
     const { streamId, topicId, partitionId } = parts.value;
     const topic = this.state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
     const live = topic.found ? topic.incarnationOf(partitionId) : null;
-    if (live !== null) return live > held;
+    return { streamId, topicId, partitionId, live };
+  }
+
+  /** Whether committed metadata has left incarnation `held` of `namespace` behind for good. */
+  private incarnationIsDead(namespace: number, held: number): boolean {
+    const resolved = this.metadataIncarnation(namespace);
+    if (resolved === null) return false;
+    if (resolved.live !== null) return resolved.live > held;
     return held <= this.state.appliedTimestampUs;
   }
 
@@ -760,14 +780,10 @@ export class ReplicaNode implements NodeApi {
    * what its group's committed log holds, when the partition's incarnation is the live one.
    */
   private syncPartitionStats(group: PartitionGroup, namespace: number): void {
-    const parts = unpackNamespace(BigInt(namespace));
-    if (!parts.ok) return;
-    const { streamId, topicId, partitionId } = parts.value;
-    const topic = this.state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
-    if (!topic.found) return;
-    const incarnation = topic.incarnationOf(partitionId);
-    if (incarnation === null) return;
-    const view = group.machine.partition({ namespace, incarnation });
+    const resolved = this.metadataIncarnation(namespace);
+    if (resolved === null || resolved.live === null) return;
+    const { streamId, topicId, partitionId, live } = resolved;
+    const view = group.machine.partition({ namespace, incarnation: live });
     const stats = this.state.partitionStats(streamId, topicId, partitionId);
     if (view === null || stats === null) return;
     stats.add({

@@ -41,6 +41,14 @@ async function loggedIn(index: number): Promise<RawClient> {
   }
 }
 
+/** A new stream with one topic of `partitions` partitions, and who is primary once it exists. */
+async function freshTopic(prefix: string, topicName: string, partitions: number): Promise<{ token: string; streamId: number; primary: number }> {
+  const token = await cluster.rootToken();
+  const stream = await cluster.client(0, token).createStream(`${prefix}-${Date.now()}`);
+  await cluster.client(0, token).createTopic(stream.id, { name: topicName, partitionsCount: partitions });
+  return { token, streamId: stream.id, primary: await cluster.primary() };
+}
+
 /** A partition-plane request, as the SDK sends it: the session's current request number. */
 function partitionCall(client: RawClient, operation: number, body: Uint8Array): Promise<ReplyView> {
   return client.write(operation, Buffer.from(body), client.requestNext);
@@ -104,11 +112,7 @@ async function waitForMessages(index: number, client: RawClient, streamId: numbe
 
 describe('the data plane across processes', () => {
   it('sends through a backup and the primary, polls the same messages and offsets from every replica', async () => {
-    const token = await cluster.rootToken();
-    const http = cluster.client(0, token);
-    const stream = await http.createStream(`messages-${Date.now()}`);
-    await http.createTopic(stream.id, { name: 'orders', partitionsCount: PARTITIONS });
-    const primary = await cluster.primary();
+    const { token, streamId, primary } = await freshTopic('messages', 'orders', PARTITIONS);
     const clients = await Promise.all([0, 1, 2].map((index) => loggedIn(index)));
     try {
       // Dense offsets per partition, whichever replica a send came through.
@@ -118,7 +122,7 @@ describe('the data plane across processes', () => {
           const via = (primary + 1 + round) % 3;
           const tag = `r${round}-p${partitionId}`;
           const before = sent.get(partitionId) ?? [];
-          const offset = confirmedOffset(await send(clients[via]!, stream.id, partitionId, tag, 2 + round));
+          const offset = confirmedOffset(await send(clients[via]!, streamId, partitionId, tag, 2 + round));
           expect(offset).toBe(before.length);
           sent.set(partitionId, [...before, ...Array.from({ length: 2 + round }, (_, index) => `${tag}-${index}`)]);
         }
@@ -126,19 +130,19 @@ describe('the data plane across processes', () => {
       for (let index = 0; index < 3; index++) {
         for (let partitionId = 0; partitionId < PARTITIONS; partitionId++) {
           const expected = sent.get(partitionId)!;
-          const messages = await waitForMessages(index, clients[index]!, stream.id, partitionId, expected.length);
+          const messages = await waitForMessages(index, clients[index]!, streamId, partitionId, expected.length);
           expect(messages).toEqual(expected.map((payload, offset) => [offset, payload]));
         }
       }
       // The topic's statistics are the partitions' logs, on every replica.
       for (let index = 0; index < 3; index++) {
-        const topic = await cluster.client(index, token).getTopic(stream.id, 0);
+        const topic = await cluster.client(index, token).getTopic(streamId, 0);
         const partitions = (topic.partitions as unknown as { id: number; messages_count: number; current_offset: number }[]).map((partition) => [partition.id, partition.messages_count, partition.current_offset]);
         expect(partitions).toEqual([0, 1, 2].map((id) => [id, sent.get(id)!.length, sent.get(id)!.length - 1]));
         expect(Number(topic.messages_count)).toBe([0, 1, 2].reduce((sum, id) => sum + sent.get(id)!.length, 0));
       }
       // A consumer offset stored through one replica is read through every other.
-      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: stream.id, topic: 0, partitionId: 1 });
+      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: streamId, topic: 0, partitionId: 1 });
       const stored = await partitionCall(clients[(primary + 1) % 3]!, STORE_OFFSET, new Uint8Array([...prefix, ...new Uint8Array([5, 0, 0, 0, 0, 0, 0, 0]), 1]));
       expect([stored.status, result(stored.body).code]).toEqual([0, 0]);
       for (let index = 0; index < 3; index++) {
@@ -162,26 +166,22 @@ describe('the data plane across processes', () => {
   });
 
   it('a purge through a backup empties every partition on every replica: offsets and stored offsets restart', async () => {
-    const token = await cluster.rootToken();
-    const http = cluster.client(0, token);
-    const stream = await http.createStream(`purge-messages-${Date.now()}`);
-    await http.createTopic(stream.id, { name: 'orders', partitionsCount: 2 });
-    const primary = await cluster.primary();
+    const { token, streamId, primary } = await freshTopic('purge-messages', 'orders', 2);
     const backup = (primary + 1) % 3;
     const clients = await Promise.all([0, 1, 2].map((index) => loggedIn(index)));
     try {
-      for (const partitionId of [0, 1]) confirmedOffset(await send(clients[primary]!, stream.id, partitionId, `old-p${partitionId}`, 4));
-      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: stream.id, topic: 0, partitionId: 0 });
+      for (const partitionId of [0, 1]) confirmedOffset(await send(clients[primary]!, streamId, partitionId, `old-p${partitionId}`, 4));
+      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: streamId, topic: 0, partitionId: 0 });
       const stored = await partitionCall(clients[primary]!, STORE_OFFSET, new Uint8Array([...prefix, ...new Uint8Array([2, 0, 0, 0, 0, 0, 0, 0]), 1]));
       expect([stored.status, result(stored.body).code]).toEqual([0, 0]);
-      for (let index = 0; index < 3; index++) await waitForMessages(index, clients[index]!, stream.id, 1, 4);
-      await cluster.client(backup, token).purgeTopic(stream.id, 0);
+      for (let index = 0; index < 3; index++) await waitForMessages(index, clients[index]!, streamId, 1, 4);
+      await cluster.client(backup, token).purgeTopic(streamId, 0);
       for (let index = 0; index < 3; index++) {
         for (const partitionId of [0, 1]) {
           await cluster.waitFor(
             `replica ${index} serving partition ${partitionId} empty after the purge`,
             async () => {
-              const polled = await pollAll(clients[index]!, stream.id, partitionId);
+              const polled = await pollAll(clients[index]!, streamId, partitionId);
               return polled.messages.length === 0 && polled.currentOffset === 0 ? true : null;
             },
             30_000,
@@ -189,14 +189,14 @@ describe('the data plane across processes', () => {
         }
         const reply = await clients[index]!.read(GET_OFFSET, Buffer.from(prefix));
         expect([reply.status, reply.body.length]).toEqual([0, 0]);
-        const topic = await cluster.client(index, token).getTopic(stream.id, 0);
+        const topic = await cluster.client(index, token).getTopic(streamId, 0);
         expect(Number(topic.messages_count)).toBe(0);
       }
       // The next send starts the partition over at offset 0; the purged messages never return.
-      expect(confirmedOffset(await send(clients[backup]!, stream.id, 0, 'new', 1))).toBe(0);
+      expect(confirmedOffset(await send(clients[backup]!, streamId, 0, 'new', 1))).toBe(0);
       for (let index = 0; index < 3; index++) {
-        expect(await waitForMessages(index, clients[index]!, stream.id, 0, 1)).toEqual([[0, 'new-0']]);
-        expect((await pollAll(clients[index]!, stream.id, 1)).messages).toEqual([]);
+        expect(await waitForMessages(index, clients[index]!, streamId, 0, 1)).toEqual([[0, 'new-0']]);
+        expect((await pollAll(clients[index]!, streamId, 1)).messages).toEqual([]);
       }
       // The purged log of partition 1 is dropped in its group (its files go two checkpoints
       // later), and deleting the topic drops partition 0's new log: each by its group's primary.
@@ -204,9 +204,9 @@ describe('the data plane across processes', () => {
       const dropped = (partitionId: number, after = 0): LogRecord | null =>
         [0, 1, 2]
           .flatMap((index) => cluster.records(index, 'partition_dropped'))
-          .find((record) => record.namespace === stream.id * 2 ** 32 + partitionId && (record.incarnation as number) > after) ?? null;
+          .find((record) => record.namespace === streamId * 2 ** 32 + partitionId && (record.incarnation as number) > after) ?? null;
       const purged = await cluster.waitFor('the purged partition 1 dropped', () => dropped(1), 30_000);
-      await http.deleteTopic(stream.id, 0);
+      await cluster.client(0, token).deleteTopic(streamId, 0);
       // Partition 0's log after the purge: the purge's incarnation, later than its creation.
       await cluster.waitFor('the deleted partition 0 dropped', () => dropped(0, purged.incarnation as number), 30_000);
     } finally {
@@ -215,11 +215,7 @@ describe('the data plane across processes', () => {
   });
 
   it('kill -9 of the primary during sends: sends resume, every acknowledged message is on every replica once', async () => {
-    const token = await cluster.rootToken();
-    const http = cluster.client(0, token);
-    const stream = await http.createStream(`failover-messages-${Date.now()}`);
-    await http.createTopic(stream.id, { name: 'orders', partitionsCount: 1 });
-    const primary = await cluster.primary();
+    const { token, streamId, primary } = await freshTopic('failover-messages', 'orders', 1);
     const survivors = [0, 1, 2].filter((index) => index !== primary);
     const acknowledged: string[] = [];
     let clients = await Promise.all(survivors.map((index) => loggedIn(index)));
@@ -229,7 +225,7 @@ describe('the data plane across processes', () => {
         const via = clients[round % clients.length]!;
         const tag = `k${round}`;
         round += 1;
-        const reply = await send(via, stream.id, 0, tag, 3);
+        const reply = await send(via, streamId, 0, tag, 3);
         // A transient answer (no caught-up primary yet): the outcome is unknown, not counted.
         if (reply.command === 8 && reply.status === 0) acknowledged.push(`${tag}-0`, `${tag}-1`, `${tag}-2`);
         else expect([57, 58]).toContain(reply.status);
@@ -250,7 +246,7 @@ describe('the data plane across processes', () => {
         const messages = await cluster.waitFor(
           `replica ${index} holding every acknowledged message`,
           async () => {
-            const polled = await pollAll(clients[index]!, stream.id, 0);
+            const polled = await pollAll(clients[index]!, streamId, 0);
             const payloads = new Set(polled.messages.map(([, payload]) => payload));
             return acknowledged.every((payload) => payloads.has(payload)) ? polled.messages : null;
           },
@@ -262,9 +258,9 @@ describe('the data plane across processes', () => {
         expect(messages.map(([offset]) => offset)).toEqual(messages.map((_, offset) => offset));
       }
       // The restarted replica's statistics come back from its partition log (they are not persisted).
-      const restartedTopic = await cluster.client(primary, token).getTopic(stream.id, 0);
+      const restartedTopic = await cluster.client(primary, token).getTopic(streamId, 0);
       const counted = (restartedTopic.partitions as unknown as { messages_count: number }[])[0]!.messages_count;
-      const logs = await Promise.all(clients.map((client) => pollAll(client, stream.id, 0)));
+      const logs = await Promise.all(clients.map((client) => pollAll(client, streamId, 0)));
       expect(counted).toBe(logs[0]!.messages.length);
       expect(logs[1]).toEqual(logs[0]);
       expect(logs[2]).toEqual(logs[0]);
@@ -274,11 +270,8 @@ describe('the data plane across processes', () => {
   });
 
   it('a wiped replica rejoins by state transfer, fetches the messages below its checkpoint, serves the same log', async () => {
-    const token = await cluster.rootToken();
-    const http = cluster.client(0, token);
-    const stream = await http.createStream(`wiped-messages-${Date.now()}`);
-    await http.createTopic(stream.id, { name: 'orders', partitionsCount: 1 });
-    const victim = ((await cluster.primary()) + 1) % 3;
+    const { token, streamId, primary } = await freshTopic('wiped-messages', 'orders', 1);
+    const victim = (primary + 1) % 3;
     const survivors = [0, 1, 2].filter((index) => index !== victim);
     let clients = await Promise.all(survivors.map((index) => loggedIn(index)));
     let victimClient: RawClient | null = null;
@@ -286,7 +279,7 @@ describe('the data plane across processes', () => {
       let sent = 0;
       const sendSome = async (rounds: number): Promise<void> => {
         for (let round = 0; round < rounds; round++, sent += 2) {
-          expect(confirmedOffset(await send(clients[round % 2]!, stream.id, 0, `w${sent}`, 2))).toBe(sent);
+          expect(confirmedOffset(await send(clients[round % 2]!, streamId, 0, `w${sent}`, 2))).toBe(sent);
         }
       };
       await sendSome(40);
@@ -302,11 +295,11 @@ describe('the data plane across processes', () => {
       // The install follows the fetch (a storage write later): wait for it, then the messages.
       await cluster.waitFor('the wiped replica installing the checkpoint', () => cluster.events(victim, 'state_transfer_installed')[0], 60_000);
       victimClient = await loggedIn(victim);
-      const messages = await waitForMessages(victim, victimClient, stream.id, 0, sent);
+      const messages = await waitForMessages(victim, victimClient, streamId, 0, sent);
       expect(messages.map(([offset]) => offset)).toEqual(messages.map((_, offset) => offset));
-      for (const client of clients) expect(await pollAll(client, stream.id, 0)).toEqual(await pollAll(victimClient, stream.id, 0));
+      for (const client of clients) expect(await pollAll(client, streamId, 0)).toEqual(await pollAll(victimClient, streamId, 0));
       // Its statistics are the whole log again.
-      const topic = await cluster.client(victim, token).getTopic(stream.id, 0);
+      const topic = await cluster.client(victim, token).getTopic(streamId, 0);
       expect((topic.partitions as unknown as { messages_count: number }[])[0]!.messages_count).toBe(sent);
     } finally {
       for (const client of clients) client.close();
@@ -316,11 +309,7 @@ describe('the data plane across processes', () => {
   });
 
   it('over HTTP: a JSON send through a backup is polled as JSON from another replica; offsets put, get, delete', async () => {
-    const token = await cluster.rootToken();
-    const http = cluster.client(0, token);
-    const stream = await http.createStream(`http-messages-${Date.now()}`);
-    await http.createTopic(stream.id, { name: 'events', partitionsCount: 2 });
-    const primary = await cluster.primary();
+    const { token, streamId, primary } = await freshTopic('http-messages', 'events', 2);
     const backup = (primary + 1) % 3;
     const other = (primary + 2) % 3;
     const call = async (index: number, method: string, path: string, body?: unknown): Promise<{ status: number; headers: Headers; text: string }> => {
@@ -331,7 +320,7 @@ describe('the data plane across processes', () => {
       });
       return { status: response.status, headers: response.headers, text: await response.text() };
     };
-    const base = `/streams/${stream.id}/topics/0`;
+    const base = `/streams/${streamId}/topics/0`;
     const payloads = ['alpha', 'beta', 'gamma'].map((text) => Buffer.from(text).toString('base64'));
     const sent = await call(backup, 'POST', `${base}/messages`, {
       partitioning: { kind: 'partition_id', value: Buffer.from([1, 0, 0, 0]).toString('base64') },
@@ -339,7 +328,7 @@ describe('the data plane across processes', () => {
     });
     expect(sent.status).toBe(201);
     expect(sent.headers.get('iggy-durability')).toBe('replicated');
-    expect(JSON.parse(sent.text)).toEqual({ confirmations: [{ stream_id: stream.id, topic_id: 0, partition_id: 1, base_offset: 0 }] });
+    expect(JSON.parse(sent.text)).toEqual({ confirmations: [{ stream_id: streamId, topic_id: 0, partition_id: 1, base_offset: 0 }] });
     const polled = await cluster.waitFor(
       `replica ${other} serving the JSON send`,
       async () => {
