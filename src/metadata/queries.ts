@@ -62,7 +62,13 @@ export type TopicAddressView =
       readonly streamId: number;
       readonly topicId: number;
       readonly partitionsCount: number;
-      /** The partition's `created_at` (µs), or null when the topic has no such partition. */
+      /** Iggy's topic settings, as stored: 0 and u64::MAX mean none. */
+      readonly messageExpiryUs: bigint;
+      readonly maxTopicSizeBytes: bigint;
+      /**
+       * The partition's incarnation: the later of its `created_at` and the topic's last purge
+       * (µs), or null when the topic has no such partition.
+       */
       readonly incarnationOf: (partitionId: number) => number | null;
     };
 
@@ -200,6 +206,8 @@ export class MetadataQueries {
       streamId: stream.id,
       topicId: topic.id,
       partitionsCount: partitions.count,
+      messageExpiryUs: topic.messageExpiryUs,
+      maxTopicSizeBytes: topic.maxTopicSizeBytes,
       // A purge incarnates every partition of the topic anew; one created later is its own.
       incarnationOf: (partitionId) =>
         partitions.has(partitionId)

@@ -50,6 +50,8 @@ const START_FLAGS: readonly [flag: string, key: ConfigKey, description: string][
   ['--tcp-tls-key <file>', 'tcp_tls_key', 'PEM private key of --tcp-tls-cert'],
   ['--heartbeat-ms <ms>', 'heartbeat_ms', "the primary's heartbeat interval, a multiple of 10 (default 100)"],
   ['--election-timeout-ms <ms>', 'election_timeout_ms', 'how long a backup waits without a heartbeat before it replaces the primary, a multiple of 10, at least 3 heartbeats (default 500)'],
+  ['--segment-size <bytes>', 'segment_size', 'bytes a partition segment grows to before the next starts (default 268435456)'],
+  ['--retention-interval-ms <ms>', 'retention_interval_ms', 'how often message expiry and max topic size are applied (default 60000)'],
   ['--cors-origins <list>', 'cors_origins', 'comma-separated origins browsers may call the HTTP API from (default *: any; empty: CORS off)'],
 ];
 

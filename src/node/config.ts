@@ -29,6 +29,12 @@ export const TICK_MS = 10;
 export const HEARTBEAT_MS_DEFAULT = 100;
 export const ELECTION_TIMEOUT_MS_DEFAULT = 500;
 
+/** Iggy's default segment.size is 1 GiB; ours is smaller so a sealed segment is removed sooner. */
+export const SEGMENT_SIZE_DEFAULT = 256 * 1024 * 1024;
+export const SEGMENT_SIZE_MIN = 4096;
+/** Segment positions are u32 in the 24-byte index. */
+export const SEGMENT_SIZE_MAX = 4 * 1024 * 1024 * 1024 - 1;
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -105,6 +111,10 @@ export interface NodeConfig {
   readonly corsOrigins: readonly string[];
   /** GET /metrics answers without a bearer (default false: it needs one, as Iggy's does). */
   readonly metricsPublic: boolean;
+  /** Bytes a partition segment grows to before the next one starts (Iggy's segment.size). */
+  readonly segmentSize: number;
+  /** How often a partition group's primary applies retention (expiry, max topic size), in ms. */
+  readonly retentionIntervalMs: number;
 }
 
 /**
@@ -148,6 +158,8 @@ export const CONFIG_KEYS = {
   tcp_tls_key: 'VRMETA_TCP_TLS_KEY',
   cors_origins: 'VRMETA_CORS_ORIGINS',
   metrics_public: 'VRMETA_METRICS_PUBLIC',
+  segment_size: 'VRMETA_SEGMENT_SIZE',
+  retention_interval_ms: 'VRMETA_RETENTION_INTERVAL_MS',
 } as const;
 export type ConfigKey = keyof typeof CONFIG_KEYS;
 
@@ -187,6 +199,9 @@ const DEFAULTS: Record<ConfigKey, unknown> = {
   // Iggy's `[http.cors] allowed_origins` default: any origin (the web UI runs elsewhere).
   cors_origins: ['*'],
   metrics_public: false,
+  segment_size: SEGMENT_SIZE_DEFAULT,
+  // Iggy's `[data_maintenance.messages] interval` default: one minute.
+  retention_interval_ms: 60_000,
 };
 
 export type ClusterSecretSource = 'cluster_secret' | 'cluster_secret_file' | 'insecure';
@@ -434,6 +449,8 @@ export function resolveConfig(...layers: Partial<Record<ConfigKey, unknown>>[]):
     tcpTlsKey,
     corsOrigins,
     metricsPublic: boolean('metrics_public', raw.metrics_public),
+    segmentSize: integer('segment_size', raw.segment_size, SEGMENT_SIZE_MIN, SEGMENT_SIZE_MAX),
+    retentionIntervalMs: integer('retention_interval_ms', raw.retention_interval_ms, 100, 86_400_000),
   };
   // The replica's own checks (journal slots vs pipeline, and so on), reported by key.
   replicaConfig({

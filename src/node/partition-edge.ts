@@ -36,6 +36,7 @@ import { packNamespace } from '../partition/namespace.js';
 import {
   encodeDeleteOffsetPrepare,
   encodeDropPrepare,
+  encodeTrimPrepare,
   encodeSendPrepare,
   encodeStoreOffsetPrepare,
   PartitionOperation,
@@ -210,6 +211,17 @@ export class PartitionEdge {
    */
   async drop(caller: EdgeCaller, group: PartitionGroup, address: PartitionAddress): Promise<number> {
     const result = await this.propose(caller, group, PartitionOperation.dropPartition, encodeDropPrepare(address));
+    return result.code;
+  }
+
+  /**
+   * Proposes TrimPartition of `address` in `group` as `caller`: retention raised the partition's
+   * first offset to `floor`. The committed result code, or a transient one (the next scan tries
+   * again).
+   */
+  async trim(caller: EdgeCaller, group: PartitionGroup, address: PartitionAddress, floor: number): Promise<number> {
+    const body = encodeTrimPrepare({ ...address, floor });
+    const result = await this.propose(caller, group, PartitionOperation.trimPartition, body);
     return result.code;
   }
 

@@ -121,8 +121,11 @@ export class PartitionGroup {
 /** Every partition group of this replica. */
 export class PartitionGroups {
   readonly groups: readonly PartitionGroup[];
+  /** Bytes a segment grows to before the next one starts. */
+  readonly segmentSizeBytes: number;
 
   constructor(options: PartitionGroupsOptions) {
+    this.segmentSizeBytes = options.segmentSizeBytes ?? SEGMENT_SIZE_BYTES_DEFAULT;
     this.groups = Array.from({ length: PARTITION_GROUPS }, (_, index) => new PartitionGroup(index, options));
   }
 

@@ -55,7 +55,7 @@ import { createPasswordVerifier, hashPassword, type PasswordVerifier } from '../
 import { StorageDriver } from './storage-driver.js';
 import { PartitionGroups, type PartitionGroup } from './partition-groups.js';
 import { ROOT_USER_ID } from '../metadata/state.js';
-import { unpackNamespace } from '../partition/namespace.js';
+import { metadataIncarnation, PartitionMaintenance } from './partition-maintenance.js';
 import { PartitionEdge, httpDataPlane } from './partition-edge.js';
 import { FetchCollector, IdleCollector, fullCollection, minorCollection, type IdleCollectorView } from './idle-collector.js';
 import { replicaMeshTls } from './tls.js';
@@ -110,15 +110,6 @@ export function clusterIdOf(name: string): bigint {
   return value;
 }
 
-/** A data-plane namespace resolved against committed metadata. */
-interface MetadataIncarnation {
-  readonly streamId: number;
-  readonly topicId: number;
-  readonly partitionId: number;
-  /** The live incarnation, or null: the topic or the partition is gone. */
-  readonly live: number | null;
-}
-
 export interface ReplicaNodeOptions {
   readonly config: NodeConfig;
   /**
@@ -159,16 +150,14 @@ export class ReplicaNode implements NodeApi {
    * The node's own client in the partition groups, for the drops it proposes (a random id per
    * process, as any client's; root, since the drops are the node's own bookkeeping).
    */
-  private readonly maintenance = {
+  private readonly maintenanceCaller = {
     connection: null,
     client: randomClientId(),
     userId: ROOT_USER_ID,
     principal: { id: ROOT_USER_ID, permissions: null },
   };
-  /** Drops proposed and not yet answered (`namespace.incarnation`). */
-  private readonly dropsInFlight = new Set<string>();
-  /** What the last scan for dead partitions saw (metadata commit and group views), if clean. */
-  private dropsScannedAt = '';
+  /** The drops and trims this node proposes in the partition groups it leads. */
+  private readonly maintenance: PartitionMaintenance;
   readonly sessions: ClientSessions;
   /** The Iggy binary protocol's sessions (one per client connection). */
   readonly binary: BinarySessions;
@@ -363,7 +352,17 @@ export class ReplicaNode implements NodeApi {
       sendToReplicaParts: (target, header, body) => this.bus.sendToReplicaParts(target, header, body),
       sendToClient: (client, frame) => this.routeClientFrame(client, frame),
       guard: (fn) => this.guard(fn),
+      segmentSizeBytes: config.segmentSize,
       onPartitionChanged: (group, namespace) => this.syncPartitionStats(group, namespace),
+    });
+    this.maintenance = new PartitionMaintenance({
+      state: this.state,
+      partitions: this.partitions,
+      edge: () => this.binary.edge,
+      caller: this.maintenanceCaller,
+      metadataCommit: () => this.core.commitMin,
+      log: (event, fields) => this.logger.info(fields, event),
+      nowUs: () => Date.now() * 1000,
     });
     // The statistics registry is not persisted: read every partition's once at boot.
     this.syncAllPartitionStatsIfMetadataMoved();
@@ -605,6 +604,7 @@ export class ReplicaNode implements NodeApi {
       }, this.collectorView());
     }
     let ticks = 0;
+    const retentionTicks = Math.max(1, Math.round(this.config.retentionIntervalMs / TICK_MS));
     this.ticker = setInterval(
       () =>
         this.guard(() => {
@@ -615,8 +615,9 @@ export class ReplicaNode implements NodeApi {
           if (ticks % SESSION_EXPIRY_TICKS === 0) {
             this.sessions.expireIdle();
             this.syncAllPartitionStatsIfMetadataMoved();
-            this.dropDeadPartitions();
+            this.maintenance.dropDeadPartitions();
           }
+          if (ticks % retentionTicks === 0) this.maintenance.applyRetention();
           if (ticks % IDLE_COLLECT_TICKS === 0) this.idleCollector?.check(this.collectorView());
           this.fetchCollector?.check(this.core.stateTransferProgress());
         }),
@@ -719,68 +720,11 @@ export class ReplicaNode implements NodeApi {
   }
 
   /**
-   * Proposes, in each partition group this replica leads, DropPartition of every partition whose
-   * incarnation committed metadata has provably left behind: its topic was purged or recreated
-   * (a newer incarnation), or deleted (none, though this replica's metadata has applied ops past
-   * the incarnation's creation). That frees its files and offsets on every replica. A partition
-   * created by metadata this replica has not applied yet holds a newer incarnation than it knows
-   * and is left alone. Scans again only once the metadata or a group moved (a view, a commit),
-   * or the last scan found something: nothing when idle.
-   */
-  private dropDeadPartitions(): void {
-    const groups = this.partitions.groups;
-    const moment = `${this.core.commitMin}:${groups.map((group) => `${group.core.view}.${group.core.commitMin}`).join(',')}`;
-    if (moment === this.dropsScannedAt) return;
-    let found = false;
-    for (const group of groups) {
-      if (!group.core.canAcceptRequests()) continue;
-      for (const namespace of group.machine.namespaces()) {
-        const held = group.machine.incarnationOf(namespace);
-        if (held === null || !this.incarnationIsDead(namespace, held)) continue;
-        found = true;
-        const key = `${namespace}.${held}`;
-        if (this.dropsInFlight.has(key)) continue;
-        this.dropsInFlight.add(key);
-        const address = { namespace, incarnation: held };
-        void this.binary.edge
-          .drop(this.maintenance, group, address)
-          .then((code) => {
-            if (code === 0) this.logger.info({ namespace, incarnation: held }, 'partition_dropped');
-          })
-          .finally(() => this.dropsInFlight.delete(key));
-      }
-    }
-    this.dropsScannedAt = found ? '' : moment;
-  }
-
-  /**
-   * The partition a data-plane namespace names, with the incarnation committed metadata holds
-   * live for it (null: no such partition, the topic or partition was deleted), or null when the
-   * namespace is malformed.
-   */
-  private metadataIncarnation(namespace: number): MetadataIncarnation | null {
-    const parts = unpackNamespace(BigInt(namespace));
-    if (!parts.ok) return null;
-    const { streamId, topicId, partitionId } = parts.value;
-    const topic = this.state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
-    const live = topic.found ? topic.incarnationOf(partitionId) : null;
-    return { streamId, topicId, partitionId, live };
-  }
-
-  /** Whether committed metadata has left incarnation `held` of `namespace` behind for good. */
-  private incarnationIsDead(namespace: number, held: number): boolean {
-    const resolved = this.metadataIncarnation(namespace);
-    if (resolved === null) return false;
-    if (resolved.live !== null) return resolved.live > held;
-    return held <= this.state.appliedTimestampUs;
-  }
-
-  /**
    * Sets the metadata statistics of a partition (messages, bytes, segments, current offset) to
    * what its group's committed log holds, when the partition's incarnation is the live one.
    */
   private syncPartitionStats(group: PartitionGroup, namespace: number): void {
-    const resolved = this.metadataIncarnation(namespace);
+    const resolved = metadataIncarnation(this.state, namespace, this.config.segmentSize);
     if (resolved === null || resolved.live === null) return;
     const { streamId, topicId, partitionId, live } = resolved;
     const view = group.machine.partition({ namespace, incarnation: live });

@@ -57,6 +57,8 @@ export const BACKFILL_BYTES_MAX = 256 * 1024;
 /** A store that lacks its log below `end` (where it starts). */
 export interface BackfillTarget {
   readonly key: StoreKey;
+  /** The partition's first offset: where its staging log starts. */
+  readonly from: number;
   readonly end: number;
 }
 
@@ -94,7 +96,7 @@ export interface BackfillOptions {
 
 interface Fetch {
   readonly key: StoreKey;
-  /** Where the staging log starts: 0 for a store's missing start, else a prefetch's `from`. */
+  /** Where the staging log starts: the partition's first offset, or a prefetch's `from`. */
   readonly start: number;
   readonly end: number;
   /** For a checkpoint not installed yet: the staging log waits for its install (no adoption). */
@@ -159,8 +161,8 @@ export class StoreBackfill {
       if (!wanted.has(nameOf(key))) this.options.stores.removeStaging(key);
     }
     for (const target of targets) {
-      assert(target.end > 0, 'a backfill target lacks offsets');
-      const fetch = this.newFetch(target.key, 0, target.end, false, 0);
+      assert(target.end > target.from, 'a backfill target lacks offsets');
+      const fetch = this.newFetch(target.key, target.from, target.end, false, 0);
       this.fetches.set(target.key.namespace, fetch);
     }
   }
@@ -411,8 +413,11 @@ export class StoreBackfill {
     fetch.peer = nextPeer(host.replica, host.replica, host.replicaCount);
     const stores = this.options.stores;
     let staged = stores.openStaging(fetch.key);
-    // A staging log is continued only when it starts where this fetch does and stays below end.
-    if (staged.stats().startOffset !== fetch.start || staged.nextOffset > fetch.end) {
+    // A staging log is continued only when it stays below end and starts where this fetch does
+    // (a store's start may also begin below it: retention took nothing of it yet).
+    const stagedStart = staged.stats().startOffset;
+    const starts = fetch.forInstall ? stagedStart === fetch.start : stagedStart <= fetch.start;
+    if (!starts || staged.nextOffset > fetch.end || staged.nextOffset < fetch.start) {
       stores.removeStaging(fetch.key);
       staged = stores.openStaging(fetch.key);
       if (fetch.start > 0) staged.purge(fetch.start);

@@ -4,15 +4,17 @@
  * messages are not in it: they are in the partitions' segment stores, flushed before the
  * checkpoint is named (state-machine.ts), so a payload stays small whatever the log holds.
  *
- * Format "VPCK", version 1, little-endian, canonical (one model, one byte string, so replicas at
+ * Format "VPCK", version 2, little-endian, canonical (one model, one byte string, so replicas at
  * the same op agree on the checkpoint id):
  *
  *   magic(4) version(u8) op(u64) createdAtUs(u64) writerRelease(u32)
  *   clientCount(u32) { slot(u32) clientId(u128) epoch(u64) userId(u32) watermark(u64)
  *                      watermarkChecksum(u128) replyLength(u32) reply }       slots ascending
- *   partitionCount(u32) { namespace(u64) incarnation(u64) nextOffset(u64)
+ *   partitionCount(u32) { namespace(u64) incarnation(u64) nextOffset(u64) firstOffset(u64)
  *                         offsetCount(u32) { kind(u8: 1 consumer, 2 group) id(u32) offset(u64) } }
  *                                           namespaces ascending; offsets by kind, then id
+ *
+ * Version 1 (still read) has no firstOffset: its partitions were never trimmed (first offset 0).
  *
  * Decoding validates everything a restore relies on (orderings, ranges, a stored offset below its
  * partition's next offset) and refuses with the byte offset of the failing value.
@@ -24,9 +26,11 @@ import { PACKED_NAMESPACE_MAX } from './namespace.js';
 import type { PartitionRecord, PartitionSnapshot, StoredConsumerOffset } from './state-machine.js';
 
 export const PARTITION_CHECKPOINT_MAGIC = new Uint8Array([0x56, 0x50, 0x43, 0x4b]); // "VPCK"
-export const PARTITION_CHECKPOINT_VERSION = 1;
+export const PARTITION_CHECKPOINT_VERSION = 2;
+/** Every version a decode accepts: 1 lacks the first offset. */
+export const PARTITION_CHECKPOINT_VERSIONS_READABLE: readonly number[] = [1, 2];
 const CLIENT_FIXED_SIZE = 4 + 16 + 8 + 4 + 8 + 16 + 4;
-const PARTITION_FIXED_SIZE = 8 + 8 + 8 + 4;
+const PARTITION_FIXED_SIZE_V1 = 8 + 8 + 8 + 4;
 const OFFSET_SIZE = 1 + 4 + 8;
 const HEAD_SIZE = PARTITION_CHECKPOINT_MAGIC.byteLength + 1 + 8 + 8 + 4;
 
@@ -150,6 +154,7 @@ function encodePartitions(out: Writer, partitions: readonly PartitionRecord[]): 
     out.u64(record.namespace);
     out.u64(record.incarnation);
     out.u64(record.nextOffset);
+    out.u64(record.firstOffset);
     out.u32(record.offsets.length);
     for (const entry of record.offsets) {
       out.u8(entry.kind === 'consumer' ? 1 : 2);
@@ -221,9 +226,10 @@ function decodeOffsets(input: Reader, nextOffset: number): StoredConsumerOffset[
   return offsets;
 }
 
-function decodePartitions(input: Reader): PartitionRecord[] {
+function decodePartitions(input: Reader, version: number): PartitionRecord[] {
   const partitions: PartitionRecord[] = [];
-  const count = input.count(PARTITION_FIXED_SIZE, 'partition count');
+  const fixed = PARTITION_FIXED_SIZE_V1 + (version >= 2 ? 8 : 0);
+  const count = input.count(fixed, 'partition count');
   for (let index = 0; index < count; index += 1) {
     const at = input.offset;
     const namespace = input.u64('namespace');
@@ -236,8 +242,14 @@ function decodePartitions(input: Reader): PartitionRecord[] {
     }
     const incarnation = input.u64('incarnation');
     const nextOffset = input.u64('next offset');
+    const firstAt = input.offset;
+    const firstOffset = version >= 2 ? input.u64('first offset') : 0;
+    if (firstOffset > nextOffset) {
+      const message = `first offset ${firstOffset} past next offset ${nextOffset}`;
+      throw new DecodeFailure(message, firstAt);
+    }
     const offsets = decodeOffsets(input, nextOffset);
-    partitions.push({ namespace, incarnation, nextOffset, offsets });
+    partitions.push({ namespace, incarnation, nextOffset, firstOffset, offsets });
   }
   return partitions;
 }
@@ -249,12 +261,14 @@ function decodeModel(payload: Uint8Array): CheckpointModel<PartitionSnapshot> {
     throw new DecodeFailure('not a partition checkpoint (magic)', 0);
   }
   const version = input.u8('version');
-  if (version !== PARTITION_CHECKPOINT_VERSION) throw new DecodeFailure(`version ${version}`, 4);
+  if (!PARTITION_CHECKPOINT_VERSIONS_READABLE.includes(version)) {
+    throw new DecodeFailure(`version ${version}`, 4);
+  }
   const op = input.u64('op');
   const createdAtUs = input.u64('createdAtUs');
   const writerRelease = input.u32('writer release');
   const clientTable = decodeClients(input);
-  const partitions = decodePartitions(input);
+  const partitions = decodePartitions(input, version);
   if (input.remaining !== 0) {
     throw new DecodeFailure(`${input.remaining} trailing bytes`, input.offset);
   }
@@ -270,7 +284,7 @@ export const PARTITION_CHECKPOINT_CODEC: CheckpointCodec<PartitionSnapshot> = {
     }
     return payload[PARTITION_CHECKPOINT_MAGIC.byteLength]!;
   },
-  versionsReadable: [PARTITION_CHECKPOINT_VERSION],
+  versionsReadable: PARTITION_CHECKPOINT_VERSIONS_READABLE,
   decode(payload): CheckpointDecoded<PartitionSnapshot> {
     try {
       return { ok: true, model: decodeModel(payload) };

@@ -1,10 +1,10 @@
 /**
  * The operations a partition group replicates and the bodies their prepares carry. The codes are
  * Iggy's partition-plane operations (iggy-partition-plane.md §11: SendMessages 160,
- * StoreConsumerOffset 161, DeleteConsumerOffset 162); DropPartition (163) is ours. The bodies are
- * ours too: a partition group
- * multiplexes many partitions (docs/partition-plane.md), so every body starts with the address of
- * the partition it acts on, where Iggy's group id alone names it.
+ * StoreConsumerOffset 161, DeleteConsumerOffset 162); DropPartition (163) and TrimPartition (164)
+ * are ours. The bodies are ours too: a partition group multiplexes many partitions
+ * (docs/partition-plane.md), so every body starts with the address of the partition it acts on,
+ * where Iggy's group id alone names it.
  *
  * Layout, little-endian, fixed (a body is built by this node's admission, never by a client, so
  * any deviation is refused whole rather than guessed at):
@@ -14,6 +14,7 @@
  *   store    = address | kind u8 (1 consumer, 2 group) | consumer id u32 | offset u64
  *   delete   = address | kind u8 | consumer id u32
  *   drop     = address
+ *   trim     = address | floor u64 (the first offset the partition keeps)
  *
  * The incarnation is the later of the partition's `created_at` and its topic's last purge in
  * committed metadata (the replicated clock of the op that created or purged it). Stream, topic
@@ -21,7 +22,8 @@
  * a recreated partition from the one it replaced; the pair can. A send for a newer incarnation
  * replaces the partition's log, one for an older incarnation is refused: nothing sent to a
  * deleted topic can surface in its successor. A drop names an incarnation that committed
- * metadata no longer has (its topic was deleted or purged) and frees its log and offsets.
+ * metadata no longer has (its topic was deleted or purged) and frees its log and offsets. A trim
+ * raises the partition's first readable offset (retention: expiry, a size budget, DeleteSegments).
  */
 import { BodyReader } from '../metadata/body-io.js';
 import { refuse, type Decoded } from './decoded.js';
@@ -33,12 +35,14 @@ export const PartitionOperation = {
   storeConsumerOffset: 161,
   deleteConsumerOffset: 162,
   dropPartition: 163,
+  trimPartition: 164,
 } as const;
 export type PartitionOperation = (typeof PartitionOperation)[keyof typeof PartitionOperation];
 
 export const PARTITION_ADDRESS_SIZE = 16;
 const STORE_BODY_SIZE = PARTITION_ADDRESS_SIZE + 1 + 4 + 8;
 const DELETE_BODY_SIZE = PARTITION_ADDRESS_SIZE + 1 + 4;
+const TRIM_BODY_SIZE = PARTITION_ADDRESS_SIZE + 8;
 
 /** Which partition, and which life of it, an operation acts on. */
 export interface PartitionAddress {
@@ -118,6 +122,23 @@ export function encodeDropPrepare(address: PartitionAddress): Uint8Array {
   return body;
 }
 
+/** Retention's floor for one partition: offsets below `floor` are no longer served. */
+export interface TrimPrepare extends PartitionAddress {
+  readonly floor: number;
+}
+
+export function encodeTrimPrepare(prepare: TrimPrepare): Uint8Array {
+  checkAddress(prepare);
+  if (!Number.isSafeInteger(prepare.floor) || prepare.floor < 0) {
+    throw new RangeError(`floor ${prepare.floor} out of range`);
+  }
+  const body = new Uint8Array(TRIM_BODY_SIZE);
+  const view = new DataView(body.buffer);
+  writeAddress(view, prepare);
+  view.setBigUint64(16, BigInt(prepare.floor), true);
+  return body;
+}
+
 function checkConsumer(consumer: ConsumerKey): void {
   if (!Number.isInteger(consumer.id) || consumer.id < 0 || consumer.id > 0xffff_ffff) {
     throw new RangeError(`consumer id ${consumer.id} out of range`);
@@ -172,4 +193,12 @@ export function decodeDeleteOffsetPrepare(body: Uint8Array): Decoded<DeleteOffse
 export function decodeDropPrepare(body: Uint8Array): Decoded<PartitionAddress> {
   const reader = new BodyReader(body);
   return whole(reader, readAddress(reader));
+}
+
+export function decodeTrimPrepare(body: Uint8Array): Decoded<TrimPrepare> {
+  const reader = new BodyReader(body);
+  const address = readAddress(reader);
+  const floor = reader.u64('floor');
+  reader.check(floor <= BigInt(Number.MAX_SAFE_INTEGER), 'floor out of range');
+  return whole(reader, { ...address, floor: Number(floor) });
 }

@@ -30,22 +30,36 @@ export type PollOutcome =
     }
   | { readonly ok: false; readonly fault: StoreReadFault };
 
-/** The first offset the strategy reads from, or null when it names nothing readable. */
+/**
+ * The first offset the strategy reads from, or null when it names nothing readable. Offsets
+ * below the partition's first offset are gone (retention): a read of them starts at the first.
+ */
 function startOffset(
   machine: PartitionStateMachine,
   query: PollQuery,
   ceiling: number,
+  first: number,
+): number | null | StoreReadFault {
+  const start = strategyOffset(machine, query, ceiling, first);
+  return typeof start === 'number' ? Math.max(start, first) : start;
+}
+
+function strategyOffset(
+  machine: PartitionStateMachine,
+  query: PollQuery,
+  ceiling: number,
+  first: number,
 ): number | null | StoreReadFault {
   const { strategy, count } = query;
   switch (strategy.kind) {
     case 'offset':
       return strategy.value > BigInt(ceiling) ? null : Number(strategy.value);
     case 'first':
-      return 0;
+      return first;
     case 'last':
-      return Math.max(0, ceiling - (count - 1));
+      return Math.max(first, ceiling - (count - 1));
     case 'next':
-      return query.storedOffset === null ? 0 : query.storedOffset + 1;
+      return query.storedOffset === null ? first : query.storedOffset + 1;
     case 'timestamp': {
       const store = machine.storeOf(query.address);
       if (store === null) return null;
@@ -75,7 +89,7 @@ export function pollPartition(
   if (view === null || store === null || view.nextOffset === 0) return empty(0);
   const ceiling = view.nextOffset - 1;
   if (query.count === 0) return empty(ceiling);
-  const start = startOffset(machine, query, ceiling);
+  const start = startOffset(machine, query, ceiling, view.firstOffset);
   if (start !== null && typeof start !== 'number') return { ok: false, fault: start };
   if (start === null || start > ceiling) return empty(ceiling);
   const end = Math.min(ceiling, start + query.count - 1);

@@ -19,6 +19,11 @@
  * Incarnations. A send for a newer incarnation of a partition replaces its log with an empty one
  * in a store of its own; the old store is removed only once two later checkpoints exist, so the
  * durable checkpoint a restart restores from always finds the stores it names.
+ *
+ * Retention. A partition's first offset (0 until a TrimPartition raises it) is replicated: reads
+ * never go below it, on any replica, whatever segments a store still has. The segments wholly
+ * below it are removed at the checkpoint after the one that first recorded it, so the durable
+ * checkpoint a restart restores from never names an offset its store no longer holds.
  */
 import type { Kernels } from '../kernels/kernel.js';
 import { readBatchHeader, setBatchChecksum, stampBatch } from '../format/message-batch.js';
@@ -32,6 +37,7 @@ import {
   decodeDropPrepare,
   decodeSendPrepare,
   decodeStoreOffsetPrepare,
+  decodeTrimPrepare,
   PartitionOperation,
   type PartitionAddress,
 } from './operations.js';
@@ -51,6 +57,8 @@ export interface PartitionRecord {
   readonly incarnation: number;
   /** The offset the next committed batch takes (0 for a partition without messages). */
   readonly nextOffset: number;
+  /** The first offset reads may return (retention raised it from 0); at most nextOffset. */
+  readonly firstOffset: number;
   /** Ordered by kind (consumer first), then id. */
   readonly offsets: readonly StoredConsumerOffset[];
 }
@@ -66,6 +74,8 @@ export interface PartitionView {
   readonly incarnation: number;
   readonly partitionId: number;
   readonly nextOffset: number;
+  /** The first offset a read may return. */
+  readonly firstOffset: number;
   readonly messagesCount: number;
   readonly sizeBytes: number;
   readonly segmentsCount: number;
@@ -94,6 +104,9 @@ interface Partition {
   /** Replaced by the whole store once a backfill adopted its start. */
   store: PartitionStore;
   nextOffset: number;
+  firstOffset: number;
+  /** firstOffset when the last snapshot was taken: segments wholly below it may go. */
+  snapshotFirstOffset: number;
   readonly offsets: Map<string, StoredConsumerOffset>;
   /** Appended since the last flush. */
   dirty: boolean;
@@ -188,25 +201,27 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   }
 
   /**
-   * What `snapshot` names beyond each store: from where the store's log ends (it starts at 0 and
-   * is the same incarnation) or from 0, up to the checkpoint's next offset.
+   * What `snapshot` names beyond each store, up to the checkpoint's next offset: from where the
+   * store's log ends when it continues it (the same incarnation, holding everything from the
+   * checkpoint's first offset on), else from the checkpoint's first offset.
    */
   private prefetchTargets(snapshot: PartitionSnapshot): PrefetchTarget[] {
     const targets: PrefetchTarget[] = [];
     for (const record of snapshot.partitions) {
-      if (record.nextOffset === 0) continue;
+      if (record.nextOffset === record.firstOffset) continue;
       const parts = unpackNamespace(BigInt(record.namespace));
       if (!parts.ok) continue;
       const { namespace, incarnation, nextOffset: end } = record;
       const key = { namespace, incarnation, partitionId: parts.value.partitionId };
       const local = this.partitions.get(namespace);
-      const whole =
+      const continues =
         local !== undefined &&
         local.key.incarnation === incarnation &&
-        local.store.stats().startOffset === 0;
-      const from = whole ? local.store.nextOffset : 0;
+        local.store.stats().startOffset <= record.firstOffset &&
+        local.store.nextOffset >= record.firstOffset;
+      const from = continues ? local.store.nextOffset : record.firstOffset;
       if (from >= end) continue;
-      const floorTimestampUs = whole && from > 0 ? local.store.lastTimestampUs : 0;
+      const floorTimestampUs = continues && from > 0 ? local.store.lastTimestampUs : 0;
       targets.push({ key, from, end, floorTimestampUs });
     }
     return targets;
@@ -227,6 +242,8 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
         return this.applyDeleteOffset(input);
       case PartitionOperation.dropPartition:
         return this.applyDrop(input);
+      case PartitionOperation.trimPartition:
+        return this.applyTrim(input);
       default:
         return fail(DataError.invalidCommand);
     }
@@ -281,7 +298,15 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     // A store left by an earlier life of this replica (one the last restore did not know) is
     // cut back to empty: the journal's replay appends it again.
     if (store.nextOffset > 0) store.truncateTo(0);
-    const partition: Partition = { key, store, nextOffset: 0, offsets: new Map(), dirty: false };
+    const partition: Partition = {
+      key,
+      store,
+      nextOffset: 0,
+      firstOffset: 0,
+      snapshotFirstOffset: 0,
+      offsets: new Map(),
+      dirty: false,
+    };
     this.partitions.set(address.namespace, partition);
     return partition;
   }
@@ -331,6 +356,27 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     return OK;
   }
 
+  /**
+   * Raises a partition's first offset (never lowers it, never past its next offset). The proposer
+   * takes it from a segment start, a batch boundary on every replica (batches are stamped alike
+   * everywhere). A trim of another incarnation, or below the current first offset, changes
+   * nothing. A backfill of a store's start that the trim makes obsolete stops.
+   */
+  private applyTrim(input: ApplyInput): ApplyResult {
+    const decoded = decodeTrimPrepare(input.body);
+    if (!decoded.ok) return fail(DataError.invalidCommand);
+    const partition = this.committedPartition(decoded.value);
+    if (partition === null) return OK;
+    const firstOffset = Math.min(decoded.value.floor, partition.nextOffset);
+    if (firstOffset <= partition.firstOffset) return OK;
+    partition.firstOffset = firstOffset;
+    if (partition.store.stats().startOffset <= firstOffset) {
+      this.backfill.cancel(partition.key.namespace);
+    }
+    this.onChanged(partition.key.namespace);
+    return OK;
+  }
+
   onClientRemoved(): void {}
 
   /**
@@ -339,9 +385,11 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
    */
   snapshot(): PartitionSnapshot {
     for (const partition of this.partitions.values()) {
-      if (!partition.dirty) continue;
-      partition.store.flush();
-      partition.dirty = false;
+      if (partition.dirty) {
+        partition.store.flush();
+        partition.dirty = false;
+      }
+      this.removeTrimmedSegments(partition);
     }
     this.snapshots += 1;
     // A store retired before the previous snapshot is named by neither the checkpoint being
@@ -355,6 +403,26 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     return this.records();
   }
 
+  /**
+   * Removes the sealed segments wholly below the first offset the previous snapshot recorded: the
+   * checkpoint a restart may restore from is that one or a later one, so it never names them.
+   */
+  private removeTrimmedSegments(partition: Partition): void {
+    const below = partition.snapshotFirstOffset;
+    partition.snapshotFirstOffset = partition.firstOffset;
+    if (below === 0) return;
+    const segments = partition.store.segmentInfos();
+    let count = 0;
+    while (count < segments.length - 1) {
+      const segment = segments[count]!;
+      if (!segment.sealed || segment.lastOffset >= below) break;
+      count += 1;
+    }
+    if (count === 0) return;
+    partition.store.removeOldestSegments(count);
+    this.onChanged(partition.key.namespace);
+  }
+
   /** The state a snapshot would capture now, without a snapshot's flush and retirement. */
   records(): PartitionSnapshot {
     const partitions = [...this.partitions.values()]
@@ -363,6 +431,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
         namespace: partition.key.namespace,
         incarnation: partition.key.incarnation,
         nextOffset: partition.nextOffset,
+        firstOffset: partition.firstOffset,
         offsets: [...partition.offsets.values()].sort(compareOffsets),
       }));
     return { partitions };
@@ -382,7 +451,7 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
       let cut = store.truncateTo(record.nextOffset);
       if (cut.kind === 'behind') {
         // Messages fetched for this checkpoint before it was installed (or a store's start).
-        store = this.joinStaging(key, store);
+        store = this.joinStaging(key, store, record.firstOffset);
         cut = store.truncateTo(record.nextOffset);
       }
       if (cut.kind === 'not_a_boundary') {
@@ -397,15 +466,27 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
         store.purge(record.nextOffset);
       }
       const offsets = new Map(record.offsets.map((entry) => [offsetKey(entry), entry]));
-      const nextOffset = record.nextOffset;
-      this.partitions.set(namespace, { key, store, nextOffset, offsets, dirty: false });
+      const { nextOffset, firstOffset } = record;
+      this.partitions.set(namespace, {
+        key,
+        store,
+        nextOffset,
+        firstOffset,
+        snapshotFirstOffset: firstOffset,
+        offsets,
+        dirty: false,
+      });
     }
     for (const key of this.stores.list()) {
       if (!named.has(`${key.namespace}.${key.incarnation}`)) this.stores.remove(key);
     }
     const targets = [...this.partitions.values()]
-      .map((partition) => ({ key: partition.key, end: partition.store.stats().startOffset }))
-      .filter((target) => target.end > 0);
+      .map((partition) => ({
+        key: partition.key,
+        from: partition.firstOffset,
+        end: partition.store.stats().startOffset,
+      }))
+      .filter((target) => target.end > target.from);
     this.backfill.reset(targets);
     for (const namespace of this.partitions.keys()) this.onChanged(namespace);
   }
@@ -413,17 +494,19 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
   /**
    * A store short of its checkpoint joined with its staging log, where they continue each other:
    * the staging log follows the store (fetched before the install), or precedes it (a store's
-   * start fetched after one), or, starting at 0 and reaching further, replaces it.
+   * start fetched after one), or, starting at or below the checkpoint's first offset and reaching
+   * further, replaces it.
    */
-  private joinStaging(key: StoreKey, store: PartitionStore): PartitionStore {
+  private joinStaging(key: StoreKey, store: PartitionStore, firstOffset: number): PartitionStore {
     const staged = this.stores.stagingRange(key);
     if (staged === null || staged.nextOffset === staged.startOffset) return store;
     const start = store.stats().startOffset;
+    const fromFirst = staged.startOffset <= firstOffset;
     if (staged.startOffset === store.nextOffset) return this.stores.appendStaging(key);
-    if (staged.startOffset === 0 && start > 0 && staged.nextOffset === start) {
+    if (fromFirst && start > staged.startOffset && staged.nextOffset === start) {
       return this.stores.adoptStaging(key);
     }
-    if (staged.startOffset === 0 && staged.nextOffset > store.nextOffset) {
+    if (fromFirst && staged.nextOffset > store.nextOffset) {
       this.stores.remove(key);
       return this.stores.appendStaging(key);
     }
@@ -435,15 +518,27 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
     const partition = this.committedPartition(address);
     if (partition === null) return null;
     const stats = partition.store.stats();
+    // Messages a read can return, or those the store holds while its start is being fetched.
+    const held = Math.max(partition.firstOffset, stats.startOffset);
     return {
       namespace: partition.key.namespace,
       incarnation: partition.key.incarnation,
       partitionId: partition.key.partitionId,
       nextOffset: partition.nextOffset,
-      messagesCount: stats.messagesCount,
+      firstOffset: partition.firstOffset,
+      messagesCount: partition.nextOffset - held,
       sizeBytes: stats.sizeBytes,
       segmentsCount: stats.segmentsCount,
     };
+  }
+
+  /** The lowest offset any consumer or group stored in the partition, or null when none did. */
+  lowestStoredOffset(address: PartitionAddress): number | null {
+    const partition = this.committedPartition(address);
+    if (partition === null || partition.offsets.size === 0) return null;
+    let lowest = Number.MAX_SAFE_INTEGER;
+    for (const entry of partition.offsets.values()) lowest = Math.min(lowest, entry.offset);
+    return lowest;
   }
 
   /** A consumer's stored offset, or null when none is stored. */
@@ -455,14 +550,14 @@ export class PartitionStateMachine implements StateMachine<PartitionSnapshot> {
    * Partitions whose store lacks the start of their log, with the first offset it holds: a
    * restore found the store short of its checkpoint (the replica lost flushed segment bytes, or
    * installed a checkpoint whose segments it never had) and restarted it at the checkpoint's
-   * offset. Nothing removes a log's start otherwise, so the range below is missing until a
-   * partition transfer fills it.
+   * offset. Retention removes only segments below the first offset, so the range between it and
+   * the store's start is missing until a partition transfer fills it.
    */
   storesBehind(): ReadonlyMap<number, number> {
     const behind = new Map<number, number>();
     for (const [namespace, partition] of this.partitions) {
       const start = partition.store.stats().startOffset;
-      if (start > 0) behind.set(namespace, start);
+      if (start > partition.firstOffset) behind.set(namespace, start);
     }
     return behind;
   }

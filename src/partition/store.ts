@@ -34,6 +34,23 @@ export interface StoreStats {
   readonly segmentsCount: number;
 }
 
+/** One segment of a store, oldest first: what retention decides on. */
+export interface StoreSegment {
+  readonly startOffset: number;
+  /** startOffset - 1 while the segment holds no batch. */
+  readonly lastOffset: number;
+  readonly sizeBytes: number;
+  /** base_timestamp of the segment's newest batch (0 while empty). */
+  readonly maxTimestampUs: number;
+  readonly sealed: boolean;
+}
+
+/** What a removal of segments took. */
+export interface StoreRemoved {
+  readonly messagesCount: number;
+  readonly sizeBytes: number;
+}
+
 /** One partition's log of stamped batches, offsets dense from 0. */
 export interface PartitionStore {
   readonly nextOffset: number;
@@ -55,6 +72,13 @@ export interface PartitionStore {
   /** The first batch whose base_timestamp is at or after `timestampUs`. */
   findByTimestamp(timestampUs: number): StoreTimestampRead;
   stats(): StoreStats;
+  /** The segments, oldest first; the last one is the active segment. */
+  segmentInfos(): readonly StoreSegment[];
+  /**
+   * Removes the `count` oldest segments, durably and oldest first (never the last one; each must
+   * be sealed and flushed).
+   */
+  removeOldestSegments(count: number): StoreRemoved;
 }
 
 /** Which store: a partition (its namespace) in one of its lives (its incarnation). */

@@ -22,7 +22,12 @@ import { Cluster, clusterForAll, sleep, type LogRecord } from './harness.js';
 let cluster: Cluster;
 // A checkpoint every 112 ops that drains the WAL below it: a replica down for a few hundred
 // sends has a gap no peer's journal holds, and must rejoin by state transfer.
-clusterForAll({ journalSlots: 128, prepareQueueDepth: 8 }, (started) => (cluster = started));
+// Small segments and a fast retention pass, so that expiry has sealed segments to act on.
+const SEGMENT_SIZE = 4096;
+clusterForAll(
+  { journalSlots: 128, prepareQueueDepth: 8, extraArgs: ['--segment-size', String(SEGMENT_SIZE), '--retention-interval-ms', '200'] },
+  (started) => (cluster = started),
+);
 
 const SEND = 160;
 const STORE_OFFSET = 161;
@@ -42,10 +47,10 @@ async function loggedIn(index: number): Promise<RawClient> {
 }
 
 /** A new stream with one topic of `partitions` partitions, and who is primary once it exists. */
-async function freshTopic(prefix: string, topicName: string, partitions: number): Promise<{ token: string; streamId: number; primary: number }> {
+async function freshTopic(prefix: string, topicName: string, partitions: number, settings: { messageExpiryUs?: number } = {}): Promise<{ token: string; streamId: number; primary: number }> {
   const token = await cluster.rootToken();
   const stream = await cluster.client(0, token).createStream(`${prefix}-${Date.now()}`);
-  await cluster.client(0, token).createTopic(stream.id, { name: topicName, partitionsCount: partitions });
+  await cluster.client(0, token).createTopic(stream.id, { name: topicName, partitionsCount: partitions, ...settings });
   return { token, streamId: stream.id, primary: await cluster.primary() };
 }
 
@@ -54,13 +59,13 @@ function partitionCall(client: RawClient, operation: number, body: Uint8Array): 
   return client.write(operation, Buffer.from(body), client.requestNext);
 }
 
-function payloadOf(tag: string, index: number): Uint8Array {
-  return new TextEncoder().encode(`${tag}-${index}`);
+function payloadOf(tag: string, index: number, padding = 0): Uint8Array {
+  return new TextEncoder().encode(`${tag}-${index}${'.'.repeat(padding)}`);
 }
 
 /** Sends `count` messages to `partitionId`; the base offset the reply confirms. */
-async function send(client: RawClient, streamId: number, partitionId: number, tag: string, count: number): Promise<ReplyView> {
-  const messages = Array.from({ length: count }, (_, index) => ({ payload: payloadOf(tag, index) }));
+async function send(client: RawClient, streamId: number, partitionId: number, tag: string, count: number, padding = 0): Promise<ReplyView> {
+  const messages = Array.from({ length: count }, (_, index) => ({ payload: payloadOf(tag, index, padding) }));
   const body = sendMessagesBody({ stream: streamId, topic: 0, partitioning: { partitionId }, messagesCount: count, batch: encodeBatch(messages) });
   return partitionCall(client, SEND, body);
 }
@@ -209,6 +214,55 @@ describe('the data plane across processes', () => {
       await cluster.client(0, token).deleteTopic(streamId, 0);
       // Partition 0's log after the purge: the purge's incarnation, later than its creation.
       await cluster.waitFor('the deleted partition 0 dropped', () => dropped(0, purged.incarnation as number), 30_000);
+    } finally {
+      for (const client of clients) client.close();
+    }
+  });
+
+  it('expired segments stop being served at the same offset on every replica, held back by a stored offset', async () => {
+    const { token, streamId, primary } = await freshTopic('retention-messages', 'logs', 1, { messageExpiryUs: 2_000_000 });
+    const clients = await Promise.all([0, 1, 2].map((index) => loggedIn(index)));
+    try {
+      // Each batch of two ~2.1 KB messages fills a 4 KiB segment: segment k holds offsets 2k, 2k+1.
+      const BATCHES = 12;
+      for (let batch = 0; batch < BATCHES; batch++) {
+        expect(confirmedOffset(await send(clients[primary]!, streamId, 0, `b${batch}`, 2, SEGMENT_SIZE / 2))).toBe(batch * 2);
+      }
+      const prefix = offsetPrefix({ consumerKind: 1, consumerId: 'reader', stream: streamId, topic: 0, partitionId: 0 });
+      const storeOffset = async (offset: number): Promise<void> => {
+        const reply = await partitionCall(clients[primary]!, STORE_OFFSET, new Uint8Array([...prefix, ...new Uint8Array(new BigUint64Array([BigInt(offset)]).buffer), 1]));
+        expect([reply.status, result(reply.body).code]).toEqual([0, 0]);
+      };
+      // A consumer stored offset 2: the segment holding offset 3 is not yet read, and stays.
+      await storeOffset(2);
+      const firstServed = (first: number): Promise<void> =>
+        Promise.all(
+          [0, 1, 2].map((index) =>
+            cluster.waitFor(
+              `replica ${index} serving the partition from offset ${first}`,
+              async () => {
+                const polled = await pollAll(clients[index]!, streamId, 0);
+                if (polled.messages[0]?.[0] !== first) return null;
+                const topic = await cluster.client(index, token).getTopic(streamId, 0);
+                return Number(topic.messages_count) === BATCHES * 2 - first ? true : null;
+              },
+              30_000,
+            ),
+          ),
+        ).then(() => undefined);
+      await firstServed(2);
+      // Reading on lets the rest go, but never the newest segment.
+      await storeOffset(BATCHES * 2 - 1);
+      await firstServed(BATCHES * 2 - 2);
+      for (const client of clients) {
+        expect((await pollAll(client, streamId, 0)).messages).toEqual([[22, `b11-0${'.'.repeat(SEGMENT_SIZE / 2)}`], [23, `b11-1${'.'.repeat(SEGMENT_SIZE / 2)}`]]);
+      }
+      // The trims were proposed by the partition group's primary and committed.
+      const namespace = streamId * 2 ** 32;
+      const trims = [0, 1, 2].flatMap((index) => cluster.records(index, 'partition_trimmed')).filter((record) => record.namespace === namespace);
+      expect(trims.map((record) => record.first_offset)).toContain(BATCHES * 2 - 2);
+      // The next send goes on after the newest offset.
+      expect(confirmedOffset(await send(clients[primary]!, streamId, 0, 'after', 1))).toBe(BATCHES * 2);
     } finally {
       for (const client of clients) client.close();
     }

@@ -22,6 +22,8 @@ import {
   decodeDropPrepare,
   encodeSendPrepare,
   encodeStoreOffsetPrepare,
+  encodeTrimPrepare,
+  decodeTrimPrepare,
   PartitionOperation,
 } from '../../../src/partition/operations.js';
 import { pollPartition } from '../../../src/partition/partition-reads.js';
@@ -277,13 +279,13 @@ describe.each(kernelVariants())('the partition state machine ($label kernels)', 
       clientTable: [{ slot: 2, clientId: (1n << 100n) + 3n, epoch: 4, userId: 5, watermark: 6, watermarkChecksum: 7n, reply: new Uint8Array([9, 9]) }],
       machine: {
         partitions: [
-          { namespace: 5, incarnation: LIFE, nextOffset: 10, offsets: [{ kind: 'consumer', id: 1, offset: 9 }, { kind: 'group', id: 0, offset: 2 }] },
-          { namespace: NAMESPACE, incarnation: LIFE + 1, nextOffset: 0, offsets: [] },
+          { namespace: 5, incarnation: LIFE, nextOffset: 10, firstOffset: 4, offsets: [{ kind: 'consumer', id: 1, offset: 9 }, { kind: 'group', id: 0, offset: 2 }] },
+          { namespace: NAMESPACE, incarnation: LIFE + 1, nextOffset: 0, firstOffset: 0, offsets: [] },
         ],
       },
     };
     const payload = PARTITION_CHECKPOINT_CODEC.encode(kernels, model);
-    expect(PARTITION_CHECKPOINT_CODEC.formatVersion(payload)).toBe(1);
+    expect(PARTITION_CHECKPOINT_CODEC.formatVersion(payload)).toBe(2);
     expect(PARTITION_CHECKPOINT_CODEC.decode(payload)).toEqual({ ok: true, model });
     expect(PARTITION_CHECKPOINT_CODEC.formatVersion(new Uint8Array([0x94, 1]))).toBeNull();
     const refusal = (changed: CheckpointModel<PartitionSnapshot>): unknown => PARTITION_CHECKPOINT_CODEC.decode(encodePartitionCheckpoint(changed));
@@ -291,10 +293,76 @@ describe.each(kernelVariants())('the partition state machine ($label kernels)', 
     expect(refusal({ ...model, machine: { partitions: [model.machine.partitions[1]!, first] } })).toMatchObject({ ok: false, message: expect.stringMatching(/namespace 5 after/) });
     expect(refusal({ ...model, machine: { partitions: [{ ...first, nextOffset: 9 }] } })).toMatchObject({ ok: false, message: expect.stringMatching(/stored offset 9 at or past next offset 9/) });
     expect(refusal({ ...model, machine: { partitions: [{ ...first, offsets: [...first.offsets].reverse() }] } })).toMatchObject({ ok: false, message: expect.stringMatching(/out of order/) });
+    expect(refusal({ ...model, machine: { partitions: [{ ...first, firstOffset: 11 }] } })).toMatchObject({ ok: false, message: expect.stringMatching(/first offset 11 past next offset 10/) });
     expect(PARTITION_CHECKPOINT_CODEC.decode(payload.subarray(0, payload.byteLength - 1))).toMatchObject({ ok: false, message: expect.stringMatching(/truncated/) });
     expect(PARTITION_CHECKPOINT_CODEC.decode(new Uint8Array([...payload, 0]))).toEqual({ ok: false, message: 'partition checkpoint: 1 trailing bytes', offset: payload.byteLength });
     const huge = payload.slice();
     new DataView(huge.buffer).setUint32(25, 0xffff_ffff, true); // the client count
     expect(PARTITION_CHECKPOINT_CODEC.decode(huge)).toMatchObject({ ok: false, offset: 25, message: expect.stringMatching(/client count .* exceeds/) });
+  });
+  it('reads a version 1 checkpoint (no first offsets) as never trimmed', () => {
+    const partitions = [
+      { namespace: 5, incarnation: LIFE, nextOffset: 10, firstOffset: 0, offsets: [{ kind: 'consumer' as const, id: 1, offset: 9 }] },
+      { namespace: NAMESPACE, incarnation: LIFE + 1, nextOffset: 3, firstOffset: 0, offsets: [] },
+    ];
+    const model: CheckpointModel<PartitionSnapshot> = { op: 9, createdAtUs: T0, writerRelease: 1, clientTable: [], machine: { partitions } };
+    const v2 = encodePartitionCheckpoint(model);
+    // Version 1 is version 2 without each partition's firstOffset (8 bytes after nextOffset).
+    const head = 4 + 1 + 8 + 8 + 4 + 4 + 4;
+    const firstAt = [head + 24, head + 24 + 8 + 4 + 13 + 24];
+    const v1 = new Uint8Array([...v2.subarray(0, firstAt[0]), ...v2.subarray(firstAt[0]! + 8, firstAt[1]), ...v2.subarray(firstAt[1]! + 8)]);
+    v1[4] = 1;
+    expect(PARTITION_CHECKPOINT_CODEC.decode(v1)).toEqual({ ok: true, model });
+    v1[4] = 3;
+    expect(PARTITION_CHECKPOINT_CODEC.decode(v1)).toEqual({ ok: false, message: 'partition checkpoint: version 3', offset: 4 });
+  });
+
+  it('a trim raises the first offset: every strategy reads from it, segments below go a checkpoint later', () => {
+    const { machine, disk } = fresh();
+    const address = { namespace: NAMESPACE, incarnation: LIFE };
+    const trim = (floor: number, incarnation = LIFE): number =>
+      apply(machine, PartitionOperation.trimPartition, encodeTrimPrepare({ namespace: NAMESPACE, incarnation, floor })).errorCode;
+    expect(decodeTrimPrepare(encodeTrimPrepare({ ...address, floor: 7 }))).toEqual({ ok: true, value: { ...address, floor: 7 } });
+    expect(decodeTrimPrepare(new Uint8Array(23))).toMatchObject({ ok: false });
+    for (let round = 0; round < 12; round++) send(machine, 3);
+    const store = machine.storeOf(address)!;
+    const segments = store.segmentInfos();
+    expect(segments.length).toBeGreaterThan(3);
+    const floor = segments[2]!.startOffset;
+    expect(trim(floor, LIFE + 1)).toBe(0); // another incarnation's: nothing
+    expect(machine.partition(address)).toMatchObject({ firstOffset: 0, messagesCount: 36 });
+    expect(trim(floor)).toBe(0);
+    expect(machine.partition(address)).toMatchObject({ firstOffset: floor, nextOffset: 36, messagesCount: 36 - floor });
+    expect(trim(floor - 1)).toBe(0); // never lowered
+    expect(machine.partition(address)!.firstOffset).toBe(floor);
+    const firstOf = (strategy: PollingStrategy, count = 1000): number | null => {
+      const outcome = pollPartition(machine, kernels, { address, partitionId: 1, strategy, count, storedOffset: null });
+      if (!outcome.ok) throw new Error(outcome.fault.reason);
+      const batch = outcome.reply.batches[0];
+      if (batch === undefined) return null;
+      const header = readBatchHeader(batch);
+      return header.ok ? header.header.baseOffset : null;
+    };
+    expect(firstOf({ kind: 'offset', value: 0n })).toBe(floor);
+    expect(firstOf({ kind: 'first', value: 0n })).toBe(floor);
+    expect(firstOf({ kind: 'next', value: 0n })).toBe(floor);
+    expect(firstOf({ kind: 'last', value: 0n })).toBe(floor);
+    expect(firstOf({ kind: 'timestamp', value: 0n })).toBe(floor);
+    expect(firstOf({ kind: 'offset', value: BigInt(floor + 1) })).toBe(floor); // the batch, sliced below
+    // Its segments stay until the checkpoint after the one that first records the trim is taken.
+    const recorded = machine.snapshot();
+    expect(recorded.partitions[0]).toMatchObject({ firstOffset: floor });
+    expect(store.stats().startOffset).toBe(0);
+    machine.snapshot();
+    expect(store.stats().startOffset).toBe(floor);
+    // A restore of the checkpoint that recorded it finds its store whole from the first offset.
+    const again = fresh(disk).machine;
+    again.restore(recorded);
+    expect(again.partition(address)).toMatchObject({ firstOffset: floor, nextOffset: 36, messagesCount: 36 - floor });
+    expect(again.storesBehind().size).toBe(0);
+    // Never past the next offset.
+    expect(apply(again, PartitionOperation.trimPartition, encodeTrimPrepare({ ...address, floor: 99 })).errorCode).toBe(0);
+    expect(again.partition(address)).toMatchObject({ firstOffset: 36, messagesCount: 0 });
+    expect(baseOffsetOf(send(again, 1))).toBe(36);
   });
 });
