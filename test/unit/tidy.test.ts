@@ -64,7 +64,9 @@ const FORBIDDEN_GLOBALS = [
  * knowing nothing of the state machine), the state machine, the wire and HTTP, then the process
  * that wires them. `partition` (the data plane's wire codecs) sits on the metadata layer's body
  * reader, under the wire that calls it. `testing` (the simulator) sits under `node`, which runs it
- * for `vrmeta simulate`; `index.ts` is the package entry over everything.
+ * for `vrmeta simulate`. `client` (the package's typed client) sits over the whole server, which
+ * never imports it, so a server module cannot come to depend on the client's view of the API;
+ * `index.ts` is the package entry over everything.
  */
 const LAYER_ORDER = [
   'stdx',
@@ -79,6 +81,7 @@ const LAYER_ORDER = [
   'http',
   'testing',
   'node',
+  'client',
   'index.ts',
 ] as const;
 
