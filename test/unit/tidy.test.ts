@@ -533,8 +533,9 @@ describe('tidy', () => {
 
   it('test/cluster and bench start long-lived child processes only through bench/procs.ts', () => {
     // One module kills whole process groups, bounds log tails, removes temp roots and counts what
-    // is left (issue 16): a second copy drifts (the harness once killed only the leader). Children
-    // that are waited for on the spot (spawnSync, execFileSync, execSync) cannot leak.
+    // is left, so no run leaves children behind: a second copy drifts (the harness once killed
+    // only the leader). Children that are waited for on the spot (spawnSync, execFileSync,
+    // execSync) cannot leak.
     const SYNC_ONLY = new Set(['spawnSync', 'execFileSync', 'execSync']);
     const problems: string[] = [];
     for (const directory of ['test/cluster', 'bench']) {
