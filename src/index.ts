@@ -14,8 +14,8 @@ export type {
   TrailerSplit,
 } from './kernels/kernel.js';
 export type * from './format/snapshot-model.js';
-export { VrmetaClient, IggyHttpError, IggyBinaryError, U64_MAX as HTTP_U64_MAX } from './http/client.js';
+export { VrmetaClient, IggyHttpError, IggyBinaryError, U64_MAX as HTTP_U64_MAX } from './client/client.js';
 export { BinaryClient } from './transport/binary-client.js';
 export type { BinaryClientOptions } from './transport/binary-client.js';
-export type { ClientOptions, CreateTopicInput, CreateUserInput, Id, ResponseMeta, U64, UpdateTopicInput } from './http/client.js';
+export type { ClientOptions, CreateTopicInput, CreateUserInput, Id, ResponseMeta, U64, UpdateTopicInput } from './client/client.js';
 export type { NodeConfig, ConfigKey } from './node/config.js';

@@ -1,6 +1,6 @@
 /**
  * Lossless JSON for the HTTP edge, used both by the server's content-type parser and by the typed
- * client (src/http/client.ts), so both sides read and write the same numbers.
+ * client (src/client/client.ts), so both sides read and write the same numbers.
  *
  * Why not JSON.parse: Iggy emits and accepts u64 values as bare JSON numbers, and the sentinels
  * that matter most sit far above 2^53 (`message_expiry` and `max_topic_size` u64::MAX =

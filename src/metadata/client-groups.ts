@@ -11,7 +11,24 @@
  * that built it op by op.
  */
 import { assert } from '../stdx/assert.js';
-import type { GroupState, StreamState } from './state.js';
+
+/**
+ * What the index reads of a group, a topic and a stream: state.ts's GroupState, TopicState and
+ * StreamState, by shape. The state holds the index, so naming those types here would make the
+ * two modules import each other.
+ */
+interface GroupState {
+  readonly id: number;
+  readonly members: { values(): Iterable<{ readonly clientId: bigint }> };
+}
+interface TopicState {
+  readonly id: number;
+  readonly groups: { values(): Iterable<GroupState> };
+}
+interface StreamState {
+  readonly id: number;
+  readonly topics: { get(id: number): TopicState | undefined; values(): Iterable<TopicState> };
+}
 
 /** A group by its ids: (stream, topic, group). */
 export interface GroupAddress {

@@ -33,8 +33,8 @@ import { Operation as StateMachineOperation } from '../metadata/operations.js';
 import { EvictionReason, Operation } from '../vsr/header.js';
 import { encodeRegisterBody } from '../vsr/reply.js';
 import { answerRead, translateWrite, type ReadContext } from './binary-commands.js';
-import type { BinarySessions } from './binary-sessions.js';
-import type { EdgeAnswer } from './partition-edge.js';
+import type { BinaryHost, SubmitInput, SubmitOutcome } from './binary-host.js';
+import type { EdgeAnswer, PartitionEdge } from './partition-edge.js';
 import { PartitionOperation } from '../partition/operations.js';
 import { listReadsOf } from '../http/list-reads.js';
 import { dummyPasswordHash, personalAccessTokenHash } from '../http/secrets.js';
@@ -52,16 +52,35 @@ export interface BoundSession {
   readonly userCreatedAtUs: number;
 }
 
+/**
+ * What a connection needs of the sessions that own it (BinarySessions, which creates each
+ * connection). Declared here so the owner imports its connections and never the reverse.
+ */
+export interface ConnectionSessions {
+  readonly host: BinaryHost;
+  readonly counters: { frames: number; queueOverflows: number };
+  readonly edge: PartitionEdge;
+  /** Every connection, as GetClients lists them. */
+  clients(): ClientInfoView[];
+  onConnectionClosed(connection: ClientConnection): void;
+  bind(connection: ClientConnection, clientId: bigint, userId: number, epoch: number): void;
+  unbind(connection: ClientConnection): void;
+  countEviction(reason: number): void;
+  scheduleLogout(session: BoundSession, delayMs: number): void;
+  /** Proposes in the metadata group (BinarySessions.submit). */
+  submit(connection: ClientConnection, input: SubmitInput, body: Uint8Array): Promise<SubmitOutcome>;
+}
+
 export class ClientConnection implements ClientHandle {
   readonly id: number;
   readonly io: ClientIo;
   session: BoundSession | null = null;
-  private readonly sessions: BinarySessions;
+  private readonly sessions: ConnectionSessions;
   private readonly queue: ClientDecodeResult[] = [];
   private running = false;
   private closed = false;
 
-  constructor(sessions: BinarySessions, id: number, io: ClientIo) {
+  constructor(sessions: ConnectionSessions, id: number, io: ClientIo) {
     this.sessions = sessions;
     this.id = id;
     this.io = io;

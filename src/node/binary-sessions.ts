@@ -37,19 +37,15 @@
  * disconnect Logout timer per closed bound connection.
  */
 import { Command } from '../constants.js';
-import type { Kernels } from '../kernels/kernel.js';
 import type { ClientInfoView } from '../metadata/binary-responses.js';
-import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import { assert } from '../stdx/assert.js';
 import type { ClientIo } from '../transport/client-listener.js';
 import { ClientCommand, readClientReply } from '../transport/client-wire.js';
 import { buildFrame, decodeFrame } from '../vsr/frame.js';
 import { EvictionReason, Operation, type RequestHeader } from '../vsr/header.js';
-import type { ReadContext } from './binary-commands.js';
 import { ClientConnection } from './binary-connection.js';
+import type { BinaryHost, SessionCore, SubmitInput, SubmitOutcome, SubmittingConnection } from './binary-host.js';
 import type { PartitionEdge } from './partition-edge.js';
-
-export { ClientConnection };
 
 /** A proposed request without a committed reply by then answers TransientNotCommitted (57). */
 export const CLIENT_WRITE_TIMEOUT_MS = 5_000;
@@ -60,65 +56,9 @@ export const DISCONNECT_LOGOUT_GRACE_MS = 10_000;
 /** Iggy's synthetic request number for a disconnect Logout (u64::MAX there; our u64 limit here). */
 export const DISCONNECT_LOGOUT_REQUEST = Number.MAX_SAFE_INTEGER;
 
-/** The replica core as the sessions use it. */
-export interface SessionCore {
-  readonly view: number;
-  readonly status: string;
-  readonly commitMax: number;
-  isPrimary(): boolean;
-  primaryIndex(): number;
-  canAcceptRequests(): boolean;
-  hasAdmissionRoom(): boolean;
-  onRequest(header: RequestHeader, body: Uint8Array): void;
-  readonly clientTable: {
-    get(client: bigint): { readonly userId: number; readonly epoch: number } | undefined;
-    checkRequest(client: bigint, epoch: number, request: number, requestChecksum: bigint): { readonly kind: string };
-  };
-}
-
-export interface BinaryHost {
-  readonly cluster: bigint;
-  readonly replica: number;
-  readonly clusterName: string;
-  readonly kernels: Kernels;
-  readonly state: MetadataStateMachine;
-  readonly core: SessionCore;
-  readonly serverVersion: string;
-  /** Queues a frame to a peer replica (the forward of a request to the primary). */
-  sendToReplica(replica: number, frame: Uint8Array): void;
-  /** The cluster roster for GetClusterMetadata. */
-  clusterNodes: ReadContext['clusterNodes'];
-  /** The GetStats body (needs this node's process facts and client count). */
-  stats(): Uint8Array;
-  /** Iggy's u32 client id for a new connection (shared with the HTTP sessions' ids). */
-  allocateClientId(): number;
-  log(level: 'debug' | 'info' | 'warn', event: string, fields?: Record<string, unknown>): void;
-  /** Tests shorten the grace before a closed connection's session is logged out. */
-  readonly disconnectLogoutGraceMs?: number;
-  /** Metrics: a request is submitted now; the returned function is called once when it ended. */
-  startRequest?(): (outcome: SubmitOutcome['kind']) => void;
-  /**
-   * Verifies a password under the node's password gate, the one HTTP logins share: a flood of
-   * logins on either edge is refused ('busy') before it reaches Argon2id.
-   */
-  verifyPassword(passwordHash: string, password: string): Promise<boolean | 'busy'>;
-  /**
-   * A login that authenticated `userId` may open its session now (the same gate's per-user login
-   * bound, shared with HTTP logins): false refuses it.
-   */
-  admitLogin(userId: number): boolean;
-}
-
-
-export type SubmitOutcome =
-  | { readonly kind: 'reply'; readonly frame: Uint8Array }
-  | { readonly kind: 'eviction'; readonly frame: Uint8Array }
-  | { readonly kind: 'timeout' }
-  | { readonly kind: 'not_accepted' };
-
 interface Pending {
   /** Null for a disconnect Logout, which nobody waits on. */
-  readonly connection: ClientConnection | null;
+  readonly connection: SubmittingConnection | null;
   readonly request: number;
   readonly resolve: (outcome: SubmitOutcome) => void;
   readonly timer: NodeJS.Timeout;
@@ -328,8 +268,8 @@ export class BinarySessions {
    * id goes into the request so the primary's node routes a forward to the same group.
    */
   submit(
-    connection: ClientConnection | null,
-    input: { client: bigint; operation: number; session: number; request: number; requestChecksum: bigint; userId: number },
+    connection: SubmittingConnection | null,
+    input: SubmitInput,
     body: Uint8Array,
     target: { readonly core: SessionCore; readonly group: bigint } = { core: this.host.core, group: 0n },
   ): Promise<SubmitOutcome> {

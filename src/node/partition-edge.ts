@@ -58,7 +58,7 @@ import { readClientReply } from '../transport/client-wire.js';
 import { Operation } from '../vsr/header.js';
 import { encodeRegisterBody, parseResultBody } from '../vsr/reply.js';
 import type { DataPlaneApi, DataPlaneCaller } from '../http/node-api.js';
-import type { ClientConnection, SubmitOutcome } from './binary-sessions.js';
+import type { SubmitInput, SubmitOutcome, SubmittingConnection } from './binary-host.js';
 import type { PartitionGroup, PartitionGroups } from './partition-groups.js';
 
 /** Group sessions this node remembers (one per client and group it proposed in); oldest dropped. */
@@ -73,8 +73,8 @@ export interface PartitionEdgeHost {
   readonly partitions: PartitionGroups;
   /** Proposes in a group's core (locally or through its primary); see BinarySessions.submit. */
   submit(
-    connection: ClientConnection | null,
-    input: { client: bigint; operation: number; session: number; request: number; requestChecksum: bigint; userId: number },
+    connection: SubmittingConnection | null,
+    input: SubmitInput,
     body: Uint8Array,
     target: { readonly core: PartitionGroup['core']; readonly group: bigint },
   ): Promise<SubmitOutcome>;
@@ -82,7 +82,7 @@ export interface PartitionEdgeHost {
 
 /** Who asks: the connection (null for HTTP), its client id, its user and what it may do. */
 export interface EdgeCaller {
-  readonly connection: ClientConnection | null;
+  readonly connection: SubmittingConnection | null;
   readonly client: bigint;
   readonly userId: number;
   readonly principal: Principal;

@@ -46,7 +46,7 @@ import {
   type StoreRangeHeader,
 } from '../vsr/header-types.js';
 import type { StoreRangeHost } from '../vsr/state-machine.js';
-import type { MachineKernels } from './state-machine.js';
+import type { Kernels } from '../kernels/kernel.js';
 import type { PartitionStore, PartitionStores, StoreKey } from './store.js';
 
 /** Stores fetched at once; the others wait their turn (memory: one answer each in flight). */
@@ -81,7 +81,8 @@ export interface ServedStore {
 }
 
 export interface BackfillOptions {
-  readonly kernels: MachineKernels;
+  /** Only the batch check: naming the machine's kernel set would import the machine it serves. */
+  readonly kernels: Pick<Kernels, 'messageBatchVerify'>;
   readonly stores: PartitionStores;
   /**
    * The committed store of (namespace, incarnation); 'replaced' when the committed state holds a

@@ -389,8 +389,8 @@ export function resolveDataPath(path: string): { directory: string; name: string
 
 // ---------------------------------------------------------------------------------------------
 /*
- * Prefetch: reading a data file while the process is still loading its modules (issue 14:
- * restart time).
+ * Prefetch: reading a data file while the process is still loading its modules, to shorten a
+ * restart (a restarting replica is missing from the cluster until its recovery ends).
  *
  * A restarting replica's largest read is `snapshot.bin` (64 MiB at the bench's size, ~40 ms from
  * the page cache here, most of it faulting in the fresh buffer). Started right after the

@@ -4,11 +4,12 @@
  * replicas, arm crash points inside storage requests, damage or lose disks at a crash, and the
  * targeted faults.
  *
- * Targeted faults (the outside audit of issue 12 found five defects that ~30,000 seeds of random
- * loss never built the schedule for): a backup starved of prepares while heartbeats still reach
- * it and its repair requests are lost; superblock writes failing for a stretch, overlapping
- * checkpoints and installs; the primary crashing when a replica starts fetching a checkpoint, and
- * staying down; a live replica's snapshot file rotting at rest; every replica crashing at once.
+ * Targeted faults, because random loss almost never builds these schedules (five defects that
+ * ~30,000 seeds of random loss had passed were found only with them): a backup starved of
+ * prepares while heartbeats still reach it and its repair requests are lost; superblock writes
+ * failing for a stretch, overlapping checkpoints and installs; the primary crashing when a
+ * replica starts fetching a checkpoint, and staying down; a live replica's snapshot file rotting
+ * at rest; every replica crashing at once.
  *
  * Random crashes and restarts draw from the cluster's stream; the targeted faults from a stream of
  * their own and whole-cluster restarts from a third, so a fault added later leaves the schedules

@@ -1,7 +1,7 @@
 /**
  * Encoders for the client side of Iggy's binary request bodies (`core/binary_protocol/src/
  * requests/**`, cc269ef70): the primitives every command body is made of. Used by BinaryClient
- * (the login body) and by VrmetaClient over TCP (src/http/client-binary.ts). Values a field
+ * (the login body) and by VrmetaClient over TCP (src/client/client-binary.ts). Values a field
  * cannot hold throw a RangeError before anything is sent.
  */
 import { IGGY_PROTOCOL_VERSION } from './client-wire.js';

@@ -1,9 +1,10 @@
 /**
- * A replica's boot (issues 14 and 15) on a real process: it logs one `boot phases` record with
- * the ms of each phase, and it is listening before it has loaded what only a request needs
- * (jose for tokens, TypeBox's validator compiler for request schemas); the first request that
- * needs them loads them and is answered as before. Which ES modules the process loaded is
- * recorded by a module hook (`node --import`) writing each URL to a file.
+ * A replica's boot on a real process (its length matters: a restarting replica is out of the
+ * cluster until it listens): it logs one `boot phases` record with the ms of each phase, and it
+ * is listening before it has loaded what only a request needs (jose for tokens, TypeBox's
+ * validator compiler for request schemas); the first request that needs them loads them and is
+ * answered as before. Which ES modules the process loaded is recorded by a module hook
+ * (`node --import`) writing each URL to a file.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consecutiveFreePorts, makeTempRoot, removeTempRoot } from '../../bench/procs.js';
-import { VrmetaClient } from '../../src/http/client.js';
+import { VrmetaClient } from '../../src/client/client.js';
 import { assertDistFresh } from './harness.js';
 import { killAll, login, readyz, spawnCli, waitUntil, type Spawned } from './security-support.js';
 

@@ -27,7 +27,7 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { CLI_PATH, REPO_ROOT, cleanEnv, makeTempRoot, removeTempRoot, reservePorts, sleep, spawnChild, stopChild, type ChildHandle } from '../../bench/procs.js';
 import { afterAll, beforeAll } from 'vitest';
-import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/http/client.js';
+import { IggyHttpError, VrmetaClient, type ClusterStatusJson } from '../../src/client/client.js';
 import { ensureDevClusterSecret } from '../../src/node/cluster-secret.js';
 
 export { CLI_PATH, REPO_ROOT, sleep };

@@ -19,7 +19,7 @@ import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
-import { IggyHttpError, type VrmetaClient } from '../../src/http/client.js';
+import { IggyHttpError, type VrmetaClient } from '../../src/client/client.js';
 import { createTestNode } from '../../src/http/test-node.js';
 import { loadKernels } from '../../src/kernels/index.js';
 import { runInspect } from '../../src/storage/inspect.js';

@@ -6,7 +6,7 @@
  * delete: "not found" means it did). The tests then compare the cluster's final state with what
  * the definitive answers imply.
  */
-import type { IggyHttpError, VrmetaClient } from '../../src/http/client.js';
+import type { IggyHttpError, VrmetaClient } from '../../src/client/client.js';
 import { attempt, ClusterError, sleep, type Cluster } from './harness.js';
 
 /** Iggy error ids the workload reads (src/metadata/errors.ts). */

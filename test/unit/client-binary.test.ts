@@ -7,7 +7,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { IggyBinaryError, VrmetaClient } from '../../src/http/client.js';
+import { IggyBinaryError, VrmetaClient } from '../../src/client/client.js';
 import { ErrorCode } from '../../src/metadata/errors.js';
 import { idOf } from '../../src/metadata/operations.js';
 import { GENESIS_PASSWORD_MARKER, isArgon2idPhc } from '../../src/metadata/validation.js';

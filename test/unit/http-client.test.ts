@@ -1,12 +1,12 @@
 /**
- * The typed client (src/http/client.ts) against a real listening app on 127.0.0.1: every call
+ * The typed client (src/client/client.ts) against a real listening app on 127.0.0.1: every call
  * maps to its route, u64 sentinels arrive as exact bigints, and errors surface as IggyHttpError
  * with Iggy's body, the view and Retry-After.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { IggyHttpError, U64_MAX, VrmetaClient } from '../../src/http/client.js';
+import { IggyHttpError, U64_MAX, VrmetaClient } from '../../src/client/client.js';
 import { createTestNode, type TestNode } from '../../src/http/test-node.js';
 import { ALL_FALSE_GLOBAL, JWT_SECRET } from './http-fixtures.js';
 

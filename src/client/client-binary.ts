@@ -15,8 +15,8 @@ import * as decode from '../transport/client-response-decode.js';
 import { concatBytes, encodeIdentifier, encodeName, encodeOption, encodeSecret, encodeU32, encodeU64, encodeU8 } from '../transport/client-requests.js';
 import { CommandCode } from '../transport/client-wire.js';
 import { Operation } from '../metadata/operations.js';
-import { HttpError } from './errors.js';
-import { permissionsFromJson } from './permissions-json.js';
+import { HttpError } from '../http/errors.js';
+import { permissionsFromJson } from '../http/permissions-json.js';
 import {
   compressionCode,
   formatBytes,
@@ -30,8 +30,8 @@ import {
   renderUser,
   renderUserDetails,
   userStatusCode,
-} from './render.js';
-import type * as Json from './schemas.js';
+} from '../http/render.js';
+import type * as Json from '../http/schemas.js';
 
 export { IggyBinaryError };
 

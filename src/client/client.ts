@@ -13,7 +13,7 @@
  * `transient_not_committed` may still commit).
  */
 import { BinaryTransport, IggyBinaryError, type BinaryTransportOptions } from './client-binary.js';
-import { parseJsonLossless, stringifyJsonLossless } from './json.js';
+import { parseJsonLossless, stringifyJsonLossless } from '../http/json.js';
 import type {
   ClientInfoDetailsJson,
   ClientInfoJson,
@@ -32,10 +32,10 @@ import type {
   TopicJson,
   UserInfoDetailsJson,
   UserInfoJson,
-} from './schemas.js';
+} from '../http/schemas.js';
 
 /** Every JSON shape of the API (the response and request types the methods below use). */
-export type * from './schemas.js';
+export type * from '../http/schemas.js';
 
 /** A resource named by its numeric id or its name (the server parses digits as an id). */
 export type Id = number | string;
