@@ -9,9 +9,12 @@ import { MESSAGE_SIZE_MAX } from '../constants.js';
 import type { MetadataStateMachine } from '../metadata/state-machine.js';
 import { unpackNamespace } from '../partition/namespace.js';
 import type { PartitionAddress } from '../partition/operations.js';
-import { partitionPolicy, retentionFloor, type RetentionPolicy } from '../partition/retention.js';
+import type { TopicAddressView } from '../metadata/queries.js';
+import { partitionPolicy, retentionFloor } from '../partition/retention.js';
 import type { EdgeCaller, PartitionEdge } from './partition-edge.js';
 import type { PartitionGroup, PartitionGroups } from './partition-groups.js';
+
+type FoundTopic = Extract<TopicAddressView, { readonly found: true }>;
 
 /** A data-plane namespace resolved against committed metadata. */
 export interface MetadataIncarnation {
@@ -20,8 +23,8 @@ export interface MetadataIncarnation {
   readonly partitionId: number;
   /** The live incarnation, or null: the topic or the partition is gone. */
   readonly live: number | null;
-  /** The topic's retention for this partition (null while the topic is gone). */
-  readonly policy: RetentionPolicy | null;
+  /** The topic's settings retention reads (null while the topic is gone). */
+  readonly topic: Pick<FoundTopic, 'messageExpiryUs' | 'maxTopicSizeBytes' | 'partitionsCount'> | null;
 }
 
 /**
@@ -31,21 +34,13 @@ export interface MetadataIncarnation {
 export function metadataIncarnation(
   state: MetadataStateMachine,
   namespace: number,
-  segmentSizeBytes: number,
 ): MetadataIncarnation | null {
   const parts = unpackNamespace(BigInt(namespace));
   if (!parts.ok) return null;
   const { streamId, topicId, partitionId } = parts.value;
   const topic = state.queries.topicAddress({ kind: 'id', id: streamId }, { kind: 'id', id: topicId });
-  if (!topic.found) return { streamId, topicId, partitionId, live: null, policy: null };
-  const policy = partitionPolicy({
-    messageExpiryUs: topic.messageExpiryUs,
-    maxTopicSizeBytes: topic.maxTopicSizeBytes,
-    partitionsCount: topic.partitionsCount,
-    segmentSizeBytes,
-    messageSizeMax: MESSAGE_SIZE_MAX,
-  });
-  return { streamId, topicId, partitionId, live: topic.incarnationOf(partitionId), policy };
+  if (!topic.found) return { streamId, topicId, partitionId, live: null, topic: null };
+  return { streamId, topicId, partitionId, live: topic.incarnationOf(partitionId), topic };
 }
 
 /**
@@ -114,8 +109,7 @@ export class PartitionMaintenance {
   }
 
   private isDead(namespace: number, held: number): boolean {
-    const segmentSize = this.options.partitions.segmentSizeBytes;
-    const resolved = metadataIncarnation(this.options.state, namespace, segmentSize);
+    const resolved = metadataIncarnation(this.options.state, namespace);
     if (resolved === null) return false;
     return incarnationIsDead(resolved.live, held, this.options.state.appliedTimestampUs);
   }
@@ -136,16 +130,21 @@ export class PartitionMaintenance {
   private retain(group: PartitionGroup, namespace: number, nowUs: number): void {
     const held = group.machine.incarnationOf(namespace);
     if (held === null) return;
-    const segmentSize = this.options.partitions.segmentSizeBytes;
-    const resolved = metadataIncarnation(this.options.state, namespace, segmentSize);
-    if (resolved === null || resolved.live !== held || resolved.policy === null) return;
+    const resolved = metadataIncarnation(this.options.state, namespace);
+    if (resolved === null || resolved.live !== held || resolved.topic === null) return;
+    const policy = partitionPolicy({
+      ...resolved.topic,
+      segmentSizeBytes: this.options.partitions.segmentSizeBytes,
+      messageSizeMax: MESSAGE_SIZE_MAX,
+    });
+    if (policy.expiryUs === null && policy.budgetBytes === null) return;
     const address = { namespace, incarnation: held };
     const store = group.machine.storeOf(address);
     const view = group.machine.partition(address);
     if (store === null || view === null) return;
     const floor = retentionFloor({
       segments: store.segmentInfos(),
-      policy: resolved.policy,
+      policy,
       nowUs,
       barrierOffset: group.machine.lowestStoredOffset(address),
       floor: view.firstOffset,

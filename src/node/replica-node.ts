@@ -725,7 +725,7 @@ export class ReplicaNode implements NodeApi {
    * what its group's committed log holds, when the partition's incarnation is the live one.
    */
   private syncPartitionStats(group: PartitionGroup, namespace: number): void {
-    const resolved = metadataIncarnation(this.state, namespace, this.config.segmentSize);
+    const resolved = metadataIncarnation(this.state, namespace);
     if (resolved === null || resolved.live === null) return;
     const { streamId, topicId, partitionId, live } = resolved;
     const view = group.machine.partition({ namespace, incarnation: live });

@@ -540,39 +540,6 @@ export class PartitionLog {
   }
 
   /**
-   * Leading removable segments whose newest message expired (§3.8: `max_timestamp != 0` and
-   * `max_timestamp + expiry <= now`), stopping at the first that did not, or whose last offset
-   * is above `barrierOffset` (a consumer's committed offset still needs it; null: no barrier).
-   */
-  expiredSegmentCount(nowUs: number, expiryUs: number, barrierOffset: number | null = null): number {
-    let count = 0;
-    while (count < this.removableSegmentCount) {
-      const segment = this.segments[count]!;
-      const expired = segment.maxTimestampUs !== 0 && segment.maxTimestampUs + expiryUs <= nowUs;
-      if (!expired || blockedByBarrier(segment, barrierOffset)) break;
-      count += 1;
-    }
-    return count;
-  }
-
-  /**
-   * Leading removable segments to drop so the sealed segments' bytes fit `budgetBytes` (§3.8:
-   * the active segment's bytes are not counted), stopping at the barrier as above.
-   */
-  overBudgetSegmentCount(budgetBytes: number, barrierOffset: number | null = null): number {
-    let sealedBytes = 0;
-    for (let index = 0; index < this.removableSegmentCount; index += 1) sealedBytes += this.segments[index]!.sizeBytes;
-    let count = 0;
-    while (count < this.removableSegmentCount && sealedBytes > budgetBytes) {
-      const segment = this.segments[count]!;
-      if (blockedByBarrier(segment, barrierOffset)) break;
-      sealedBytes -= segment.sizeBytes;
-      count += 1;
-    }
-    return count;
-  }
-
-  /**
    * Removes the `count` oldest segments (at most `removableSegmentCount`), durably. Oldest first,
    * each unlink made durable before the next, so a crash leaves a suffix: never a hole.
    */
@@ -849,10 +816,6 @@ export class PartitionLog {
     this.poisonedBy ??= cause;
     this.logger.log('error', 'partition_log_poisoned', { location: this.disk.location, error: String(cause) });
   }
-}
-
-function blockedByBarrier(segment: Segment, barrierOffset: number | null): boolean {
-  return barrierOffset !== null && segment.lastOffset > barrierOffset;
 }
 
 function emptySegment(startOffset: number): Segment {

@@ -4,6 +4,7 @@
  * retention). Recovery and damage: partition-log-recovery.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { retentionFloor, type RetentionPolicy } from '../../src/partition/retention.js';
 import { FsyncError, type Disk } from '../../src/storage/disk.js';
 import { StoragePoisoned } from '../../src/storage/durable-file.js';
 import { FsDisk } from '../../src/storage/fs-disk.js';
@@ -381,24 +382,31 @@ describe('partition log maintenance', () => {
 
   it('retention: expired sealed segments and a byte budget, from the oldest, stopping at the barrier', () => {
     const { log, segments } = filled();
+    // Retention's rule (src/partition/retention.ts) over this log's segments: how many it lets go.
+    const going = (policy: RetentionPolicy, nowUs: number, barrierOffset: number | null): number => {
+      const floor = retentionFloor({ segments: log.segmentInfos(), policy, nowUs, barrierOffset, floor: 0 });
+      return floor === null ? 0 : log.segmentInfos().findIndex((segment) => segment.startOffset === floor);
+    };
+    const expired = { expiredSegmentCount: (nowUs: number, expiryUs: number, barrier: number | null = null) => going({ expiryUs, budgetBytes: null }, nowUs, barrier) };
+    const budget = { overBudgetSegmentCount: (budgetBytes: number, barrier: number | null = null) => going({ expiryUs: null, budgetBytes }, 0, barrier) };
     const maxTime = (segment: readonly StoredBatch[]): number => segment[segment.length - 1]!.timestampUs;
     const expiry = 1000;
     // Exactly at max + expiry a segment has expired (§3.8: <= now).
-    expect(log.expiredSegmentCount(maxTime(segments[1]!) + expiry, expiry)).toBe(2);
-    expect(log.expiredSegmentCount(maxTime(segments[1]!) + expiry - 1, expiry)).toBe(1);
-    expect(log.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry)).toBe(segments.length - 1);
-    expect(log.expiredSegmentCount(0, expiry)).toBe(0);
+    expect(expired.expiredSegmentCount(maxTime(segments[1]!) + expiry, expiry)).toBe(2);
+    expect(expired.expiredSegmentCount(maxTime(segments[1]!) + expiry - 1, expiry)).toBe(1);
+    expect(expired.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry)).toBe(segments.length - 1);
+    expect(expired.expiredSegmentCount(0, expiry)).toBe(0);
     const lastOf = (segment: readonly StoredBatch[]): number => segment[segment.length - 1]!.baseOffset + segment[segment.length - 1]!.count - 1;
-    expect(log.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry, lastOf(segments[0]!))).toBe(1);
-    expect(log.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry, lastOf(segments[0]!) - 1)).toBe(0);
+    expect(expired.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry, lastOf(segments[0]!))).toBe(1);
+    expect(expired.expiredSegmentCount(Number.MAX_SAFE_INTEGER - expiry, expiry, lastOf(segments[0]!) - 1)).toBe(0);
     const bytes = (segment: readonly StoredBatch[]): number => segment.reduce((sum, batch) => sum + batch.bytes.byteLength, 0);
     const sealed = segments.slice(0, -1).reduce((sum, segment) => sum + bytes(segment), 0);
-    expect(log.overBudgetSegmentCount(sealed)).toBe(0);
-    expect(log.overBudgetSegmentCount(sealed - 1)).toBe(1);
-    expect(log.overBudgetSegmentCount(sealed - bytes(segments[0]!))).toBe(1);
-    expect(log.overBudgetSegmentCount(sealed - bytes(segments[0]!) - 1)).toBe(2);
-    expect(log.overBudgetSegmentCount(0)).toBe(segments.length - 1);
-    expect(log.overBudgetSegmentCount(0, lastOf(segments[1]!))).toBe(2);
+    expect(budget.overBudgetSegmentCount(sealed)).toBe(0);
+    expect(budget.overBudgetSegmentCount(sealed - 1)).toBe(1);
+    expect(budget.overBudgetSegmentCount(sealed - bytes(segments[0]!))).toBe(1);
+    expect(budget.overBudgetSegmentCount(sealed - bytes(segments[0]!) - 1)).toBe(2);
+    expect(budget.overBudgetSegmentCount(0)).toBe(segments.length - 1);
+    expect(budget.overBudgetSegmentCount(0, lastOf(segments[1]!))).toBe(2);
   });
 });
 
